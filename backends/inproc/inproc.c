@@ -1,0 +1,202 @@
+/*
+ * inproc.c - in-process fabric: all nodes in one address space, ops applied
+ * directly through the shared region-table checks.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "inproc.h"
+#include "region.h"
+
+struct inproc_fabric {
+	struct pc_fabric base;
+	struct inproc_world *world;
+	struct region_table regions;
+	pc_rpc_handler *handler;
+	void *handler_arg;
+};
+
+struct inproc_world {
+	pthread_mutex_t lock;
+	uint32_t nr_nodes;
+	struct inproc_fabric **nodes;
+	bool *down;
+};
+
+static struct inproc_fabric *to_inproc(struct pc_fabric *f)
+{
+	return (struct inproc_fabric *)f;
+}
+
+struct inproc_world *inproc_world_create(uint32_t nr_nodes)
+{
+	struct inproc_world *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->nodes = calloc(nr_nodes, sizeof(*w->nodes));
+	w->down = calloc(nr_nodes, sizeof(*w->down));
+	if (!w->nodes || !w->down) {
+		free(w->nodes);
+		free(w->down);
+		free(w);
+		return NULL;
+	}
+	w->nr_nodes = nr_nodes;
+	pthread_mutex_init(&w->lock, NULL);
+	return w;
+}
+
+void inproc_world_destroy(struct inproc_world *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_destroy(&w->lock);
+	free(w->nodes);
+	free(w->down);
+	free(w);
+}
+
+void inproc_world_set_down(struct inproc_world *w, uint32_t node, bool down)
+{
+	pthread_mutex_lock(&w->lock);
+	if (node < w->nr_nodes)
+		w->down[node] = down;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* The live endpoint of node, or NULL when it is closed or down. Endpoints are
+ * closed only when no op is in flight (tests and the simulator guarantee that). */
+static struct inproc_fabric *endpoint(struct inproc_world *w, uint32_t node)
+{
+	struct inproc_fabric *ep = NULL;
+
+	pthread_mutex_lock(&w->lock);
+	if (node < w->nr_nodes && !w->down[node])
+		ep = w->nodes[node];
+	pthread_mutex_unlock(&w->lock);
+	return ep;
+}
+
+int inproc_world_apply(struct inproc_world *w, struct pc_op *op)
+{
+	struct inproc_fabric *ep = endpoint(w, op->peer);
+	uint8_t *where;
+	int ret;
+
+	if (!ep || !ep->handler)
+		return -ECONNREFUSED;
+	if (op->peer_inc && op->peer_inc != ep->base.incarnation)
+		return -ESTALE;
+	ret = region_table_check(&ep->regions, op->rkey, op->raddr, op->len,
+				 region_access_for(op->kind), &where);
+	if (ret) {
+		pc_stat_add(&ep->base.stats.refused_ops, 1);
+		return ret;
+	}
+	region_apply(op->kind, where, op->local, op->len, op->compare, op->swap);
+	pc_stat_add(&ep->base.stats.served_ops, 1);
+	return 0;
+}
+
+int inproc_world_call(struct inproc_world *w, uint32_t from, struct pc_rpc *rpc)
+{
+	struct inproc_fabric *ep = endpoint(w, rpc->peer);
+
+	if (!ep || !ep->handler)
+		return -ECONNREFUSED;
+	pc_stat_add(&ep->base.stats.served_rpcs, 1);
+	return ep->handler(ep->handler_arg, from, rpc->opcode, rpc->req, rpc->req_len, &rpc->resp);
+}
+
+static int inproc_open(struct pc_fabric *f, const struct pc_fabric_params *p)
+{
+	struct inproc_fabric *ep = to_inproc(f);
+	struct inproc_world *w = p->backend_arg;
+	int ret;
+
+	if (!w || w->nr_nodes < p->topo->nr_nodes)
+		return -EINVAL;
+	ret = region_table_init(&ep->regions);
+	if (ret)
+		return ret;
+	ep->world = w;
+	if (f->self == PC_PEER_NONE)
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	if (w->nodes[f->self])
+		ret = -EADDRINUSE;
+	else
+		w->nodes[f->self] = ep;
+	pthread_mutex_unlock(&w->lock);
+	if (ret)
+		region_table_fini(&ep->regions);
+	return ret;
+}
+
+static void inproc_close(struct pc_fabric *f)
+{
+	struct inproc_fabric *ep = to_inproc(f);
+
+	if (f->self != PC_PEER_NONE) {
+		pthread_mutex_lock(&ep->world->lock);
+		ep->world->nodes[f->self] = NULL;
+		pthread_mutex_unlock(&ep->world->lock);
+	}
+	region_table_fini(&ep->regions);
+}
+
+static int inproc_reg(struct pc_fabric *f, struct pc_region *r)
+{
+	return region_table_add(&to_inproc(f)->regions, r, pc_clock_random(f->clock));
+}
+
+static void inproc_dereg(struct pc_fabric *f, struct pc_region *r)
+{
+	region_table_del(&to_inproc(f)->regions, r->key);
+}
+
+static int inproc_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
+{
+	struct inproc_fabric *ep = to_inproc(f);
+
+	if (f->self == PC_PEER_NONE)
+		return -EINVAL;
+	pthread_mutex_lock(&ep->world->lock);
+	ep->handler_arg = arg;
+	ep->handler = h;
+	pthread_mutex_unlock(&ep->world->lock);
+	return 0;
+}
+
+static int inproc_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
+{
+	struct inproc_world *w = to_inproc(f)->world;
+
+	for (size_t i = 0; i < n; i++)
+		ops[i].status = inproc_world_apply(w, &ops[i]);
+	return 0;
+}
+
+static int inproc_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
+{
+	struct inproc_world *w = to_inproc(f)->world;
+
+	for (size_t i = 0; i < n; i++)
+		rpcs[i].status = inproc_world_call(w, f->self, &rpcs[i]);
+	return 0;
+}
+
+const struct pc_fabric_ops inproc_fabric_ops = {
+	.size = sizeof(struct pc_fabric_ops),
+	.name = "inproc",
+	.obj_size = sizeof(struct inproc_fabric),
+	.open = inproc_open,
+	.close = inproc_close,
+	.reg = inproc_reg,
+	.dereg = inproc_dereg,
+	.serve = inproc_serve,
+	.post = inproc_post,
+	.call = inproc_call,
+};

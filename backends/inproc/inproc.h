@@ -1,0 +1,35 @@
+/*
+ * inproc.h - the in-process fabric: every node of a topology lives in one process
+ * and one-sided ops are memcpy/CAS against the target's region table, with the same
+ * key, bounds and rights checks the tcp server does. Unit tests use it; the
+ * simulator builds its fabric on the same world.
+ *
+ * Not for: concurrency realism. An op completes inside post(); an RPC runs its
+ * handler on the caller's thread.
+ */
+#ifndef PC_INPROC_H
+#define PC_INPROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <peercache/pc_fabric.h>
+
+struct inproc_world;
+
+/* A world for nr_nodes nodes; pass it as pc_fabric_params.backend_arg. */
+struct inproc_world *inproc_world_create(uint32_t nr_nodes);
+/* Every fabric opened on the world must be closed first. */
+void inproc_world_destroy(struct inproc_world *w);
+
+/* Make a node unreachable (its ops and RPCs fail with -ECONNREFUSED) or bring it back. */
+void inproc_world_set_down(struct inproc_world *w, uint32_t node, bool down);
+
+/* Run one op against node's regions as a peer would: 0 or -errno. Exposed for the
+ * simulator, which decides when the op happens. */
+int inproc_world_apply(struct inproc_world *w, struct pc_op *op);
+
+/* Run one RPC at its target as a peer would. */
+int inproc_world_call(struct inproc_world *w, uint32_t from, struct pc_rpc *rpc);
+
+#endif

@@ -1,0 +1,35 @@
+#!/bin/sh
+# install-deps.sh - install every Debian package peercache's build and tests need.
+#
+# Idempotent: packages already present are left alone; `apt-get update` runs once
+# per invocation and only when something is missing. Needs root (CI runs as root).
+# Not for: the rxe VM's kernel and userland, which ci/rxe-vm.sh downloads itself.
+set -eu
+
+PKGS="build-essential cmake pkg-config valgrind git
+      rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils
+      libxxhash-dev libyaml-dev libcunit1-dev
+      iproute2 procps psmisc"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+		|| missing="$missing $p"
+done
+
+if [ -z "$missing" ]; then
+	echo "install-deps: all packages present"
+	exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing packages:$missing; run this script as root" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: installing$missing"
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "install-deps: done"

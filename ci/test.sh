@@ -1,0 +1,28 @@
+#!/bin/sh
+# test.sh - the whole test suite; the README's second command and what CI runs.
+#
+# Installs the Debian packages (ci/install-deps.sh), builds with -Werror, runs every
+# CTest label (unit, valgrind, e2e, netns, sim, rxe), then rebuilds with ASan+UBSan
+# and runs the unit and e2e tests again. Exit code 0 only when all of that passed.
+set -eu
+cd "$(dirname "$0")/.."
+JOBS=$(nproc 2>/dev/null || echo 2)
+T0=$(date +%s)
+
+./ci/install-deps.sh
+
+echo "== build (-Werror)"
+cmake -S . -B build -DPC_WERROR=ON >/dev/null
+cmake --build build -j "$JOBS"
+
+echo "== ctest: all labels"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+echo "== build (ASan+UBSan)"
+cmake -S . -B build-asan -DPC_WERROR=ON -DPC_SANITIZE=ON >/dev/null
+cmake --build build-asan -j "$JOBS"
+echo "== ctest under ASan+UBSan: unit and e2e"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	ctest --test-dir build-asan --output-on-failure -j "$JOBS" -L 'unit|e2e'
+
+echo "ci/test.sh: PASS in $(( $(date +%s) - T0 ))s"

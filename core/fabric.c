@@ -1,0 +1,218 @@
+/*
+ * fabric.c - opening fabrics from the built-in list, and the wrappers every fabric
+ * call goes through: counters, fault injection, argument checks.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends.h"
+#include "log.h"
+
+const struct pc_fabric_ops *pc_fabric_find(const char *name)
+{
+	for (size_t i = 0; pc_builtin_fabrics[i]; i++)
+		if (!strcmp(pc_builtin_fabrics[i]->name, name))
+			return pc_builtin_fabrics[i];
+	return NULL;
+}
+
+int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_params *p,
+		       struct pc_fabric **out)
+{
+	struct pc_fabric *f;
+	int ret;
+
+	if (ops->size < sizeof(*ops) || ops->obj_size < sizeof(*f) || !p->topo)
+		return -EINVAL;
+	if (p->self != PC_PEER_NONE && p->self >= p->topo->nr_nodes)
+		return -EINVAL;
+	f = calloc(1, ops->obj_size);
+	if (!f)
+		return -ENOMEM;
+	f->ops = ops;
+	f->clock = p->clock ? p->clock : pc_clock_posix();
+	f->topo = p->topo;
+	f->self = p->self;
+	f->nr_peers = p->topo->nr_nodes;
+	f->timeout_ms = p->timeout_ms ? p->timeout_ms : p->topo->store.timeout_ms;
+	do
+		f->incarnation = pc_clock_random(f->clock);
+	while (!f->incarnation);
+	ret = ops->open(f, p);
+	if (ret) {
+		free(f);
+		return ret;
+	}
+	*out = f;
+	return 0;
+}
+
+int pc_fabric_open(const char *name, const struct pc_fabric_params *p, struct pc_fabric **out)
+{
+	const struct pc_fabric_ops *ops = pc_fabric_find(name);
+
+	if (!ops)
+		return -ENOENT;
+	return pc_fabric_open_ops(ops, p, out);
+}
+
+void pc_fabric_close(struct pc_fabric *f)
+{
+	if (!f)
+		return;
+	f->ops->close(f);
+	free(f);
+}
+
+int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
+{
+	uint64_t rd = 0, wr = 0, nr = 0, nw = 0, nc = 0, errs = 0;
+	int ret;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		assert(ops[i].peer < f->nr_peers);
+		assert(ops[i].kind != PC_OP_CAS || ops[i].len == 8);
+		ops[i].status = 0;
+	}
+	if (f->fault) {
+		ret = f->fault(f->fault_arg, PC_FAULT_BEFORE, ops, n);
+		if (ret)
+			return ret;
+	}
+	ret = f->ops->post(f, ops, n);
+	if (ret)
+		return ret;
+	if (f->fault)
+		f->fault(f->fault_arg, PC_FAULT_AFTER, ops, n);
+	for (size_t i = 0; i < n; i++) {
+		if (ops[i].status) {
+			errs++;
+			continue;
+		}
+		switch (ops[i].kind) {
+		case PC_OP_READ:
+			nr++;
+			rd += ops[i].len;
+			break;
+		case PC_OP_WRITE:
+			nw++;
+			wr += ops[i].len;
+			break;
+		default:
+			nc++;
+		}
+	}
+	pc_stat_add(&f->stats.post_phases, 1);
+	pc_stat_add(&f->stats.ops_read, nr);
+	pc_stat_add(&f->stats.ops_write, nw);
+	pc_stat_add(&f->stats.ops_cas, nc);
+	pc_stat_add(&f->stats.bytes_read, rd);
+	pc_stat_add(&f->stats.bytes_written, wr);
+	pc_stat_add(&f->stats.op_errors, errs);
+	return 0;
+}
+
+int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
+{
+	int ret;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		assert(rpcs[i].peer < f->nr_peers);
+		rpcs[i].status = 0;
+		rpcs[i].resp.len = 0;
+	}
+	ret = f->ops->call(f, rpcs, n);
+	if (ret)
+		return ret;
+	pc_stat_add(&f->stats.rpc_phases, 1);
+	pc_stat_add(&f->stats.rpcs, n);
+	return 0;
+}
+
+void pc_fabric_get_stats(const struct pc_fabric *f, struct pc_fabric_stats *out)
+{
+	const uint64_t *src = (const uint64_t *)&f->stats;
+	uint64_t *dst = (uint64_t *)out;
+
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+int pc_msg_reserve(struct pc_msg *m, size_t more)
+{
+	size_t need = m->len + more, cap;
+	void *d;
+
+	if (need <= m->cap)
+		return 0;
+	cap = m->cap ? m->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	d = realloc(m->data, cap);
+	if (!d)
+		return -ENOMEM;
+	m->data = d;
+	m->cap = cap;
+	return 0;
+}
+
+int pc_msg_append(struct pc_msg *m, const void *p, size_t n)
+{
+	int ret = pc_msg_reserve(m, n);
+
+	if (ret)
+		return ret;
+	memcpy((char *)m->data + m->len, p, n);
+	m->len += n;
+	return 0;
+}
+
+void pc_msg_free(struct pc_msg *m)
+{
+	free(m->data);
+	m->data = NULL;
+	m->len = m->cap = 0;
+}
+
+int pc_fabric_stub_reg(struct pc_fabric *f, struct pc_region *r)
+{
+	(void)f;
+	(void)r;
+	return -EOPNOTSUPP;
+}
+
+void pc_fabric_stub_dereg(struct pc_fabric *f, struct pc_region *r)
+{
+	(void)f;
+	(void)r;
+}
+
+int pc_fabric_stub_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
+{
+	(void)f;
+	(void)h;
+	(void)arg;
+	return -EOPNOTSUPP;
+}
+
+int pc_fabric_stub_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
+{
+	(void)f;
+	(void)ops;
+	(void)n;
+	return -EOPNOTSUPP;
+}
+
+int pc_fabric_stub_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
+{
+	(void)f;
+	(void)rpcs;
+	(void)n;
+	return -EOPNOTSUPP;
+}

@@ -1,0 +1,86 @@
+/*
+ * pc_clock.h - what an environment backend implements: time, sleep, randomness and
+ * background tasks.
+ *
+ * The core never reads the real clock, calls rand() or starts a thread itself: it asks
+ * these ops (SQLite's VFS carries time and randomness for the same reason). The posix
+ * backend maps them onto clock_gettime/pthreads; the simulator maps them onto its
+ * virtual clock and coroutines, so the same core code runs in both.
+ *
+ * Not for: locks. The core uses plain mutexes but never holds one across a clock,
+ * fabric or storage call, which is what keeps it correct on simulated processes.
+ */
+#ifndef PC_CLOCK_H
+#define PC_CLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <peercache/pc_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pc_clock;
+struct pc_task;
+
+/* A background task body. It runs until it returns; long-running tasks poll a stop
+ * flag of their own between pc_clock_sleep() calls. */
+typedef void pc_task_fn(void *arg);
+
+struct pc_clock_ops {
+	uint32_t size;		/* sizeof(struct pc_clock_ops) the backend was built with */
+	const char *name;
+	/* Monotonic nanoseconds. Never goes backwards. */
+	uint64_t (*now_ns)(struct pc_clock *c);
+	/* Suspend the caller for at least ns nanoseconds. */
+	void (*sleep_ns)(struct pc_clock *c, uint64_t ns);
+	/* 64 random bits (seeded by the backend; the simulator makes them repeatable). */
+	uint64_t (*random)(struct pc_clock *c);
+	/* Start fn(arg) as a background task. 0 or -errno; *out is joined exactly once. */
+	int (*spawn)(struct pc_clock *c, const char *name, pc_task_fn *fn, void *arg,
+		     struct pc_task **out);
+	/* Wait for a spawned task to return and free it. */
+	void (*join)(struct pc_clock *c, struct pc_task *t);
+};
+
+/* The base every clock backend embeds first (container_of gets back to the backend). */
+struct pc_clock {
+	const struct pc_clock_ops *ops;
+};
+
+static inline uint64_t pc_clock_now(struct pc_clock *c)
+{
+	return c->ops->now_ns(c);
+}
+
+static inline void pc_clock_sleep(struct pc_clock *c, uint64_t ns)
+{
+	c->ops->sleep_ns(c, ns);
+}
+
+static inline uint64_t pc_clock_random(struct pc_clock *c)
+{
+	return c->ops->random(c);
+}
+
+static inline int pc_clock_spawn(struct pc_clock *c, const char *name, pc_task_fn *fn,
+				 void *arg, struct pc_task **out)
+{
+	return c->ops->spawn(c, name, fn, arg, out);
+}
+
+static inline void pc_clock_join(struct pc_clock *c, struct pc_task *t)
+{
+	c->ops->join(c, t);
+}
+
+/* The real clock: CLOCK_MONOTONIC, getrandom()-seeded xoshiro, pthreads. One shared
+ * instance; it needs no open or close. */
+PC_API struct pc_clock *pc_clock_posix(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,207 @@
+/*
+ * pc_fabric.h - what a fabric backend implements: registered regions, batched
+ * one-sided READ/WRITE/CAS spanning many peers, and batched RPC.
+ *
+ * This is to peercache what driver.h is to rdma-core: the store (core/) is written
+ * against these ops only, and tcp, verbs, rxe, the in-process test fabric and the
+ * simulator each fill in one static const table. Every call is batched: one post()
+ * carries the ops of a whole batch phase for all peers and returns when all of them
+ * completed or failed, so a phase costs one round trip, not one per key.
+ *
+ * Peers are node indices in the topology. Addresses are (peer, region key, remote
+ * address); a backend checks each op against the target's region table (key, bounds,
+ * access) before memory is touched.
+ *
+ * Not for: placement, validation or retries. A failed op is reported in its status;
+ * what it means for a key is the core's business.
+ */
+#ifndef PC_FABRIC_H
+#define PC_FABRIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <peercache/pc_api.h>
+
+#include <peercache/pc_clock.h>
+#include <peercache/pc_topology.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PC_PEER_NONE UINT32_MAX		/* a client that serves nothing */
+
+enum pc_access {
+	PC_ACCESS_REMOTE_READ = 1u << 0,
+	PC_ACCESS_REMOTE_WRITE = 1u << 1,
+	PC_ACCESS_REMOTE_ATOMIC = 1u << 2,
+};
+
+/* A registered memory region. The caller fills addr/len/access; reg() sets key
+ * (what peers name it by) and handle (backend-private, e.g. an ibv_mr). */
+struct pc_region {
+	void *addr;
+	size_t len;
+	unsigned access;
+	uint32_t key;
+	void *handle;
+};
+
+enum pc_op_kind { PC_OP_READ = 1, PC_OP_WRITE = 2, PC_OP_CAS = 3 };
+
+/* One one-sided operation. READ copies len bytes of the peer's memory to local;
+ * WRITE copies local to the peer; CAS compares the peer's 8 aligned bytes with
+ * compare, swaps in swap when equal, and always stores the old value in *local. */
+struct pc_op {
+	uint8_t kind;
+	uint32_t peer;
+	uint64_t peer_inc;		/* peer incarnation the address came from; 0 = any */
+	uint32_t rkey;
+	uint64_t raddr;
+	void *local;
+	uint32_t len;
+	const struct pc_region *lreg;	/* region holding local, or NULL (backend copes) */
+	uint64_t compare, swap;
+	int status;			/* out: 0 or -errno (-ESTALE: peer restarted) */
+};
+
+/* A growable message buffer. The backend owns the ones it hands to handlers; on
+ * the client side the caller frees data with free(). */
+struct pc_msg {
+	void *data;
+	size_t len, cap;
+};
+
+/* Make room for more bytes after len. 0 or -ENOMEM. */
+PC_API int pc_msg_reserve(struct pc_msg *m, size_t more);
+/* Append n bytes. 0 or -ENOMEM. */
+PC_API int pc_msg_append(struct pc_msg *m, const void *p, size_t n);
+PC_API void pc_msg_free(struct pc_msg *m);
+
+struct pc_rpc {
+	uint32_t peer;
+	uint16_t opcode;
+	const void *req;
+	size_t req_len;
+	struct pc_msg resp;		/* out: the response body (caller frees resp.data) */
+	int status;			/* out: 0, the handler's -errno, or a transport -errno */
+};
+
+/* Serves one request. Runs on a backend thread (tcp/verbs), in the caller's thread
+ * (in-process) or on a simulated process; it may call storage ops but must not block
+ * on its own fabric. from is the caller's node index or PC_PEER_NONE. Returns 0 or
+ * -errno, which the caller sees as pc_rpc.status. */
+typedef int pc_rpc_handler(void *arg, uint32_t from, uint16_t opcode,
+			   const void *req, size_t req_len, struct pc_msg *resp);
+
+struct pc_fabric_params {
+	const struct pc_topology *topo;
+	uint32_t self;			/* node index, or PC_PEER_NONE */
+	uint32_t timeout_ms;		/* per phase; 0 = topology's store.timeout_ms */
+	struct pc_clock *clock;
+	void *backend_arg;		/* backend-specific (in-process world, simulator) */
+};
+
+struct pc_fabric;
+
+struct pc_fabric_ops {
+	uint32_t size;			/* sizeof(struct pc_fabric_ops) the backend was built with */
+	const char *name;
+	size_t obj_size;		/* bytes the core allocates for the backend's object */
+	/* Set up; on error nothing is left to close. */
+	int (*open)(struct pc_fabric *f, const struct pc_fabric_params *p);
+	void (*close)(struct pc_fabric *f);
+	int (*reg)(struct pc_fabric *f, struct pc_region *r);
+	void (*dereg)(struct pc_fabric *f, struct pc_region *r);
+	/* Start answering peers: one-sided ops on registered regions and RPCs to h. */
+	int (*serve)(struct pc_fabric *f, pc_rpc_handler *h, void *arg);
+	/* Run every op; returns 0 when each was attempted (see statuses), or -errno. */
+	int (*post)(struct pc_fabric *f, struct pc_op *ops, size_t n);
+	/* Run every RPC concurrently; 0 when each was attempted, or -errno. */
+	int (*call)(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n);
+};
+
+/* Counters. Client side ones are kept by the wrappers, server side ones by backends. */
+struct pc_fabric_stats {
+	uint64_t post_phases;		/* post() calls that reached at least one peer */
+	uint64_t rpc_phases;
+	uint64_t ops_read, ops_write, ops_cas;
+	uint64_t bytes_read, bytes_written;
+	uint64_t op_errors;
+	uint64_t rpcs;
+	uint64_t served_ops;		/* one-sided ops executed for peers */
+	uint64_t refused_ops;		/* region key, bounds or rights violations */
+	uint64_t bad_frames;		/* malformed frames; each closed its connection */
+	uint64_t served_rpcs;
+	uint64_t reconnects;
+};
+
+enum pc_fault_when { PC_FAULT_BEFORE = 0, PC_FAULT_AFTER = 1 };
+
+/* Fault injection for tests. Called before each post (return -errno to fail the
+ * whole call unrun) and after it (rewrite statuses to fail single ops). */
+typedef int pc_fabric_fault_fn(void *arg, int when, struct pc_op *ops, size_t n);
+
+/* The base every fabric backend embeds first. */
+struct pc_fabric {
+	const struct pc_fabric_ops *ops;
+	struct pc_clock *clock;
+	const struct pc_topology *topo;
+	uint32_t self;
+	uint32_t nr_peers;
+	uint32_t timeout_ms;
+	uint64_t incarnation;		/* random per open: peers see a restart by it */
+	struct pc_fabric_stats stats;
+	pc_fabric_fault_fn *fault;
+	void *fault_arg;
+};
+
+static inline void pc_stat_add(uint64_t *c, uint64_t v)
+{
+	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+
+/* Open a fabric of the backend called name ("tcp", "verbs", "rxe", "inproc"). */
+PC_API int pc_fabric_open(const char *name, const struct pc_fabric_params *p, struct pc_fabric **out);
+/* The same with an ops table the caller holds (the simulator, out-of-tree backends). */
+PC_API int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_params *p,
+		       struct pc_fabric **out);
+PC_API void pc_fabric_close(struct pc_fabric *f);
+
+/* The ops table of a built-in backend, or NULL. */
+PC_API const struct pc_fabric_ops *pc_fabric_find(const char *name);
+
+PC_API int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n);
+PC_API int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n);
+
+static inline int pc_fabric_reg(struct pc_fabric *f, struct pc_region *r)
+{
+	return f->ops->reg(f, r);
+}
+
+static inline void pc_fabric_dereg(struct pc_fabric *f, struct pc_region *r)
+{
+	f->ops->dereg(f, r);
+}
+
+static inline int pc_fabric_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
+{
+	return f->ops->serve(f, h, arg);
+}
+
+/* A snapshot of the counters. */
+PC_API void pc_fabric_get_stats(const struct pc_fabric *f, struct pc_fabric_stats *out);
+
+/* Stubs for ops a backend does not support (never leave a slot NULL). */
+PC_API int pc_fabric_stub_reg(struct pc_fabric *f, struct pc_region *r);
+PC_API void pc_fabric_stub_dereg(struct pc_fabric *f, struct pc_region *r);
+PC_API int pc_fabric_stub_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg);
+PC_API int pc_fabric_stub_post(struct pc_fabric *f, struct pc_op *ops, size_t n);
+PC_API int pc_fabric_stub_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

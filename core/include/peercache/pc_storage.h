@@ -1,0 +1,87 @@
+/*
+ * pc_storage.h - what a storage backend implements: one unlinked block file.
+ *
+ * The disk tier keeps its blocks in a file nobody else can open (O_TMPFILE, or
+ * open+unlink) and does all I/O through these ops, so the simulator can replace the
+ * file with an NVMe model and tests can inject EIO/ENOSPC. I/O is batched: one call
+ * carries many block reads or writes, as the tier demotes and promotes in batches.
+ *
+ * Not for: anything remote. Disk is never remotely addressable; remote readers only
+ * ever read registered host memory.
+ */
+#ifndef PC_STORAGE_H
+#define PC_STORAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <peercache/pc_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pc_storage;
+struct pc_clock;
+
+/* One block transfer. buf, off and len must be multiples of the file's alignment
+ * (pc_storage.align) when the file is in direct-I/O mode. */
+struct pc_io {
+	uint64_t off;
+	void *buf;
+	size_t len;
+	int status;		/* out: 0, or -errno for this transfer */
+};
+
+struct pc_storage_params {
+	const char *dir;	/* directory that holds the unlinked file */
+	uint64_t bytes;		/* file size to reserve */
+	bool direct;		/* ask for O_DIRECT; the backend falls back and says so */
+	struct pc_clock *clock;
+	void *backend_arg;	/* backend-specific (the simulator's NVMe model) */
+};
+
+struct pc_storage_ops {
+	uint32_t size;		/* sizeof(struct pc_storage_ops) the backend was built with */
+	const char *name;
+	size_t obj_size;	/* bytes the core allocates for the backend's object */
+	/* Create the unlinked file. 0 or -errno; on error nothing is left to close. */
+	int (*open)(struct pc_storage *s, const struct pc_storage_params *p);
+	void (*close)(struct pc_storage *s);
+	/* Run every transfer; 0 when all were attempted (see each status), or -errno. */
+	int (*read)(struct pc_storage *s, struct pc_io *ios, size_t n);
+	int (*write)(struct pc_storage *s, struct pc_io *ios, size_t n);
+};
+
+/* Fault injection for tests: called before each batch. Returning nonzero means the
+ * shim has set every transfer's status itself and no real I/O runs. */
+typedef int pc_storage_fault_fn(void *arg, bool write, struct pc_io *ios, size_t n);
+
+/* The base every storage backend embeds first. */
+struct pc_storage {
+	const struct pc_storage_ops *ops;
+	struct pc_clock *clock;
+	uint64_t bytes;		/* usable size */
+	size_t align;		/* required alignment; 1 for buffered I/O */
+	bool direct;		/* true when O_DIRECT is in effect */
+	pc_storage_fault_fn *fault;
+	void *fault_arg;
+};
+
+/* Open a storage object of the backend called name ("posix", "sim"). */
+PC_API int pc_storage_open(const char *name, const struct pc_storage_params *p,
+		    struct pc_storage **out);
+/* The same with an ops table the caller holds (the simulator). */
+PC_API int pc_storage_open_ops(const struct pc_storage_ops *ops, const struct pc_storage_params *p,
+			       struct pc_storage **out);
+PC_API void pc_storage_close(struct pc_storage *s);
+
+/* Batched I/O through the fault hook. */
+PC_API int pc_storage_read(struct pc_storage *s, struct pc_io *ios, size_t n);
+PC_API int pc_storage_write(struct pc_storage *s, struct pc_io *ios, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

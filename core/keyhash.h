@@ -1,0 +1,48 @@
+/*
+ * keyhash.h - the one hash of a key everything else is derived from.
+ *
+ * A key is hashed once with xxh3_128. The high half places it on the ring
+ * (owner_of); the low half picks its bucket and predicted way inside the owner's
+ * slot region; the full 128 bits go into the slot header and seed the payload
+ * checksum. The halves are independent bits of one hash, so owner and bucket are
+ * independent, as the seed requires, at the cost of hashing once.
+ */
+#ifndef PC_KEYHASH_H
+#define PC_KEYHASH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+struct pc_keyhash {
+	uint64_t lo, hi;
+};
+
+static inline struct pc_keyhash keyhash_of(const void *key, size_t len)
+{
+	XXH128_hash_t h = XXH3_128bits(key, len);
+
+	return (struct pc_keyhash){ .lo = h.low64, .hi = h.high64 };
+}
+
+static inline bool keyhash_eq(struct pc_keyhash a, struct pc_keyhash b)
+{
+	return a.lo == b.lo && a.hi == b.hi;
+}
+
+/* The ring position of a key. */
+static inline uint64_t keyhash_point(struct pc_keyhash h)
+{
+	return h.hi;
+}
+
+/* Map 64 random bits onto [0, n) without a division (Lemire's multiply-shift). */
+static inline uint64_t fastrange64(uint64_t x, uint64_t n)
+{
+	return (uint64_t)(((unsigned __int128)x * n) >> 64);
+}
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * region.h - the table of memory a node lets peers touch, and the check every
+ * emulated one-sided op passes before memory is touched.
+ *
+ * The tcp, in-process and simulated fabrics emulate one-sided ops in software, so
+ * they must do what an RDMA NIC does in hardware: refuse an op whose region key is
+ * unknown, whose range leaves the region, or that needs an access right the region
+ * was not registered with.
+ *
+ * Not for: registration with hardware (verbs registers with the NIC itself).
+ */
+#ifndef PC_REGION_H
+#define PC_REGION_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <peercache/pc_fabric.h>
+
+struct region_entry {
+	uint32_t key;
+	unsigned access;
+	uint8_t *addr;
+	size_t len;
+};
+
+struct region_table {
+	pthread_rwlock_t lock;
+	struct region_entry *v;
+	size_t n, cap;
+};
+
+int region_table_init(struct region_table *t);
+void region_table_fini(struct region_table *t);
+
+/* Add r with a fresh random nonzero key (from rnd) stored in r->key. 0 or -ENOMEM. */
+int region_table_add(struct region_table *t, struct pc_region *r, uint64_t rnd);
+void region_table_del(struct region_table *t, uint32_t key);
+
+/* Where [raddr, raddr+len) of region key may be touched with access, or an error:
+ * -ENOKEY (no such region), -EFAULT (out of bounds), -EACCES (not registered for that
+ * access), -EINVAL (a CAS that is not 8 bytes, 8-aligned). The memory stays valid
+ * while the region is registered; the caller guarantees that for the op's duration. */
+int region_table_check(struct region_table *t, uint32_t key, uint64_t raddr, uint64_t len,
+		       unsigned access, uint8_t **where);
+
+/* The access an op kind needs. */
+static inline unsigned region_access_for(uint8_t kind)
+{
+	return kind == PC_OP_READ ? PC_ACCESS_REMOTE_READ :
+	       kind == PC_OP_WRITE ? PC_ACCESS_REMOTE_WRITE : PC_ACCESS_REMOTE_ATOMIC;
+}
+
+/* Run one op against local memory the check returned (the in-process, tcp-server and
+ * simulated fabrics share this). CAS is atomic against local CPU writers. */
+void region_apply(uint8_t kind, uint8_t *where, void *local, uint32_t len,
+		  uint64_t compare, uint64_t swap);
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * ring.c - consistent-hash ring: sorted vnode points, binary search for the owner.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring.h"
+
+#include <stdio.h>
+
+/* Seed for vnode points; fixed, since placement must agree across processes. */
+#define RING_SEED 0x70637269ULL	/* "pcri" */
+
+/* Point i of a node is the hash of "name#i". Hashing distinct strings, rather than
+ * one name under seeds i, matters: for short inputs xxh3 only xors the seed into the
+ * input word, so (name, seed) pairs collide and pile points onto few nodes. */
+static uint64_t vnode_point(const char *name, uint32_t i)
+{
+	char buf[PC_RING_NAME_MAX + 16];
+	int len = snprintf(buf, sizeof(buf), "%s#%u", name, i);
+
+	return XXH3_64bits_withSeed(buf, (size_t)len, RING_SEED);
+}
+
+struct ring *ring_create(uint32_t vnodes)
+{
+	struct ring *r;
+
+	if (!vnodes)
+		return NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->vnodes = vnodes;
+	return r;
+}
+
+void ring_destroy(struct ring *r)
+{
+	if (!r)
+		return;
+	free(r->points);
+	free(r->nodes);
+	free(r);
+}
+
+struct ring *ring_dup(const struct ring *r)
+{
+	struct ring *d = ring_create(r->vnodes);
+
+	if (!d)
+		return NULL;
+	d->points = malloc((r->nr_points ? r->nr_points : 1) * sizeof(*d->points));
+	d->nodes = malloc((r->nr_nodes ? r->nr_nodes : 1) * sizeof(*d->nodes));
+	if (!d->points || !d->nodes) {
+		ring_destroy(d);
+		return NULL;
+	}
+	memcpy(d->points, r->points, r->nr_points * sizeof(*d->points));
+	memcpy(d->nodes, r->nodes, r->nr_nodes * sizeof(*d->nodes));
+	d->nr_points = r->nr_points;
+	d->nr_nodes = r->nr_nodes;
+	return d;
+}
+
+static int point_cmp(const void *a, const void *b)
+{
+	const struct ring_point *x = a, *y = b;
+
+	if (x->point != y->point)
+		return x->point < y->point ? -1 : 1;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+int ring_contains(const struct ring *r, uint32_t node)
+{
+	for (uint32_t i = 0; i < r->nr_nodes; i++)
+		if (r->nodes[i] == node)
+			return 1;
+	return 0;
+}
+
+int ring_add(struct ring *r, uint32_t node, const char *name)
+{
+	size_t np = r->nr_points + r->vnodes;
+	struct ring_point *pts;
+	uint32_t *nodes, i;
+
+	if (ring_contains(r, node))
+		return -EEXIST;
+	pts = realloc(r->points, np * sizeof(*pts));
+	if (!pts)
+		return -ENOMEM;
+	r->points = pts;
+	nodes = realloc(r->nodes, (r->nr_nodes + 1) * sizeof(*nodes));
+	if (!nodes)
+		return -ENOMEM;
+	r->nodes = nodes;
+
+	/* A node's points depend on its name only, never on the other members. */
+	for (i = 0; i < r->vnodes; i++) {
+		pts[r->nr_points + i].point = vnode_point(name, i);
+		pts[r->nr_points + i].node = node;
+	}
+	r->nr_points = np;
+	qsort(pts, np, sizeof(*pts), point_cmp);
+
+	for (i = r->nr_nodes; i > 0 && nodes[i - 1] > node; i--)
+		nodes[i] = nodes[i - 1];
+	nodes[i] = node;
+	r->nr_nodes++;
+	return 0;
+}
+
+int ring_remove(struct ring *r, uint32_t node)
+{
+	size_t i, j;
+
+	if (!ring_contains(r, node))
+		return -ENOENT;
+	for (i = j = 0; i < r->nr_points; i++)
+		if (r->points[i].node != node)
+			r->points[j++] = r->points[i];
+	r->nr_points = j;
+	for (i = j = 0; i < r->nr_nodes; i++)
+		if (r->nodes[i] != node)
+			r->nodes[j++] = r->nodes[i];
+	r->nr_nodes = (uint32_t)j;
+	return 0;
+}
+
+/* Index of the first point >= p, wrapping to 0 past the last. */
+static size_t successor(const struct ring *r, uint64_t p)
+{
+	size_t lo = 0, hi = r->nr_points;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->points[mid].point < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == r->nr_points ? 0 : lo;
+}
+
+uint32_t ring_owner_at(const struct ring *r, uint64_t point)
+{
+	if (!r->nr_points)
+		return RING_NONE;
+	return r->points[successor(r, point)].node;
+}
+
+size_t ring_owners(const struct ring *r, uint64_t point, uint32_t *out, size_t n)
+{
+	size_t found = 0, i, k;
+
+	if (!r->nr_points)
+		return 0;
+	if (n > r->nr_nodes)
+		n = r->nr_nodes;
+	i = successor(r, point);
+	for (size_t step = 0; step < r->nr_points && found < n; step++) {
+		uint32_t node = r->points[i].node;
+
+		for (k = 0; k < found && out[k] != node; k++)
+			;
+		if (k == found)
+			out[found++] = node;
+		i = i + 1 == r->nr_points ? 0 : i + 1;
+	}
+	return found;
+}

@@ -1,0 +1,61 @@
+/*
+ * ring.h - consistent-hash ring with virtual nodes: which node owns a key.
+ *
+ * Each node contributes `vnodes` points derived from its name alone, so a node's
+ * points do not depend on who else is in the ring: adding a node moves only the keys
+ * that now fall on its points (about 1/(n+1) of them) and moves them only onto it.
+ * With v points per node the per-node key share has std/mean close to 1/sqrt(v).
+ *
+ * Not for: locking. A ring is plain data; the store swaps whole rings on membership
+ * change.
+ */
+#ifndef PC_RING_H
+#define PC_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keyhash.h"
+
+#define RING_NONE UINT32_MAX
+#define PC_RING_NAME_MAX 64	/* node names longer than this are cut for hashing */
+
+struct ring_point {
+	uint64_t point;
+	uint32_t node;
+};
+
+struct ring {
+	uint32_t vnodes;		/* points per node */
+	uint32_t nr_nodes;
+	size_t nr_points;
+	struct ring_point *points;	/* sorted by point, then node */
+	uint32_t *nodes;		/* member node ids, ascending */
+};
+
+/* An empty ring. NULL on ENOMEM or vnodes == 0. */
+struct ring *ring_create(uint32_t vnodes);
+void ring_destroy(struct ring *r);
+/* A deep copy, NULL on ENOMEM. */
+struct ring *ring_dup(const struct ring *r);
+
+/* Add node id under name. 0, -EEXIST or -ENOMEM (the ring is unchanged on error). */
+int ring_add(struct ring *r, uint32_t node, const char *name);
+/* Remove node id. 0 or -ENOENT. */
+int ring_remove(struct ring *r, uint32_t node);
+int ring_contains(const struct ring *r, uint32_t node);
+
+/* The node owning ring position point, or RING_NONE for an empty ring. */
+uint32_t ring_owner_at(const struct ring *r, uint64_t point);
+
+/* The owner of a key hash. */
+static inline uint32_t ring_owner_of(const struct ring *r, struct pc_keyhash h)
+{
+	return ring_owner_at(r, keyhash_point(h));
+}
+
+/* The first n distinct owners clockwise from point (the primary first). Returns how
+ * many were found: min(n, number of nodes). */
+size_t ring_owners(const struct ring *r, uint64_t point, uint32_t *out, size_t n);
+
+#endif

@@ -1,0 +1,293 @@
+/*
+ * slot.c - slot header codec, the read gate, pick_way and the local seqlock.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "slot.h"
+
+/* seq is both a little-endian header field and a word the CPU and the NIC update
+ * atomically in host order; the two agree only on little-endian hosts. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "peercache slots need a little-endian host");
+
+static const char *const verdict_names[SLOT_NR_VERDICTS] = {
+	[SLOT_HIT] = "hit",
+	[SLOT_MISS_ABSENT] = "absent",
+	[SLOT_MISS_OTHER_KEY] = "other_key",
+	[SLOT_MISS_TORN] = "torn",
+	[SLOT_MISS_LENGTH] = "length",
+	[SLOT_MISS_CHECKSUM] = "checksum",
+};
+
+const char *slot_verdict_name(enum slot_verdict v)
+{
+	return v < SLOT_NR_VERDICTS ? verdict_names[v] : "?";
+}
+
+static inline void put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static inline void put16(uint8_t *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, 2);
+}
+
+static inline uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static inline uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return le16toh(v);
+}
+
+/* Everything but seq, which writers publish on its own. */
+static void encode_body(const struct slot_header *h, uint8_t *o)
+{
+	put32(o + 8, h->magic);
+	put16(o + 12, h->version);
+	put16(o + 14, h->class_id);
+	put64(o + 16, h->key.lo);
+	put64(o + 24, h->key.hi);
+	put32(o + 32, h->payload_len);
+	put32(o + 36, h->flags);
+	put64(o + 40, h->checksum);
+	put64(o + 48, h->stamp);
+	put64(o + 56, h->reserved);
+}
+
+void slot_header_encode(const struct slot_header *h, void *out)
+{
+	uint8_t *o = out;
+
+	put64(o, h->seq);
+	encode_body(h, o);
+}
+
+void slot_header_decode(const void *in, struct slot_header *h)
+{
+	const uint8_t *p = in;
+
+	h->seq = get64(p);
+	h->magic = get32(p + 8);
+	h->version = get16(p + 12);
+	h->class_id = get16(p + 14);
+	h->key.lo = get64(p + 16);
+	h->key.hi = get64(p + 24);
+	h->payload_len = get32(p + 32);
+	h->flags = get32(p + 36);
+	h->checksum = get64(p + 40);
+	h->stamp = get64(p + 48);
+	h->reserved = get64(p + 56);
+}
+
+uint64_t slot_checksum(struct pc_keyhash key, const void *payload, uint32_t len)
+{
+	uint64_t seed = key.lo ^ (key.hi << 17 | key.hi >> 47) ^
+			((uint64_t)len * 0x9E3779B97F4A7C15ULL);
+
+	return XXH3_64bits_withSeed(payload, len, seed);
+}
+
+enum slot_verdict slot_header_check(const struct slot_header *h, struct pc_keyhash key,
+				    uint32_t expected_len, uint32_t max_len)
+{
+	if (slot_header_empty(h))
+		return SLOT_MISS_ABSENT;
+	if (h->seq & 1)
+		return SLOT_MISS_TORN;
+	if (!keyhash_eq(h->key, key))
+		return SLOT_MISS_OTHER_KEY;
+	if ((expected_len && h->payload_len != expected_len) || h->payload_len > max_len)
+		return SLOT_MISS_LENGTH;
+	return SLOT_HIT;
+}
+
+enum slot_verdict slot_matches(const struct slot_header *h, const void *payload,
+			       struct pc_keyhash key, uint32_t expected_len, uint32_t max_len)
+{
+	enum slot_verdict v = slot_header_check(h, key, expected_len, max_len);
+
+	if (v != SLOT_HIT)
+		return v;
+	if (slot_checksum(key, payload, h->payload_len) != h->checksum)
+		return SLOT_MISS_CHECKSUM;
+	return SLOT_HIT;
+}
+
+int slot_geometry_init(struct slot_geometry *g, uint32_t class_id, uint64_t page_bytes,
+		       uint32_t ways, uint64_t nr_buckets, uint64_t segment_bytes)
+{
+	memset(g, 0, sizeof(*g));
+	if (!ways || ways > SLOT_MAX_WAYS || !page_bytes || page_bytes > UINT32_MAX)
+		return -EINVAL;
+	g->class_id = class_id;
+	g->ways = ways;
+	g->page_bytes = page_bytes;
+	g->stride = (SLOT_HEADER_BYTES + page_bytes + 63) & ~63ULL;
+	g->index_stride = ((uint64_t)ways * SLOT_TAG_BYTES + 63) & ~63ULL;
+	/* Derived bucket counts size the slots alone, as the seed's log line reports
+	 * them; the index is a small addition (64 B per bucket up to 16 ways). */
+	g->nr_buckets = nr_buckets ? nr_buckets : segment_bytes / ((uint64_t)ways * g->stride);
+	if (!g->nr_buckets)
+		return -EINVAL;
+	g->bytes = g->nr_buckets * ways * g->stride;
+	g->index_bytes = g->nr_buckets * g->index_stride;
+	return 0;
+}
+
+int slot_pick_way(const struct slot_header *hdrs, uint32_t ways, struct pc_keyhash key,
+		  uint32_t predicted, uint64_t reserved_mask, bool *evicts)
+{
+	int empty = -1, oldest = -1;
+	uint32_t w;
+
+	*evicts = false;
+	for (w = 0; w < ways; w++) {
+		if (reserved_mask >> w & 1)
+			continue;
+		if (!slot_header_empty(&hdrs[w]) && keyhash_eq(hdrs[w].key, key))
+			return (int)w;
+	}
+	if (predicted < ways && !(reserved_mask >> predicted & 1) &&
+	    slot_header_empty(&hdrs[predicted]))
+		return (int)predicted;
+	for (w = 0; w < ways; w++) {
+		if (reserved_mask >> w & 1)
+			continue;
+		if (slot_header_empty(&hdrs[w])) {
+			if (empty < 0)
+				empty = (int)w;
+			continue;
+		}
+		if (oldest < 0 || hdrs[w].stamp < hdrs[oldest].stamp)
+			oldest = (int)w;
+	}
+	if (empty >= 0)
+		return empty;
+	if (oldest < 0)
+		return -ENOSPC;
+	*evicts = true;
+	return oldest;
+}
+
+uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t ways, uint64_t now)
+{
+	uint64_t s = now;
+
+	for (uint32_t w = 0; w < ways; w++)
+		if (!slot_header_empty(&hdrs[w]) && hdrs[w].stamp >= s)
+			s = hdrs[w].stamp + 1;
+	return s;
+}
+
+void slot_header_make(struct slot_header *h, uint64_t seq, uint32_t class_id,
+		      struct pc_keyhash key, const void *page, uint32_t len, uint64_t stamp)
+{
+	memset(h, 0, sizeof(*h));
+	h->seq = seq;
+	h->magic = SLOT_MAGIC;
+	h->version = SLOT_VERSION;
+	h->class_id = (uint16_t)class_id;
+	h->key = key;
+	h->payload_len = len;
+	h->checksum = slot_checksum(key, page, len);
+	h->stamp = stamp;
+}
+
+static inline uint64_t *slot_seq(const void *slot)
+{
+	return (uint64_t *)slot;
+}
+
+/*
+ * Writer side of the seqlock. The CAS makes local writers exclusive among
+ * themselves and against remote CAS claims; a remote WRITE that ignores the claim can
+ * still interleave with us, which the checksum turns into a clean miss for readers.
+ */
+int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
+		     const void *page, uint32_t len, uint64_t stamp)
+{
+	uint64_t *seq = slot_seq(slot);
+	struct slot_header h;
+	uint64_t s;
+
+	if (len > g->page_bytes)
+		return -EMSGSIZE;
+	s = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+	if (s & 1 || !__atomic_compare_exchange_n(seq, &s, s + 1, false, __ATOMIC_ACQ_REL,
+						  __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	slot_header_make(&h, s + 2, g->class_id, key, page, len, stamp);
+	encode_body(&h, slot);
+	memcpy((uint8_t *)slot + SLOT_HEADER_BYTES, page, len);
+	__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void slot_header_load(const void *slot, struct slot_header *h)
+{
+	uint64_t s1 = __atomic_load_n(slot_seq(slot), __ATOMIC_ACQUIRE);
+
+	slot_header_decode(slot, h);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(slot_seq(slot), __ATOMIC_RELAXED) != s1)
+		h->seq |= 1;	/* changed under us: report it torn */
+	else
+		h->seq = s1;
+}
+
+/* Reader side of the seqlock: copy, then confirm seq did not move. */
+enum slot_verdict slot_read_local(const void *slot, struct pc_keyhash key,
+				  uint32_t expected_len, uint32_t max_len, void *dst,
+				  uint32_t *len)
+{
+	const uint64_t *seq = slot_seq(slot);
+	struct slot_header h;
+	enum slot_verdict v;
+	uint64_t s1;
+
+	s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+	if (s1 & 1)
+		return SLOT_MISS_TORN;
+	slot_header_decode(slot, &h);
+	h.seq = s1;
+	v = slot_header_check(&h, key, expected_len, max_len);
+	if (v == SLOT_HIT)
+		memcpy(dst, (const uint8_t *)slot + SLOT_HEADER_BYTES, h.payload_len);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(seq, __ATOMIC_RELAXED) != s1)
+		return SLOT_MISS_TORN;
+	if (v != SLOT_HIT)
+		return v;
+	if (slot_checksum(key, dst, h.payload_len) != h.checksum)
+		return SLOT_MISS_CHECKSUM;
+	*len = h.payload_len;
+	return SLOT_HIT;
+}

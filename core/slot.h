@@ -1,0 +1,168 @@
+/*
+ * slot.h - slot geometry, the 64-byte slot header and the gate every read passes.
+ *
+ * A node's slots for one size class form one region of
+ *     nr_buckets x ways x stride bytes,   stride = 64-byte header + page bytes,
+ * followed by a bucket index of nr_buckets x index_stride bytes (one 32-bit tag per
+ * way, a hint of which key sits where). A key's bucket and predicted way come from the
+ * low half of its hash, independent of the ring, which uses the high half.
+ *
+ * slot_matches() is the single gate that guarantees a reader never returns another
+ * key's page (key hash), a torn page (odd seq, or a checksum that fails), or a
+ * wrong-length page (payload length). The checksum is xxh3_64 of the payload seeded by
+ * the key hash and the length, so a header of key A over the payload of key B, or a
+ * payload half overwritten by another writer, never validates. Every miss is clean.
+ *
+ * Not for: the network. This file knows memory images of slots; slotmap.c moves them.
+ */
+#ifndef PC_SLOT_H
+#define PC_SLOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keyhash.h"
+
+#define SLOT_HEADER_BYTES 64u
+#define SLOT_MAGIC 0x31534350u		/* "PCS1" in memory */
+#define SLOT_VERSION 1u
+#define SLOT_MAX_WAYS 64u
+#define SLOT_TAG_BYTES 4u
+
+/* Decoded header. On the wire and in memory it is little-endian at fixed offsets:
+ * seq 0, magic 8, version 12, class 14, key.lo 16, key.hi 24, payload_len 32,
+ * flags 36, checksum 40, stamp 48, reserved 56. seq comes first so that it is the
+ * 8-byte aligned word a CAS claims. */
+struct slot_header {
+	uint64_t seq;			/* odd: a write is in progress */
+	uint32_t magic;
+	uint16_t version;
+	uint16_t class_id;
+	struct pc_keyhash key;		/* xxh3_128 of the key */
+	uint32_t payload_len;
+	uint32_t flags;
+	uint64_t checksum;		/* slot_checksum(key, payload, payload_len) */
+	uint64_t stamp;			/* write order inside the bucket: oldest is evicted */
+	uint64_t reserved;
+};
+
+/* Why a slot did or did not give the caller its page. */
+enum slot_verdict {
+	SLOT_HIT = 0,
+	SLOT_MISS_ABSENT,		/* empty slot, or not this format */
+	SLOT_MISS_OTHER_KEY,
+	SLOT_MISS_TORN,			/* odd seq, or it changed while we copied */
+	SLOT_MISS_LENGTH,		/* not the expected length, or over the capacity */
+	SLOT_MISS_CHECKSUM,
+	SLOT_NR_VERDICTS
+};
+
+const char *slot_verdict_name(enum slot_verdict v);
+
+void slot_header_encode(const struct slot_header *h, void *out);
+void slot_header_decode(const void *in, struct slot_header *h);
+
+/* xxh3_64 of the payload, seeded by the key hash and the length. */
+uint64_t slot_checksum(struct pc_keyhash key, const void *payload, uint32_t len);
+
+/* The header half of the gate (exists and header-first reads use it alone).
+ * expected_len 0 accepts any length up to max_len. */
+enum slot_verdict slot_header_check(const struct slot_header *h, struct pc_keyhash key,
+				    uint32_t expected_len, uint32_t max_len);
+
+/* The whole gate: header, then the checksum over payload[0, h->payload_len). */
+enum slot_verdict slot_matches(const struct slot_header *h, const void *payload,
+			       struct pc_keyhash key, uint32_t expected_len, uint32_t max_len);
+
+static inline bool slot_header_empty(const struct slot_header *h)
+{
+	return h->magic != SLOT_MAGIC || h->version != SLOT_VERSION;
+}
+
+/* ------------------------------------------------------------------ geometry */
+
+struct slot_geometry {
+	uint32_t class_id;
+	uint32_t ways;
+	uint64_t page_bytes;		/* largest payload of the class */
+	uint64_t stride;		/* header + page, rounded up to 64 */
+	uint64_t nr_buckets;
+	uint64_t bytes;			/* the slots: nr_buckets x ways x stride */
+	uint64_t index_stride;		/* one bucket's tags, rounded up to 64 */
+	uint64_t index_bytes;		/* nr_buckets x index_stride, after the slots */
+};
+
+/* Fill g for one class. nr_buckets 0 derives it from segment_bytes (the seed's
+ * slot_num_buckets = 0). -EINVAL when the geometry is empty or ways is out of range. */
+int slot_geometry_init(struct slot_geometry *g, uint32_t class_id, uint64_t page_bytes,
+		       uint32_t ways, uint64_t nr_buckets, uint64_t segment_bytes);
+
+/* Bytes of the whole region (slots and index). */
+static inline uint64_t slot_region_bytes(const struct slot_geometry *g)
+{
+	return g->bytes + g->index_bytes;
+}
+
+static inline uint64_t slot_bucket_of(const struct slot_geometry *g, struct pc_keyhash h)
+{
+	return fastrange64(h.lo, g->nr_buckets);
+}
+
+/* The way a writer puts a key when it can; readers look there first. fastrange uses
+ * the high bits of h.lo for the bucket, the way uses its low bits. */
+static inline uint32_t slot_predicted_way(const struct slot_geometry *g, struct pc_keyhash h)
+{
+	return (uint32_t)((h.lo & 0xffffffffu) % g->ways);
+}
+
+static inline uint64_t slot_offset(const struct slot_geometry *g, uint64_t bucket, uint32_t way)
+{
+	return (bucket * g->ways + way) * g->stride;
+}
+
+static inline uint64_t slot_index_offset(const struct slot_geometry *g, uint64_t bucket)
+{
+	return g->bytes + bucket * g->index_stride;
+}
+
+/* The index tag of a key: 32 bits of the hash not used for bucket or way, never 0
+ * (0 marks an empty way). A tag is a hint; only the header decides. */
+static inline uint32_t slot_tag(struct pc_keyhash h)
+{
+	return (uint32_t)h.hi | 1u;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+/* Choose the way to write key into, given the bucket's decoded headers. Order: the
+ * same key (overwrite in place, so a bucket never holds two versions of a key), then
+ * the predicted way if empty, then any empty way, then the oldest stamp (evict).
+ * Ways in reserved_mask were taken earlier in the same batch and are never chosen.
+ * Returns the way (setting *evicts when it displaces another key) or -ENOSPC. */
+int slot_pick_way(const struct slot_header *hdrs, uint32_t ways, struct pc_keyhash key,
+		  uint32_t predicted, uint64_t reserved_mask, bool *evicts);
+
+/* A stamp newer than every one in the bucket and not older than now. */
+uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t ways, uint64_t now);
+
+/* The header a writer puts in front of a page. */
+void slot_header_make(struct slot_header *h, uint64_t seq, uint32_t class_id,
+		      struct pc_keyhash key, const void *page, uint32_t len, uint64_t stamp);
+
+/* Write a page into a slot in local memory under the seqlock: claim seq (even to odd)
+ * with a CAS, write header and payload, release seq (odd to even+2). -EBUSY when
+ * another writer holds the slot, -EMSGSIZE when len exceeds the class. */
+int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
+		     const void *page, uint32_t len, uint64_t stamp);
+
+/* Read a slot in local memory under the seqlock into dst (capacity max_len) and
+ * pass it through the gate. *len gets the payload length on a hit. */
+enum slot_verdict slot_read_local(const void *slot, struct pc_keyhash key,
+				  uint32_t expected_len, uint32_t max_len, void *dst,
+				  uint32_t *len);
+
+/* Read a local slot's header under the seqlock (torn reads report seq odd). */
+void slot_header_load(const void *slot, struct slot_header *h);
+
+#endif

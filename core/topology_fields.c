@@ -1,0 +1,570 @@
+/*
+ * topology_fields.c - the topology schema tables, scalar parsing, defaults and the
+ * cross-field checks. topology.c feeds it YAML; pc_topology_set() feeds it flags.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "slot.h"
+#include "topology_fields.h"
+
+#define KiB 1024.0
+#define GiB (1024.0 * 1024.0 * 1024.0)
+#define TiB (GiB * 1024.0)
+
+static const char *const mode_names[] = { "slotmap", "p2p", NULL };
+static const char *const protocol_names[] = { "tcp", "rdma", "rxe", NULL };
+static const char *const fallback_names[] = { "tcp", "none", NULL };
+static const char *const dtype_names[] = { "fp32", "bf16", "fp16", "fp8", "int8", NULL };
+static const uint32_t dtype_sizes[] = { 4, 2, 2, 1, 1 };
+
+#define F(s, n, t, lo, hi) { .name = #n, .type = t, .off = offsetof(s, n), .min = lo, .max = hi }
+#define FSTR(s, n) { .name = #n, .type = FT_STR, .off = offsetof(s, n), .cap = sizeof(((s *)0)->n) }
+#define FENUM(s, n, v) { .name = #n, .type = FT_ENUM, .off = offsetof(s, n), .names = v }
+
+static const struct field store_fields[] = {
+	FENUM(struct pc_store_cfg, mode, mode_names),
+	FENUM(struct pc_store_cfg, protocol, protocol_names),
+	FENUM(struct pc_store_cfg, fallback, fallback_names),
+	FSTR(struct pc_store_cfg, discovery_addr),
+	F(struct pc_store_cfg, slot_max_page_bytes, FT_SIZE, 64, GiB),
+	{ .name = "slot_size_classes", .type = FT_SIZE_LIST,
+	  .off = offsetof(struct pc_store_cfg, size_classes), .cap = PC_MAX_CLASSES,
+	  .count_off = offsetof(struct pc_store_cfg, nr_classes), .min = 64, .max = GiB },
+	F(struct pc_store_cfg, slot_ways, FT_U32, 1, SLOT_MAX_WAYS),
+	F(struct pc_store_cfg, slot_num_buckets, FT_U64, 0, 1ULL << 40),
+	F(struct pc_store_cfg, global_segment_size, FT_SIZE, 4 * KiB, 64 * TiB),
+	F(struct pc_store_cfg, vnodes, FT_U32, 1, 65536),
+	F(struct pc_store_cfg, timeout_ms, FT_U32, 1, 3600000),
+	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1),
+};
+
+static const struct field model_fields[] = {
+	F(struct pc_model, layers, FT_U32, 1, 4096),
+	F(struct pc_model, kv_heads, FT_U32, 1, 4096),
+	F(struct pc_model, head_dim, FT_U32, 1, 65536),
+	F(struct pc_model, tokens_per_page, FT_U32, 1, 1u << 20),
+	{ .name = "dtype", .type = FT_ENUM, .off = offsetof(struct pc_model, dtype),
+	  .names = dtype_names, .cap = sizeof(((struct pc_model *)0)->dtype) },
+};
+
+/* rails and nvme are nested; topology.c handles them through their own sections. */
+static const struct field node_fields[] = {
+	FSTR(struct pc_node, name),
+	FSTR(struct pc_node, address),
+	F(struct pc_node, port, FT_PORT, 1, 65535),
+	F(struct pc_node, host_pool_bytes, FT_SIZE, 0, 64 * TiB),
+	F(struct pc_node, memcpy_gbps, FT_DOUBLE, 0.001, 10000),
+	{ .name = "rails" },
+	{ .name = "nvme" },
+};
+
+static const struct field rail_fields[] = {
+	FSTR(struct pc_rail, device),
+	F(struct pc_rail, gbps, FT_DOUBLE, 0.001, 100000),
+	F(struct pc_rail, latency_us, FT_DOUBLE, 0, 1e6),
+	F(struct pc_rail, max_outstanding, FT_U32, 1, 1u << 20),
+};
+
+static const struct field nvme_fields[] = {
+	FSTR(struct pc_nvme, path),
+	F(struct pc_nvme, capacity, FT_SIZE, 4 * KiB, 1024 * TiB),
+	F(struct pc_nvme, read_mbps, FT_DOUBLE, 0.001, 1e6),
+	F(struct pc_nvme, write_mbps, FT_DOUBLE, 0.001, 1e6),
+	F(struct pc_nvme, iops, FT_U32, 1, 1u << 30),
+	F(struct pc_nvme, latency_us, FT_DOUBLE, 0, 1e7),
+	F(struct pc_nvme, queue_depth, FT_U32, 1, 65536),
+};
+
+#define SECTION(n, f) { .name = n, .fields = f, .nr_fields = sizeof(f) / sizeof(f[0]) }
+const struct section store_section = SECTION("store", store_fields);
+const struct section model_section = SECTION("model", model_fields);
+const struct section node_section = SECTION("node", node_fields);
+const struct section rail_section = SECTION("rail", rail_fields);
+const struct section nvme_section = SECTION("nvme", nvme_fields);
+
+const struct field *field_find(const struct section *s, const char *name)
+{
+	for (size_t i = 0; i < s->nr_fields; i++)
+		if (!strcmp(s->fields[i].name, name))
+			return &s->fields[i];
+	return NULL;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
+
+	if (lb >= 63 || la >= 63)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof(size_t));
+	}
+	return prev[lb];
+}
+
+void field_unknown(const struct section *s, const char *where, const char *key, char *buf,
+		   size_t len)
+{
+	const char *best = NULL;
+	size_t bestd = 4, n;
+
+	for (size_t i = 0; i < s->nr_fields; i++) {
+		size_t d = edit_distance(key, s->fields[i].name);
+
+		if (d < bestd) {
+			bestd = d;
+			best = s->fields[i].name;
+		}
+	}
+	n = (size_t)snprintf(buf, len, "unknown key '%s' in %s; ", key, where);
+	if (best && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "did you mean '%s'? ", best);
+	if (n < len)
+		n += (size_t)snprintf(buf + n, len - n, "(known:");
+	for (size_t i = 0; i < s->nr_fields && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, " %s", s->fields[i].name);
+	if (n < len)
+		snprintf(buf + n, len - n, ")");
+}
+
+int pc_parse_size(const char *s, uint64_t *out)
+{
+	static const struct { const char *sfx; double mult; } units[] = {
+		{ "", 1 }, { "b", 1 },
+		{ "k", 1024.0 }, { "kib", 1024.0 }, { "kb", 1e3 },
+		{ "m", 1048576.0 }, { "mib", 1048576.0 }, { "mb", 1e6 },
+		{ "g", GiB }, { "gib", GiB }, { "gb", 1e9 },
+		{ "t", TiB }, { "tib", TiB }, { "tb", 1e12 },
+	};
+	char *end;
+	double v;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	while (*end == ' ')
+		end++;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcasecmp(end, units[i].sfx)) {
+			double b = v * units[i].mult;
+
+			if (b > 18e18 || b != floor(b))
+				return -EINVAL;
+			*out = (uint64_t)b;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", NULL };
+	static const char *const no[] = { "false", "no", "off", NULL };
+
+	for (int i = 0; yes[i]; i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno || *end ? -EINVAL : 0;
+}
+
+static void range_text(const struct field *f, char *buf, size_t len)
+{
+	switch (f->type) {
+	case FT_SIZE:
+	case FT_SIZE_LIST:
+		snprintf(buf, len, "a size from %.0f to %.0f bytes (suffixes KiB MiB GiB TiB allowed)",
+			 f->min, f->max);
+		break;
+	case FT_DOUBLE:
+		snprintf(buf, len, "a number from %g to %g", f->min, f->max);
+		break;
+	default:
+		snprintf(buf, len, "an integer from %.0f to %.0f", f->min, f->max);
+	}
+}
+
+static int parse_number(const struct field *f, const char *text, bool quoted, double *v,
+			uint64_t *u, char *why, size_t whylen)
+{
+	char range[160];
+	int ret;
+
+	*u = 0;
+	*v = 0;
+	range_text(f, range, sizeof(range));
+	if (quoted) {
+		snprintf(why, whylen, "expected %s, got the string \"%s\" (drop the quotes)", range,
+			 text);
+		return -EINVAL;
+	}
+	if (f->type == FT_DOUBLE) {
+		char *end;
+
+		errno = 0;
+		*v = strtod(text, &end);
+		ret = (errno || end == text || *end || !isfinite(*v)) ? -EINVAL : 0;
+	} else {
+		ret = f->type == FT_SIZE || f->type == FT_SIZE_LIST ? pc_parse_size(text, u) :
+								       parse_u64(text, u);
+		*v = (double)*u;
+	}
+	if (ret || *v < f->min || *v > f->max) {
+		snprintf(why, whylen, "expected %s, got '%s'", range, text);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int field_parse_list_item(const struct field *f, void *base, size_t i, const char *text,
+			  bool quoted, char *why, size_t whylen)
+{
+	uint64_t *list = (uint64_t *)((char *)base + f->off);
+	double v;
+	uint64_t u;
+
+	if (i >= f->cap) {
+		snprintf(why, whylen, "at most %zu entries allowed", f->cap);
+		return -EINVAL;
+	}
+	if (parse_number(f, text, quoted, &v, &u, why, whylen))
+		return -EINVAL;
+	list[i] = u;
+	return 0;
+}
+
+int field_parse(const struct field *f, void *base, const char *text, bool quoted, char *why,
+		size_t whylen)
+{
+	void *p = (char *)base + f->off;
+	double v;
+	uint64_t u;
+
+	switch (f->type) {
+	case FT_STR:
+		if (strlen(text) >= f->cap) {
+			snprintf(why, whylen, "expected at most %zu characters, got %zu", f->cap - 1,
+				 strlen(text));
+			return -EINVAL;
+		}
+		strcpy(p, text);
+		return 0;
+	case FT_BOOL:
+		if (parse_bool(text, p)) {
+			snprintf(why, whylen, "expected true or false, got '%s'", text);
+			return -EINVAL;
+		}
+		return 0;
+	case FT_ENUM:
+		for (int i = 0; f->names[i]; i++) {
+			if (!strcmp(text, f->names[i])) {
+				if (f->cap)	/* stored by name */
+					strcpy(p, text);
+				else
+					*(int *)p = i;
+				return 0;
+			}
+		}
+		{
+			size_t n = (size_t)snprintf(why, whylen, "expected one of");
+
+			for (int i = 0; f->names[i] && n < whylen; i++)
+				n += (size_t)snprintf(why + n, whylen - n, "%s %s",
+						      i ? "," : "", f->names[i]);
+			if (n < whylen)
+				snprintf(why + n, whylen - n, "; got '%s'", text);
+		}
+		return -EINVAL;
+	case FT_SIZE_LIST: {
+		/* From a flag: comma-separated, optionally in brackets. */
+		char buf[512], *save, *tok;
+		uint32_t n = 0;
+
+		snprintf(buf, sizeof(buf), "%s", text + (text[0] == '['));
+		if (strchr(buf, ']'))
+			*strchr(buf, ']') = 0;
+		for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
+			if (field_parse_list_item(f, base, n++, tok, false, why, whylen))
+				return -EINVAL;
+		*(uint32_t *)((char *)base + f->count_off) = n;
+		return 0;
+	}
+	default:
+		break;
+	}
+	if (parse_number(f, text, quoted, &v, &u, why, whylen))
+		return -EINVAL;
+	switch (f->type) {
+	case FT_U32:
+		*(uint32_t *)p = (uint32_t)u;
+		break;
+	case FT_PORT:
+		*(uint16_t *)p = (uint16_t)u;
+		break;
+	case FT_U64:
+	case FT_SIZE:
+		*(uint64_t *)p = u;
+		break;
+	case FT_DOUBLE:
+		*(double *)p = v;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static void print_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+void field_print(const struct field *f, const void *base, FILE *out)
+{
+	const void *p = (const char *)base + f->off;
+
+	switch (f->type) {
+	case FT_NESTED:
+		break;
+	case FT_STR:
+		print_string(out, p);
+		break;
+	case FT_BOOL:
+		fputs(*(const bool *)p ? "true" : "false", out);
+		break;
+	case FT_ENUM:
+		fputs(f->cap ? (const char *)p : f->names[*(const int *)p], out);
+		break;
+	case FT_U32:
+		fprintf(out, "%u", *(const uint32_t *)p);
+		break;
+	case FT_PORT:
+		fprintf(out, "%u", *(const uint16_t *)p);
+		break;
+	case FT_U64:
+	case FT_SIZE:
+		fprintf(out, "%llu", (unsigned long long)*(const uint64_t *)p);
+		break;
+	case FT_DOUBLE:
+		fprintf(out, "%.17g", *(const double *)p);
+		break;
+	case FT_SIZE_LIST: {
+		const uint64_t *l = p;
+		uint32_t n = *(const uint32_t *)((const char *)base + f->count_off);
+
+		fputc('[', out);
+		for (uint32_t i = 0; i < n; i++)
+			fprintf(out, "%s%llu", i ? ", " : "", (unsigned long long)l[i]);
+		fputc(']', out);
+		break;
+	}
+	}
+}
+
+void rail_set_defaults(struct pc_rail *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->gbps = 100;
+	r->latency_us = 2;
+	r->max_outstanding = 128;
+}
+
+void nvme_set_defaults(struct pc_nvme *v)
+{
+	memset(v, 0, sizeof(*v));
+	strcpy(v->path, "/var/tmp");
+	v->capacity = 1ULL << 40;
+	v->read_mbps = 6000;
+	v->write_mbps = 3000;
+	v->iops = 800000;
+	v->latency_us = 80;
+	v->queue_depth = 128;
+}
+
+void node_set_defaults(struct pc_node *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->port = 31998;
+	n->host_pool_bytes = 1ULL << 30;
+	n->memcpy_gbps = 10;
+	n->nr_rails = 1;
+	rail_set_defaults(&n->rails[0]);
+	nvme_set_defaults(&n->nvme);
+}
+
+void topology_set_defaults(struct pc_topology *t)
+{
+	struct pc_store_cfg *s = &t->store;
+
+	memset(s, 0, sizeof(*s));
+	s->mode = PC_MODE_SLOTMAP;
+	s->protocol = PC_PROTO_TCP;
+	s->fallback = PC_FALLBACK_TCP;
+	s->slot_ways = 4;
+	s->global_segment_size = 1ULL << 30;
+	s->vnodes = 128;
+	s->timeout_ms = 2000;
+	memset(&t->model, 0, sizeof(t->model));
+	strcpy(t->model.dtype, "bf16");
+	t->model.tokens_per_page = 1;
+}
+
+uint32_t model_dtype_bytes(const char *dtype)
+{
+	for (int i = 0; dtype_names[i]; i++)
+		if (!strcmp(dtype, dtype_names[i]))
+			return dtype_sizes[i];
+	return 0;
+}
+
+#define FAIL_AT(m, ...)                                                            \
+	do {                                                                       \
+		int _n = snprintf(err, errlen, "%s:%d:%d: ", t->source, (m).line,  \
+				  (m).col);                                        \
+		if (_n >= 0 && (size_t)_n < errlen)                                \
+			snprintf(err + _n, errlen - (size_t)_n, __VA_ARGS__);      \
+		return -EINVAL;                                                    \
+	} while (0)
+
+static int validate_store(struct pc_topology *t, char *err, size_t errlen)
+{
+	struct pc_store_cfg *s = &t->store;
+	uint64_t largest, seg;
+
+	if (!s->nr_classes) {
+		s->size_classes[0] = s->slot_max_page_bytes ? s->slot_max_page_bytes : 256 * 1024;
+		s->nr_classes = 1;
+	}
+	for (uint32_t i = 1; i < s->nr_classes; i++)
+		if (s->size_classes[i] <= s->size_classes[i - 1])
+			FAIL_AT(s->classes_mark,
+				"store.slot_size_classes: expected ascending sizes, got %llu after %llu; sort the list",
+				(unsigned long long)s->size_classes[i],
+				(unsigned long long)s->size_classes[i - 1]);
+	largest = s->size_classes[s->nr_classes - 1];
+	if (s->slot_max_page_bytes && s->slot_max_page_bytes != largest)
+		FAIL_AT(s->classes_mark,
+			"store.slot_max_page_bytes: %llu differs from the largest size class %llu; drop one or make them equal",
+			(unsigned long long)s->slot_max_page_bytes, (unsigned long long)largest);
+	s->slot_max_page_bytes = largest;
+
+	seg = s->global_segment_size / s->nr_classes;
+	for (uint32_t i = 0; i < s->nr_classes && !s->slot_num_buckets; i++) {
+		struct slot_geometry g;
+
+		if (slot_geometry_init(&g, i, s->size_classes[i], s->slot_ways, 0, seg))
+			FAIL_AT(s->classes_mark,
+				"store.global_segment_size: %llu bytes split over %u classes leaves no bucket of %u ways for the %llu-byte class; raise global_segment_size or set slot_num_buckets",
+				(unsigned long long)s->global_segment_size, s->nr_classes,
+				s->slot_ways, (unsigned long long)s->size_classes[i]);
+	}
+	return 0;
+}
+
+static int validate_model(struct pc_topology *t, char *err, size_t errlen)
+{
+	struct pc_model *m = &t->model;
+	uint64_t largest = t->store.size_classes[t->store.nr_classes - 1];
+
+	if (!m->present)
+		return 0;
+	if (!m->layers || !m->kv_heads || !m->head_dim)
+		FAIL_AT(m->mark, "model: layers, kv_heads and head_dim are all required");
+	m->dtype_bytes = model_dtype_bytes(m->dtype);
+	m->page_bytes = 2ULL * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes *
+			m->tokens_per_page;
+	if (m->page_bytes > largest)
+		FAIL_AT(m->mark,
+			"model: a page of this model is %llu bytes, larger than the largest size class (%llu); add a class of at least %llu bytes to store.slot_size_classes",
+			(unsigned long long)m->page_bytes, (unsigned long long)largest,
+			(unsigned long long)m->page_bytes);
+	return 0;
+}
+
+static int validate_nodes(struct pc_topology *t, char *err, size_t errlen)
+{
+	struct pc_mark top = { 1, 1 };
+
+	if (!t->nr_nodes)
+		FAIL_AT(top, "nodes: expected at least one node; add a 'nodes:' list");
+	for (uint32_t i = 0; i < t->nr_nodes; i++) {
+		const struct pc_node *n = &t->nodes[i];
+
+		if (!n->name[0])
+			FAIL_AT(n->mark, "nodes[%u].name: expected a node name, got none; add 'name: ...'", i);
+		for (const char *c = n->name; *c; c++)
+			if (*c <= ' ' || *c == '"' || *c == '\\' || *c == 0x7f)
+				FAIL_AT(n->mark,
+					"nodes[%u].name: '%s' has a space, quote or control character; use letters, digits, '-', '_' or '.'",
+					i, n->name);
+		if (!n->address[0])
+			FAIL_AT(n->mark, "nodes[%u].address: expected an address, got none; add 'address: 127.0.0.1' or the node's IP", i);
+		if (!n->nr_rails)
+			FAIL_AT(n->mark, "nodes[%u].rails: expected at least one rail", i);
+		for (uint32_t j = 0; j < i; j++) {
+			const struct pc_node *o = &t->nodes[j];
+
+			if (!strcmp(o->name, n->name))
+				FAIL_AT(n->mark,
+					"nodes[%u].name: duplicate node name '%s' (also nodes[%u] at line %d); node names must be unique",
+					i, n->name, j, o->mark.line);
+			if (!strcmp(o->address, n->address) && o->port == n->port)
+				FAIL_AT(n->mark,
+					"nodes[%u].address: duplicate address %s port %u (also node '%s' at line %d); give each node its own address or port",
+					i, n->address, n->port, o->name, o->mark.line);
+		}
+	}
+	return 0;
+}
+
+int topology_validate(struct pc_topology *t, char *err, size_t errlen)
+{
+	int ret = validate_store(t, err, errlen);
+
+	if (!ret)
+		ret = validate_model(t, err, errlen);
+	if (!ret)
+		ret = validate_nodes(t, err, errlen);
+	return ret;
+}

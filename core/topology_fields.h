@@ -1,0 +1,79 @@
+/*
+ * topology_fields.h - the topology schema as tables: every field's name, type,
+ * range and place in the structs. The YAML loader, --set overrides and the writer all
+ * walk these tables, so a field is declared once and behaves the same everywhere.
+ *
+ * Not for: YAML itself (topology.c walks the document).
+ */
+#ifndef PC_TOPOLOGY_FIELDS_H
+#define PC_TOPOLOGY_FIELDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <peercache/pc_topology.h>
+
+enum field_type {
+	FT_NESTED = 0,	/* a mapping or list the loader walks itself */
+	FT_U32,
+	FT_U64,
+	FT_SIZE,	/* bytes, with KiB/MiB/GiB/TiB or KB/MB/GB/TB suffixes */
+	FT_DOUBLE,
+	FT_STR,
+	FT_BOOL,
+	FT_ENUM,
+	FT_PORT,
+	FT_SIZE_LIST,	/* a sequence of sizes, ascending */
+};
+
+struct field {
+	const char *name;
+	enum field_type type;
+	size_t off;		/* in the section's struct */
+	size_t cap;		/* FT_STR: buffer bytes; FT_SIZE_LIST: max entries */
+	double min, max;	/* numeric range, inclusive */
+	const char *const *names;	/* FT_ENUM: value names, NULL-terminated */
+	size_t count_off;	/* FT_SIZE_LIST: offset of its uint32_t count */
+};
+
+struct section {
+	const char *name;
+	const struct field *fields;
+	size_t nr_fields;
+};
+
+extern const struct section store_section, model_section, node_section, rail_section,
+	nvme_section;
+
+const struct field *field_find(const struct section *s, const char *name);
+
+/* Format "unknown key 'x' in <where>; did you mean 'y'? (known: a, b, c)". */
+void field_unknown(const struct section *s, const char *where, const char *key, char *buf,
+		   size_t len);
+
+/* Parse text (quoted: it was a quoted YAML string) into the field at base. On error
+ * returns -EINVAL and writes "expected ..., got '...'" into why. */
+int field_parse(const struct field *f, void *base, const char *text, bool quoted, char *why,
+		size_t whylen);
+
+/* Parse one entry of an FT_SIZE_LIST at index i. */
+int field_parse_list_item(const struct field *f, void *base, size_t i, const char *text,
+			  bool quoted, char *why, size_t whylen);
+
+/* Print the field's value as YAML. */
+void field_print(const struct field *f, const void *base, FILE *out);
+
+/* Built-in defaults. */
+void topology_set_defaults(struct pc_topology *t);
+void node_set_defaults(struct pc_node *n);
+void nvme_set_defaults(struct pc_nvme *v);
+void rail_set_defaults(struct pc_rail *r);
+
+/* The bytes of one element of a model dtype name, or 0. */
+uint32_t model_dtype_bytes(const char *dtype);
+
+/* Cross-field checks and derived values (page bytes, classes); one line into err. */
+int topology_validate(struct pc_topology *t, char *err, size_t errlen);
+
+#endif

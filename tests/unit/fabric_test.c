@@ -1,0 +1,315 @@
+/*
+ * fabric_test.c - region-table checks, the in-process fabric, the wrappers'
+ * counters and fault hooks, and that no built-in ops table leaves a slot NULL.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends.h"
+#include "inproc/inproc.h"
+#include "region.h"
+#include "testutil.h"
+
+static void test_region_checks(void)
+{
+	struct region_table t;
+	uint8_t *mem = calloc(1, 4096), *where;
+	struct pc_region ro = { .addr = mem, .len = 1024, .access = PC_ACCESS_REMOTE_READ };
+	struct pc_region rw = { .addr = mem + 1024, .len = 3072,
+				.access = PC_ACCESS_REMOTE_READ | PC_ACCESS_REMOTE_WRITE |
+					  PC_ACCESS_REMOTE_ATOMIC };
+	uint64_t base = (uint64_t)(uintptr_t)mem;
+
+	CU_ASSERT_EQUAL_FATAL(region_table_init(&t), 0);
+	CU_ASSERT_EQUAL(region_table_add(&t, &ro, 0x1234), 0);
+	CU_ASSERT_EQUAL(region_table_add(&t, &rw, 0x1234), 0);	/* same random: new key */
+	CU_ASSERT(ro.key && rw.key && ro.key != rw.key);
+	CU_ASSERT_EQUAL(region_table_check(&t, ro.key, base, 1024, PC_ACCESS_REMOTE_READ, &where), 0);
+	CU_ASSERT_PTR_EQUAL(where, mem);
+	CU_ASSERT_EQUAL(region_table_check(&t, ro.key, base + 1, 1024, PC_ACCESS_REMOTE_READ, &where), -EFAULT);
+	CU_ASSERT_EQUAL(region_table_check(&t, ro.key, base - 1, 1, PC_ACCESS_REMOTE_READ, &where), -EFAULT);
+	CU_ASSERT_EQUAL(region_table_check(&t, ro.key, UINT64_MAX - 4, 16, PC_ACCESS_REMOTE_READ, &where), -EFAULT);
+	CU_ASSERT_EQUAL(region_table_check(&t, ro.key, base, UINT64_MAX, PC_ACCESS_REMOTE_READ, &where), -EFAULT);
+	CU_ASSERT_EQUAL(region_table_check(&t, ro.key, base, 8, PC_ACCESS_REMOTE_WRITE, &where), -EACCES);
+	CU_ASSERT_EQUAL(region_table_check(&t, ro.key ^ rw.key ^ 7, base, 8, PC_ACCESS_REMOTE_READ, &where), -ENOKEY);
+	CU_ASSERT_EQUAL(region_table_check(&t, rw.key, base + 1028, 8, PC_ACCESS_REMOTE_ATOMIC, &where), -EINVAL);
+	CU_ASSERT_EQUAL(region_table_check(&t, rw.key, base + 1032, 8, PC_ACCESS_REMOTE_ATOMIC, &where), 0);
+	region_table_del(&t, ro.key);
+	CU_ASSERT_EQUAL(region_table_check(&t, ro.key, base, 8, PC_ACCESS_REMOTE_READ, &where), -ENOKEY);
+	region_table_fini(&t);
+	free(mem);
+}
+
+/* ---------------------------------------------------------------- in-process */
+
+#define NODES 3
+#define MEM 8192
+
+struct world {
+	struct pc_topology *topo;
+	struct inproc_world *w;
+	struct pc_fabric *f[NODES];
+	struct pc_region r[NODES];
+	uint8_t *mem[NODES];
+	int calls;
+};
+
+static int echo_handler(void *arg, uint32_t from, uint16_t opcode, const void *req,
+			size_t len, struct pc_msg *resp)
+{
+	struct world *W = arg;
+	char pre[32];
+
+	W->calls++;
+	if (opcode == 99)
+		return -EPROTO;
+	snprintf(pre, sizeof(pre), "from %u op %u: ", from, opcode);
+	return pc_msg_append(resp, pre, strlen(pre)) ?: pc_msg_append(resp, req, len);
+}
+
+static struct world *world_up(void)
+{
+	static const char text[] = "nodes:\n"
+				   "  - {name: a, address: 127.0.0.1, port: 1}\n"
+				   "  - {name: b, address: 127.0.0.1, port: 2}\n"
+				   "  - {name: c, address: 127.0.0.1, port: 3}\n";
+	struct world *W = calloc(1, sizeof(*W));
+	char err[PC_ERR_MAX];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(W);
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, sizeof(text) - 1, "w", &W->topo, err, sizeof(err)), 0);
+	W->w = inproc_world_create(NODES);
+	for (uint32_t i = 0; i < NODES; i++) {
+		struct pc_fabric_params p = { .topo = W->topo, .self = i, .backend_arg = W->w };
+
+		CU_ASSERT_EQUAL_FATAL(pc_fabric_open("inproc", &p, &W->f[i]), 0);
+		W->mem[i] = aligned_alloc(64, MEM);
+		memset(W->mem[i], (int)i, MEM);
+		W->r[i] = (struct pc_region){ .addr = W->mem[i], .len = MEM,
+					      .access = PC_ACCESS_REMOTE_READ | PC_ACCESS_REMOTE_WRITE |
+							PC_ACCESS_REMOTE_ATOMIC };
+		CU_ASSERT_EQUAL_FATAL(pc_fabric_reg(W->f[i], &W->r[i]), 0);
+		CU_ASSERT_EQUAL_FATAL(pc_fabric_serve(W->f[i], echo_handler, W), 0);
+	}
+	return W;
+}
+
+static void world_down(struct world *W)
+{
+	for (uint32_t i = 0; i < NODES; i++) {
+		pc_fabric_dereg(W->f[i], &W->r[i]);
+		pc_fabric_close(W->f[i]);
+		free(W->mem[i]);
+	}
+	inproc_world_destroy(W->w);
+	pc_topology_free(W->topo);
+	free(W);
+}
+
+static uint64_t addr(struct world *W, uint32_t n, size_t off)
+{
+	return (uint64_t)(uintptr_t)W->mem[n] + off;
+}
+
+static void test_inproc_batch(void)
+{
+	struct world *W = world_up();
+	uint8_t rd1[100], rd2[100], wr[64], old[8];
+	struct pc_op ops[4] = {
+		{ .kind = PC_OP_READ, .peer = 1, .rkey = W->r[1].key, .raddr = addr(W, 1, 10), .local = rd1, .len = 100 },
+		{ .kind = PC_OP_READ, .peer = 2, .rkey = W->r[2].key, .raddr = addr(W, 2, 0), .local = rd2, .len = 100 },
+		{ .kind = PC_OP_WRITE, .peer = 2, .rkey = W->r[2].key, .raddr = addr(W, 2, 4000), .local = wr, .len = 64 },
+		{ .kind = PC_OP_CAS, .peer = 1, .rkey = W->r[1].key, .raddr = addr(W, 1, 64), .local = old, .len = 8,
+		  .compare = 0x0101010101010101ULL, .swap = 42 },
+	};
+	struct pc_fabric_stats st;
+
+	memset(wr, 0xee, sizeof(wr));
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], ops, 4), 0);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(ops[i].status, 0);
+	CU_ASSERT_EQUAL(rd1[0], 1);
+	CU_ASSERT_EQUAL(rd2[99], 2);
+	CU_ASSERT_EQUAL(W->mem[2][4000], 0xee);
+	CU_ASSERT_EQUAL(*(uint64_t *)old, 0x0101010101010101ULL);
+	CU_ASSERT_EQUAL(*(uint64_t *)(W->mem[1] + 64), 42);
+	/* a failing CAS leaves memory and reports the current value */
+	ops[3].compare = 7;
+	ops[3].swap = 8;
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], &ops[3], 1), 0);
+	CU_ASSERT_EQUAL(*(uint64_t *)old, 42);
+	CU_ASSERT_EQUAL(*(uint64_t *)(W->mem[1] + 64), 42);
+	pc_fabric_get_stats(W->f[0], &st);
+	CU_ASSERT_EQUAL(st.post_phases, 2);
+	CU_ASSERT_EQUAL(st.ops_read, 2);
+	CU_ASSERT_EQUAL(st.bytes_read, 200);
+	CU_ASSERT_EQUAL(st.bytes_written, 64);
+	CU_ASSERT_EQUAL(st.ops_cas, 2);
+	pc_fabric_get_stats(W->f[1], &st);
+	CU_ASSERT_EQUAL(st.served_ops, 3);
+	world_down(W);
+}
+
+static void test_inproc_refusals(void)
+{
+	struct world *W = world_up();
+	uint8_t buf[64];
+	struct pc_region ro = { .addr = W->mem[1] + 4096, .len = 4096, .access = PC_ACCESS_REMOTE_READ };
+	struct pc_op ops[5] = {
+		{ .kind = PC_OP_READ, .peer = 1, .rkey = W->r[1].key, .raddr = addr(W, 1, MEM - 32), .local = buf, .len = 64 },
+		{ .kind = PC_OP_READ, .peer = 1, .rkey = W->r[1].key + 1, .raddr = addr(W, 1, 0), .local = buf, .len = 8 },
+		{ .kind = PC_OP_WRITE, .peer = 1, .rkey = 0, .raddr = addr(W, 1, 4096), .local = buf, .len = 8 },
+		{ .kind = PC_OP_READ, .peer = 2, .peer_inc = 12345, .rkey = W->r[2].key, .raddr = addr(W, 2, 0), .local = buf, .len = 8 },
+		{ .kind = PC_OP_READ, .peer = 2, .peer_inc = 0, .rkey = W->r[2].key, .raddr = addr(W, 2, 0), .local = buf, .len = 8 },
+	};
+	struct pc_fabric_stats st;
+
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_reg(W->f[1], &ro), 0);
+	ops[2].rkey = ro.key;
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], ops, 5), 0);
+	CU_ASSERT_EQUAL(ops[0].status, -EFAULT);
+	CU_ASSERT_EQUAL(ops[1].status, -ENOKEY);
+	CU_ASSERT_EQUAL(ops[2].status, -EACCES);
+	CU_ASSERT_EQUAL(ops[3].status, -ESTALE);	/* the peer restarted */
+	CU_ASSERT_EQUAL(ops[4].status, 0);
+	ops[4].peer_inc = W->f[2]->incarnation;
+	inproc_world_set_down(W->w, 2, true);
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], &ops[4], 1), 0);
+	CU_ASSERT_EQUAL(ops[4].status, -ECONNREFUSED);
+	inproc_world_set_down(W->w, 2, false);
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], &ops[4], 1), 0);
+	CU_ASSERT_EQUAL(ops[4].status, 0);
+	pc_fabric_get_stats(W->f[1], &st);
+	CU_ASSERT_EQUAL(st.refused_ops, 3);
+	pc_fabric_get_stats(W->f[0], &st);
+	CU_ASSERT_EQUAL(st.op_errors, 5);
+	pc_fabric_dereg(W->f[1], &ro);
+	world_down(W);
+}
+
+static void test_inproc_rpc(void)
+{
+	struct world *W = world_up();
+	struct pc_rpc rpcs[3] = {
+		{ .peer = 1, .opcode = 7, .req = "hello", .req_len = 5 },
+		{ .peer = 2, .opcode = 99, .req = "x", .req_len = 1 },
+		{ .peer = 0, .opcode = 8, .req = "self", .req_len = 4 },
+	};
+
+	CU_ASSERT_EQUAL(pc_fabric_call(W->f[0], rpcs, 3), 0);
+	CU_ASSERT_EQUAL(rpcs[0].status, 0);
+	CU_ASSERT_EQUAL(rpcs[0].resp.len, strlen("from 0 op 7: hello"));
+	CU_ASSERT_EQUAL(memcmp(rpcs[0].resp.data, "from 0 op 7: hello", rpcs[0].resp.len), 0);
+	CU_ASSERT_EQUAL(rpcs[1].status, -EPROTO);
+	CU_ASSERT_EQUAL(rpcs[2].status, 0);
+	CU_ASSERT_EQUAL(W->calls, 3);
+	for (int i = 0; i < 3; i++)
+		pc_msg_free(&rpcs[i].resp);
+	world_down(W);
+}
+
+struct fault {
+	int before, after_op;
+};
+
+static int fault_fn(void *arg, int when, struct pc_op *ops, size_t n)
+{
+	struct fault *f = arg;
+
+	if (when == PC_FAULT_BEFORE)
+		return f->before;
+	if (f->after_op >= 0 && (size_t)f->after_op < n)
+		ops[f->after_op].status = -EIO;
+	return 0;
+}
+
+static void test_fault_hook(void)
+{
+	struct world *W = world_up();
+	struct fault flt = { .before = -EIO, .after_op = -1 };
+	uint8_t wr[8] = { 9, 9, 9, 9, 9, 9, 9, 9 }, rd[8];
+	struct pc_op ops[2] = {
+		{ .kind = PC_OP_WRITE, .peer = 1, .rkey = W->r[1].key, .raddr = addr(W, 1, 0), .local = wr, .len = 8 },
+		{ .kind = PC_OP_READ, .peer = 2, .rkey = W->r[2].key, .raddr = addr(W, 2, 0), .local = rd, .len = 8 },
+	};
+
+	W->f[0]->fault = fault_fn;
+	W->f[0]->fault_arg = &flt;
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], ops, 2), -EIO);
+	CU_ASSERT_EQUAL(W->mem[1][0], 1);		/* nothing ran */
+	flt.before = 0;
+	flt.after_op = 1;
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], ops, 2), 0);
+	CU_ASSERT_EQUAL(ops[0].status, 0);
+	CU_ASSERT_EQUAL(ops[1].status, -EIO);
+	CU_ASSERT_EQUAL(W->mem[1][0], 9);
+	world_down(W);
+}
+
+static void test_open_errors(void)
+{
+	struct world *W = world_up();
+	struct pc_fabric_params p = { .topo = W->topo, .self = 1, .backend_arg = W->w };
+	struct pc_fabric *f = NULL;
+
+	CU_ASSERT_EQUAL(pc_fabric_open("nosuch", &p, &f), -ENOENT);
+	CU_ASSERT_EQUAL(pc_fabric_open("inproc", &p, &f), -EADDRINUSE);
+	p.self = 17;
+	CU_ASSERT_EQUAL(pc_fabric_open("inproc", &p, &f), -EINVAL);
+	p.self = PC_PEER_NONE;				/* a client that serves nothing */
+	CU_ASSERT_EQUAL(pc_fabric_open("inproc", &p, &f), 0);
+	CU_ASSERT_EQUAL(pc_fabric_serve(f, echo_handler, W), -EINVAL);
+	pc_fabric_close(f);
+	world_down(W);
+}
+
+/* Unsupported slots are stubs, never NULL (DESIGN.md 2). */
+static void test_ops_tables_complete(void)
+{
+	for (size_t i = 0; pc_builtin_fabrics[i]; i++) {
+		const struct pc_fabric_ops *o = pc_builtin_fabrics[i];
+
+		CU_ASSERT_EQUAL(o->size, sizeof(*o));
+		CU_ASSERT(o->name && o->open && o->close && o->reg && o->dereg && o->serve &&
+			  o->post && o->call && o->obj_size >= sizeof(struct pc_fabric));
+		CU_ASSERT_PTR_EQUAL(pc_fabric_find(o->name), o);
+	}
+	for (size_t i = 0; pc_builtin_storages[i]; i++) {
+		const struct pc_storage_ops *o = pc_builtin_storages[i];
+
+		CU_ASSERT(o->name && o->open && o->close && o->read && o->write &&
+			  o->obj_size >= sizeof(struct pc_storage));
+	}
+	CU_ASSERT_EQUAL(pc_fabric_stub_post(NULL, NULL, 0), -EOPNOTSUPP);
+}
+
+static void test_msg(void)
+{
+	struct pc_msg m = { 0 };
+	char big[5000];
+
+	memset(big, 'x', sizeof(big));
+	CU_ASSERT_EQUAL(pc_msg_append(&m, "ab", 2), 0);
+	CU_ASSERT_EQUAL(pc_msg_append(&m, big, sizeof(big)), 0);
+	CU_ASSERT_EQUAL(m.len, 5002);
+	CU_ASSERT(m.cap >= 5002);
+	CU_ASSERT_EQUAL(memcmp(m.data, "abxxx", 5), 0);
+	pc_msg_free(&m);
+	CU_ASSERT_PTR_NULL(m.data);
+}
+
+static CU_TestInfo tests[] = {
+	{ "region table: key, bounds, rights, CAS alignment", test_region_checks },
+	{ "in-process: one batch across peers", test_inproc_batch },
+	{ "in-process: refused ops, stale and down peers", test_inproc_refusals },
+	{ "in-process: RPC", test_inproc_rpc },
+	{ "fault hook before and after", test_fault_hook },
+	{ "open errors and client-only endpoints", test_open_errors },
+	{ "ops tables have no NULL slot", test_ops_tables_complete },
+	{ "message buffers", test_msg },
+	CU_TEST_INFO_NULL,
+};
+
+PC_TEST_MAIN({ "fabric", NULL, NULL, NULL, NULL, tests })

@@ -1,0 +1,157 @@
+/*
+ * storage_test.c - the posix storage backend (unlinked file, O_DIRECT, batched
+ * I/O, errors, fault hook) and the posix clock.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <peercache/pc_clock.h>
+#include <peercache/pc_storage.h>
+
+#include "testutil.h"
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void test_unlinked_direct_roundtrip(void)
+{
+	struct pc_storage_params p = { .dir = pc_test_tmpdir(), .bytes = 1 << 20, .direct = true };
+	struct pc_storage *s = NULL;
+	uint8_t *wr = aligned_alloc(4096, 3 * 4096), *rd = aligned_alloc(4096, 3 * 4096);
+	struct pc_io w[3], r[3];
+
+	CU_ASSERT_EQUAL_FATAL(pc_storage_open("posix", &p, &s), 0);
+	CU_ASSERT_EQUAL(count_entries(p.dir), 0);	/* nobody else can open it */
+	CU_ASSERT_TRUE(s->direct);			/* ext4 here allows O_DIRECT */
+	CU_ASSERT_EQUAL(s->align, 4096);
+	for (int i = 0; i < 3 * 4096; i++)
+		wr[i] = (uint8_t)(i * 7 + 1);
+	for (int i = 0; i < 3; i++) {
+		w[i] = (struct pc_io){ .off = (uint64_t)(i * 2 + 1) * 4096, .buf = wr + i * 4096, .len = 4096 };
+		r[i] = (struct pc_io){ .off = w[i].off, .buf = rd + i * 4096, .len = 4096 };
+	}
+	CU_ASSERT_EQUAL(pc_storage_write(s, w, 3), 0);
+	CU_ASSERT_EQUAL(pc_storage_read(s, r, 3), 0);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(r[i].status, 0);
+	CU_ASSERT_EQUAL(memcmp(wr, rd, 3 * 4096), 0);
+	/* out of range, misaligned */
+	r[0].off = (1 << 20) - 2048;
+	CU_ASSERT_EQUAL(pc_storage_read(s, r, 1), -EINVAL);
+	r[0].off = 100;
+	CU_ASSERT_EQUAL(pc_storage_read(s, r, 1), -EINVAL);
+	pc_storage_close(s);
+	free(wr);
+	free(rd);
+}
+
+static void test_buffered(void)
+{
+	struct pc_storage_params p = { .dir = pc_test_tmpdir(), .bytes = 10000 };
+	struct pc_storage *s = NULL;
+	char buf[100] = "hello", out[100];
+	struct pc_io io = { .off = 9900, .buf = buf, .len = 100 };
+
+	CU_ASSERT_EQUAL_FATAL(pc_storage_open("posix", &p, &s), 0);
+	CU_ASSERT_FALSE(s->direct);
+	CU_ASSERT_EQUAL(s->align, 1);
+	CU_ASSERT_EQUAL(pc_storage_write(s, &io, 1), 0);
+	io.buf = out;
+	CU_ASSERT_EQUAL(pc_storage_read(s, &io, 1), 0);
+	CU_ASSERT_STRING_EQUAL(out, "hello");
+	pc_storage_close(s);
+}
+
+static void test_open_errors(void)
+{
+	struct pc_storage_params p = { .dir = "/nonexistent-dir", .bytes = 4096 };
+	struct pc_storage *s = NULL;
+	char file[256];
+	FILE *f;
+
+	CU_ASSERT_EQUAL(pc_storage_open("posix", &p, &s), -ENOENT);
+	snprintf(file, sizeof(file), "%s/plainfile", pc_test_tmpdir());
+	f = fopen(file, "w");
+	fclose(f);
+	p.dir = file;
+	CU_ASSERT_EQUAL(pc_storage_open("posix", &p, &s), -ENOTDIR);
+	CU_ASSERT_EQUAL(pc_storage_open("nosuch", &p, &s), -ENOENT);
+	remove(file);
+}
+
+static int fail_second(void *arg, bool write, struct pc_io *ios, size_t n)
+{
+	int *calls = arg;
+
+	(void)write;
+	if (++*calls != 2)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		ios[i].status = i ? -ENOSPC : -EIO;
+	return 1;
+}
+
+static void test_fault_hook(void)
+{
+	struct pc_storage_params p = { .dir = pc_test_tmpdir(), .bytes = 8192 };
+	struct pc_storage *s = NULL;
+	char buf[16] = "x";
+	struct pc_io io[2] = { { .off = 0, .buf = buf, .len = 16 }, { .off = 16, .buf = buf, .len = 16 } };
+	int calls = 0;
+
+	CU_ASSERT_EQUAL_FATAL(pc_storage_open("posix", &p, &s), 0);
+	s->fault = fail_second;
+	s->fault_arg = &calls;
+	CU_ASSERT_EQUAL(pc_storage_write(s, io, 2), 0);
+	CU_ASSERT_EQUAL(io[0].status, 0);
+	CU_ASSERT_EQUAL(pc_storage_write(s, io, 2), 0);
+	CU_ASSERT_EQUAL(io[0].status, -EIO);
+	CU_ASSERT_EQUAL(io[1].status, -ENOSPC);
+	pc_storage_close(s);
+}
+
+static void bump(void *arg)
+{
+	__atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED);
+}
+
+static void test_clock(void)
+{
+	struct pc_clock *c = pc_clock_posix();
+	uint64_t t0 = pc_clock_now(c), t1;
+	struct pc_task *task;
+	int hits = 0;
+
+	pc_clock_sleep(c, 2000000);
+	t1 = pc_clock_now(c);
+	CU_ASSERT(t1 - t0 >= 2000000);
+	CU_ASSERT_NOT_EQUAL(pc_clock_random(c), pc_clock_random(c));
+	CU_ASSERT_EQUAL_FATAL(pc_clock_spawn(c, "bump", bump, &hits, &task), 0);
+	pc_clock_join(c, task);
+	CU_ASSERT_EQUAL(hits, 1);
+}
+
+static CU_TestInfo tests[] = {
+	{ "unlinked file, O_DIRECT, batched round trip", test_unlinked_direct_roundtrip },
+	{ "buffered I/O", test_buffered },
+	{ "missing or bad directory", test_open_errors },
+	{ "fault hook: EIO and ENOSPC", test_fault_hook },
+	{ "posix clock: time, sleep, random, tasks", test_clock },
+	CU_TEST_INFO_NULL,
+};
+
+PC_TEST_MAIN({ "storage", NULL, NULL, NULL, NULL, tests })

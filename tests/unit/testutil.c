@@ -1,0 +1,65 @@
+/*
+ * testutil.c - runs CUnit suites and says loudly when nothing ran.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+int pc_test_argc;
+char **pc_test_argv;
+static char tmpdir[64];
+
+static void rm_tmpdir(void)
+{
+	char cmd[128];
+
+	if (tmpdir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd))
+			fprintf(stderr, "could not remove %s\n", tmpdir);
+	}
+}
+
+const char *pc_test_tmpdir(void)
+{
+	if (!tmpdir[0]) {
+		strcpy(tmpdir, "/tmp/pctest-XXXXXX");
+		if (!mkdtemp(tmpdir)) {
+			perror("mkdtemp");
+			exit(2);
+		}
+		atexit(rm_tmpdir);
+	}
+	return tmpdir;
+}
+
+int pc_test_main(int argc, char **argv, CU_SuiteInfo *suites)
+{
+	unsigned run, failed, asserts;
+	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+
+	pc_test_argc = argc;
+	pc_test_argv = argv;
+	if (CU_initialize_registry() != CUE_SUCCESS || CU_register_suites(suites) != CUE_SUCCESS) {
+		fprintf(stderr, "%s: CUnit setup failed: %s\n", name, CU_get_error_msg());
+		return 2;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	run = CU_get_number_of_tests_run();
+	failed = CU_get_number_of_tests_failed();
+	asserts = CU_get_number_of_asserts();
+	if (CU_get_number_of_suites_failed())
+		failed++;
+	CU_cleanup_registry();
+	if (!run) {
+		printf("%s: FAIL: no test ran\n", name);
+		return 1;
+	}
+	printf("%s: %s: %u tests, %u failed, %u asserts\n", name, failed ? "FAIL" : "PASS", run,
+	       failed, asserts);
+	return failed ? 1 : 0;
+}

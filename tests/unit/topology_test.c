@@ -1,0 +1,349 @@
+/*
+ * topology_test.c - every shipped topology loads; every mistake a user can make
+ * gives one line with file, line, column, field and fix; --set overrides and the
+ * writer round-trip.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <peercache/pc_topology.h>
+
+#include "slot.h"
+#include "testutil.h"
+
+static const char *topo_dir(void)
+{
+	return pc_test_argc > 1 ? pc_test_argv[1] : "topologies";
+}
+
+static struct pc_topology *load_shipped(const char *name)
+{
+	char path[512], err[PC_ERR_MAX];
+	struct pc_topology *t = NULL;
+
+	snprintf(path, sizeof(path), "%s/%s", topo_dir(), name);
+	if (pc_topology_load(path, &t, err, sizeof(err)))
+		printf("\n  %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	return t;
+}
+
+static uint64_t slot_bytes_per_node(const struct pc_topology *t)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t c = 0; c < t->store.nr_classes; c++) {
+		struct slot_geometry g;
+
+		slot_geometry_init(&g, c, t->store.size_classes[c], t->store.slot_ways,
+				   t->store.slot_num_buckets,
+				   t->store.global_segment_size / t->store.nr_classes);
+		sum += g.bytes;
+	}
+	return sum;
+}
+
+/* Every file in topologies/ loads and validates. */
+static void test_all_shipped(void)
+{
+	DIR *d = opendir(topo_dir());
+	struct dirent *e;
+	int n = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+
+		if (len < 5 || strcmp(e->d_name + len - 5, ".yaml"))
+			continue;
+		pc_topology_free(load_shipped(e->d_name));
+		n++;
+	}
+	closedir(d);
+	printf("\n  %d topology files loaded\n", n);
+	CU_ASSERT(n >= 3);
+}
+
+static void test_laptop(void)
+{
+	struct pc_topology *t = load_shipped("laptop.yaml");
+
+	CU_ASSERT_EQUAL(t->nr_nodes, 3);
+	for (uint32_t i = 0; i < 3; i++)
+		CU_ASSERT_STRING_EQUAL(t->nodes[i].address, "127.0.0.1");
+	CU_ASSERT_EQUAL(t->nodes[1].port, 31999);
+	CU_ASSERT_EQUAL(t->store.protocol, PC_PROTO_TCP);
+	CU_ASSERT_EQUAL(t->store.nr_classes, 3);
+	CU_ASSERT_EQUAL(t->store.slot_max_page_bytes, 256 * 1024);
+	CU_ASSERT_EQUAL(t->model.page_bytes, 12288);	/* Qwen2.5-0.5B */
+	pc_topology_free(t);
+}
+
+static void test_rack_large(void)
+{
+	struct pc_topology *r = load_shipped("rack.yaml"), *l = load_shipped("large.yaml");
+
+	CU_ASSERT_EQUAL(r->nr_nodes, 16);
+	CU_ASSERT_EQUAL(r->nodes[15].nr_rails, 2);
+	CU_ASSERT_DOUBLE_EQUAL(r->nodes[15].rails[1].gbps, 200, 1e-9);
+	CU_ASSERT_TRUE(r->nodes[7].has_nvme);
+	CU_ASSERT_EQUAL(r->nodes[7].nvme.capacity, 3840000000000ULL);
+	CU_ASSERT_EQUAL(l->nr_nodes, 512);
+	printf("\n  large.yaml: %u nodes x %llu slot bytes = %.2f TiB\n", l->nr_nodes,
+	       (unsigned long long)slot_bytes_per_node(l),
+	       (double)slot_bytes_per_node(l) * l->nr_nodes / (1ULL << 40));
+	CU_ASSERT(slot_bytes_per_node(l) * l->nr_nodes >= (1ULL << 40));
+	pc_topology_free(r);
+	pc_topology_free(l);
+}
+
+static int parse(const char *text, struct pc_topology **t, char *err)
+{
+	*t = NULL;
+	return pc_topology_parse(text, strlen(text), "t.yaml", t, err, PC_ERR_MAX);
+}
+
+/* The seed's store keys. */
+static void test_seed_keys(void)
+{
+	char err[PC_ERR_MAX];
+	struct pc_topology *t;
+	int ret = parse("store:\n"
+			"  mode: slotmap\n"
+			"  protocol: rdma\n"
+			"  discovery_addr: 10.0.0.1:31998\n"
+			"  slot_max_page_bytes: 262144\n"
+			"  slot_ways: 4\n"
+			"  slot_num_buckets: 0\n"
+			"  global_segment_size: 1GiB\n"
+			"nodes:\n"
+			"  - {name: a, address: 10.0.0.1}\n", &t, err);
+
+	if (ret)
+		printf("\n  %s\n", err);
+	CU_ASSERT_EQUAL_FATAL(ret, 0);
+	CU_ASSERT_EQUAL(t->store.mode, PC_MODE_SLOTMAP);
+	CU_ASSERT_EQUAL(t->store.protocol, PC_PROTO_RDMA);
+	CU_ASSERT_STRING_EQUAL(t->store.discovery_addr, "10.0.0.1:31998");
+	CU_ASSERT_EQUAL(t->store.nr_classes, 1);
+	CU_ASSERT_EQUAL(t->store.size_classes[0], 262144);
+	CU_ASSERT_EQUAL(t->store.slot_ways, 4);
+	CU_ASSERT_EQUAL(t->store.global_segment_size, 1ULL << 30);
+	CU_ASSERT_EQUAL(t->nodes[0].port, 31998);	/* default */
+	CU_ASSERT_EQUAL(t->nodes[0].nr_rails, 1);
+	pc_topology_free(t);
+}
+
+static void test_defaults_and_nesting(void)
+{
+	char err[PC_ERR_MAX];
+	struct pc_topology *t;
+	int ret = parse("node_defaults:\n"
+			"  host_pool_bytes: 2GiB\n"
+			"  rails: [{device: mlx5_0, gbps: 200}, {device: mlx5_1, gbps: 200}]\n"
+			"nodes:\n"
+			"  - {name: a, address: 10.0.0.1}\n"
+			"  - name: b\n"
+			"    address: 10.0.0.2\n"
+			"    rails: [{device: rxe0, gbps: 10, latency_us: 5}]\n"
+			"    nvme: {path: /tmp, capacity: 100GB}\n", &t, err);
+
+	if (ret)
+		printf("\n  %s\n", err);
+	CU_ASSERT_EQUAL_FATAL(ret, 0);
+	CU_ASSERT_EQUAL(t->nodes[0].host_pool_bytes, 2ULL << 30);
+	CU_ASSERT_EQUAL(t->nodes[0].nr_rails, 2);
+	CU_ASSERT_STRING_EQUAL(t->nodes[0].rails[1].device, "mlx5_1");
+	CU_ASSERT_FALSE(t->nodes[0].has_nvme);
+	CU_ASSERT_EQUAL(t->nodes[1].nr_rails, 1);
+	CU_ASSERT_DOUBLE_EQUAL(t->nodes[1].rails[0].latency_us, 5, 1e-9);
+	CU_ASSERT_EQUAL(t->nodes[1].rails[0].max_outstanding, 128);	/* rail default */
+	CU_ASSERT_TRUE(t->nodes[1].has_nvme);
+	CU_ASSERT_EQUAL(t->nodes[1].nvme.capacity, 100000000000ULL);
+	CU_ASSERT_EQUAL(t->nodes[1].host_pool_bytes, 2ULL << 30);
+	pc_topology_free(t);
+}
+
+/* Each user mistake: one line naming file:line:col, the field, and what to do. */
+static void expect_error(const char *text, const char *where, const char *what)
+{
+	char err[PC_ERR_MAX];
+	struct pc_topology *t;
+	int ret = parse(text, &t, err);
+
+	CU_ASSERT_EQUAL(ret, -EINVAL);
+	CU_ASSERT_PTR_NULL(t);
+	if (ret != -EINVAL) {
+		pc_topology_free(t);
+		printf("\n  no error for: %s\n", text);
+		return;
+	}
+	printf("\n  %s", err);
+	CU_ASSERT_PTR_NULL(strchr(err, '\n'));
+	CU_ASSERT(strncmp(err, where, strlen(where)) == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, what));
+}
+
+#define NODE "nodes:\n  - {name: a, address: 10.0.0.1}\n"
+
+static void test_errors(void)
+{
+	expect_error("store:\n  slot_wayz: 4\n" NODE, "t.yaml:2:3: ",
+		     "unknown key 'slot_wayz' in store; did you mean 'slot_ways'?");
+	expect_error("stor:\n  slot_ways: 4\n" NODE, "t.yaml:1:1: ", "did you mean 'store'?");
+	expect_error("store:\n  slot_ways: four\n" NODE, "t.yaml:2:14: ",
+		     "store.slot_ways: expected an integer from 1 to 64, got 'four'");
+	expect_error("store:\n  slot_ways: \"4\"\n" NODE, "t.yaml:2:14: ", "drop the quotes");
+	expect_error("store:\n  slot_ways: {a: 1}\n" NODE, "t.yaml:2:14: ",
+		     "store.slot_ways: expected a value, got a mapping");
+	expect_error("store:\n  slot_ways: 0\n" NODE, "t.yaml:2:14: ", "from 1 to 64, got '0'");
+	expect_error("store:\n  slot_ways: 65\n" NODE, "t.yaml:2:14: ", "got '65'");
+	expect_error("store:\n  global_segment_size: 12XB\n" NODE, "t.yaml:2:24: ",
+		     "store.global_segment_size: expected a size");
+	expect_error("store:\n  mode: directory\n" NODE, "t.yaml:2:9: ",
+		     "expected one of slotmap, p2p; got 'directory'");
+	expect_error("store:\n  slot_cas_claim: maybe\n" NODE, "t.yaml:2:19: ",
+		     "expected true or false");
+	expect_error("store:\n  slot_ways: 4\n  slot_ways: 8\n" NODE, "t.yaml:3:3: ",
+		     "key given twice (first at line 2)");
+	expect_error("store:\n  slot_size_classes: [64KiB, 16KiB]\n" NODE, "t.yaml:2:3: ",
+		     "expected ascending sizes");
+	expect_error("store:\n  slot_size_classes: [16KiB, 64KiB]\n  slot_max_page_bytes: 1MiB\n" NODE,
+		     "t.yaml:", "differs from the largest size class");
+	expect_error("store:\n  global_segment_size: 64KiB\n  slot_max_page_bytes: 1MiB\n" NODE,
+		     "t.yaml:3:3: ", "raise global_segment_size");
+	expect_error("nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: a, address: 10.0.0.2}\n",
+		     "t.yaml:3:5: ", "duplicate node name 'a'");
+	expect_error("nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.1}\n",
+		     "t.yaml:3:5: ", "duplicate address 10.0.0.1 port 31998");
+	expect_error("nodes:\n  - {name: a}\n", "t.yaml:2:5: ", "nodes[0].address: expected an address");
+	expect_error("nodes:\n  - {name: a b, address: x}\n", "t.yaml:2:5: ", "nodes[0].name");
+	expect_error("nodes:\n  - {name: a, address: x, port: 70000}\n", "t.yaml:2:33: ",
+		     "nodes[0].port: expected an integer from 1 to 65535");
+	expect_error("nodes:\n  - {name: a, address: x, rails: [{gbps: -1}]}\n", "t.yaml:2:42: ",
+		     "nodes[0].rails[0].gbps");
+	expect_error("nodes:\n  - {name: a, address: x, nvme: {capacty: 1TB}}\n", "t.yaml:2:34: ",
+		     "did you mean 'capacity'?");
+	expect_error("model: {layers: 80, kv_heads: 8, head_dim: 128, tokens_per_page: 64}\n"
+		     "store: {slot_max_page_bytes: 1MiB}\n" NODE,
+		     "t.yaml:1:1: ", "larger than the largest size class (1048576); add a class of at least 20971520");
+	expect_error("model: {layers: 2, kv_heads: 1, head_dim: 8, dtype: fp7}\n" NODE, "t.yaml:1:53: ",
+		     "model.dtype: expected one of fp32, bf16");
+	expect_error("store: {slot_ways: 4}\n", "t.yaml:1:1: ", "nodes: missing");
+	expect_error("", "t.yaml:1:1: ", "the file is empty");
+	expect_error("nodes: [\n", "t.yaml:", "YAML syntax");
+	expect_error("- a\n- b\n", "t.yaml:1:1: ", "expected a mapping");
+	expect_error("nodes: []\n", "t.yaml:1:8: ", "expected at least one node");
+}
+
+static void test_missing_file(void)
+{
+	char err[PC_ERR_MAX];
+	struct pc_topology *t = NULL;
+
+	CU_ASSERT_EQUAL(pc_topology_load("/nonexistent/x.yaml", &t, err, sizeof(err)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent/x.yaml: cannot open topology file"));
+	printf("\n  %s\n", err);
+}
+
+static void test_set(void)
+{
+	char err[PC_ERR_MAX];
+	struct pc_topology *t = load_shipped("laptop.yaml");
+
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.slot_ways=8", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(t->store.slot_ways, 8);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.slot_ways=0", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "--set store.slot_ways=0: expected an integer"));
+	CU_ASSERT_EQUAL(t->store.slot_ways, 8);		/* unchanged on error */
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.host_pool_bytes=2GiB", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(t->nodes[2].host_pool_bytes, 2ULL << 30);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.rails.gbps=100", err, sizeof(err)), 0);
+	CU_ASSERT_DOUBLE_EQUAL(t->nodes[1].rails[0].gbps, 100, 1e-9);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.slot_size_classes=[16KiB,1MiB]", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(t->store.nr_classes, 2);
+	CU_ASSERT_EQUAL(t->store.slot_max_page_bytes, 1 << 20);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.count=6", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(t->nr_nodes, 6);
+	CU_ASSERT_EQUAL(t->nodes[5].port, 32003);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.count=2", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(t->nr_nodes, 2);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.slot_wayz=2", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "did you mean 'slot_ways'"));
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.port", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "model.layers=4000", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "larger than the largest size class"));
+	pc_topology_free(t);
+
+	/* a single class follows slot_max_page_bytes */
+	t = NULL;
+	CU_ASSERT_EQUAL_FATAL(parse(NODE, &t, err), 0);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.slot_max_page_bytes=64KiB", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(t->store.nr_classes, 1);
+	CU_ASSERT_EQUAL(t->store.size_classes[0], 65536);
+	pc_topology_free(t);
+}
+
+static void test_write_roundtrip(void)
+{
+	char err[PC_ERR_MAX], *buf = NULL;
+	size_t len = 0;
+	struct pc_topology *t = load_shipped("rack.yaml"), *u = NULL;
+	FILE *f = open_memstream(&buf, &len);
+
+	CU_ASSERT_EQUAL(pc_topology_write(t, f), 0);
+	fclose(f);
+	if (pc_topology_parse(buf, len, "written.yaml", &u, err, sizeof(err)))
+		printf("\n  %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL(u->nr_nodes, t->nr_nodes);
+	CU_ASSERT_EQUAL(memcmp(&u->model.page_bytes, &t->model.page_bytes, 8), 0);
+	CU_ASSERT_EQUAL(u->store.nr_classes, t->store.nr_classes);
+	CU_ASSERT_EQUAL(memcmp(u->store.size_classes, t->store.size_classes,
+			       sizeof(t->store.size_classes)), 0);
+	for (uint32_t i = 0; i < t->nr_nodes; i++) {
+		CU_ASSERT_STRING_EQUAL(u->nodes[i].name, t->nodes[i].name);
+		CU_ASSERT_EQUAL(u->nodes[i].nr_rails, t->nodes[i].nr_rails);
+		CU_ASSERT_EQUAL(memcmp(&u->nodes[i].nvme, &t->nodes[i].nvme, sizeof(struct pc_nvme)), 0);
+		CU_ASSERT_EQUAL(memcmp(u->nodes[i].rails, t->nodes[i].rails,
+				       sizeof(t->nodes[i].rails)), 0);
+	}
+	pc_topology_free(t);
+	pc_topology_free(u);
+	free(buf);
+}
+
+static void test_parse_size(void)
+{
+	uint64_t v;
+
+	CU_ASSERT(!pc_parse_size("12288", &v) && v == 12288);
+	CU_ASSERT(!pc_parse_size("256KiB", &v) && v == 262144);
+	CU_ASSERT(!pc_parse_size("1GiB", &v) && v == 1ULL << 30);
+	CU_ASSERT(!pc_parse_size("1.5KiB", &v) && v == 1536);
+	CU_ASSERT(!pc_parse_size("3.84TB", &v) && v == 3840000000000ULL);
+	CU_ASSERT(!pc_parse_size("64m", &v) && v == 64ULL << 20);
+	CU_ASSERT_EQUAL(pc_parse_size("", &v), -EINVAL);
+	CU_ASSERT_EQUAL(pc_parse_size("-1", &v), -EINVAL);
+	CU_ASSERT_EQUAL(pc_parse_size("1.3B", &v), -EINVAL);
+	CU_ASSERT_EQUAL(pc_parse_size("10 parsecs", &v), -EINVAL);
+}
+
+static CU_TestInfo tests[] = {
+	{ "every shipped topology loads", test_all_shipped },
+	{ "laptop.yaml", test_laptop },
+	{ "rack.yaml and large.yaml", test_rack_large },
+	{ "the seed's store keys", test_seed_keys },
+	{ "node defaults, rails, nvme", test_defaults_and_nesting },
+	{ "one-line errors with file:line:col", test_errors },
+	{ "missing file", test_missing_file },
+	{ "--set overrides", test_set },
+	{ "write and parse back", test_write_roundtrip },
+	{ "sizes", test_parse_size },
+	CU_TEST_INFO_NULL,
+};
+
+PC_TEST_MAIN({ "topology", NULL, NULL, NULL, NULL, tests })

@@ -1,0 +1,177 @@
+/*
+ * pctopo - check a topology file and show where keys land.
+ *
+ *   pctopo --topology FILE [--keys N] [--set key=value ...] [--write]
+ *
+ * Loads and validates the topology (errors are one line, exit code 2), prints each
+ * size class's slot geometry and every node's share of N keys on the ring. --write
+ * prints the resolved topology as YAML.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <peercache/pc_topology.h>
+
+#include "ring.h"
+#include "slot.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pctopo --topology FILE [--keys N] [--set key=value ...] [--write]\n");
+}
+
+static void print_geometry(const struct pc_topology *t)
+{
+	const struct pc_store_cfg *s = &t->store;
+	uint64_t seg = s->global_segment_size / s->nr_classes, node_bytes = 0;
+
+	for (uint32_t c = 0; c < s->nr_classes; c++) {
+		struct slot_geometry g;
+
+		slot_geometry_init(&g, c, s->size_classes[c], s->slot_ways, s->slot_num_buckets, seg);
+		printf("  class %u: pages up to %llu B: %llu buckets x %u ways x %llu B (=%llu bytes) + %llu B index\n",
+		       c, (unsigned long long)g.page_bytes, (unsigned long long)g.nr_buckets, g.ways,
+		       (unsigned long long)g.stride, (unsigned long long)g.bytes,
+		       (unsigned long long)g.index_bytes);
+		node_bytes += slot_region_bytes(&g);
+	}
+	printf("  slot memory per node: %llu bytes; cluster: %llu bytes\n",
+	       (unsigned long long)node_bytes, (unsigned long long)node_bytes * t->nr_nodes);
+	if (t->model.present)
+		printf("  model page: %llu bytes (%u layers x %u kv heads x %u head dim x %s x %u tokens x K,V)\n",
+		       (unsigned long long)t->model.page_bytes, t->model.layers, t->model.kv_heads,
+		       t->model.head_dim, t->model.dtype, t->model.tokens_per_page);
+}
+
+static int print_placement(const struct pc_topology *t, uint64_t nkeys)
+{
+	struct ring *r = ring_create(t->store.vnodes);
+	uint64_t *count = calloc(t->nr_nodes, sizeof(*count));
+	double mean, var = 0;
+	char key[32];
+
+	if (!r || !count) {
+		fprintf(stderr, "pctopo: out of memory\n");
+		ring_destroy(r);
+		free(count);
+		return 1;
+	}
+	for (uint32_t i = 0; i < t->nr_nodes; i++)
+		ring_add(r, i, t->nodes[i].name);
+	printf("placement of %llu keys (\"key-0\" ...), %u vnodes per node:\n",
+	       (unsigned long long)nkeys, t->store.vnodes);
+	for (uint64_t k = 0; k < nkeys; k++) {
+		int len = snprintf(key, sizeof(key), "key-%llu", (unsigned long long)k);
+		struct pc_keyhash h = keyhash_of(key, (size_t)len);
+		uint32_t owner = ring_owner_of(r, h);
+
+		count[owner]++;
+		if (k < 4) {
+			struct slot_geometry g;
+
+			slot_geometry_init(&g, 0, t->store.size_classes[0], t->store.slot_ways,
+					   t->store.slot_num_buckets,
+					   t->store.global_segment_size / t->store.nr_classes);
+			printf("  %-8s -> %-10s class 0 bucket %llu predicted way %u\n", key,
+			       t->nodes[owner].name, (unsigned long long)slot_bucket_of(&g, h),
+			       slot_predicted_way(&g, h));
+		}
+	}
+	mean = (double)nkeys / t->nr_nodes;
+	printf("  %-12s %-22s %10s %8s %8s\n", "node", "address", "keys", "share", "/ideal");
+	for (uint32_t i = 0; i < t->nr_nodes; i++) {
+		char addr[96];
+
+		var += ((double)count[i] - mean) * ((double)count[i] - mean);
+		if (t->nr_nodes > 24 && i >= 8 && i + 8 < t->nr_nodes) {
+			if (i == 8)
+				printf("  ... %u more nodes ...\n", t->nr_nodes - 16);
+			continue;
+		}
+		snprintf(addr, sizeof(addr), "%s:%u", t->nodes[i].address, t->nodes[i].port);
+		printf("  %-12s %-22s %10llu %7.2f%% %8.3f\n", t->nodes[i].name, addr,
+		       (unsigned long long)count[i], 100.0 * (double)count[i] / (double)nkeys,
+		       (double)count[i] / mean);
+	}
+	printf("  load spread: std/mean = %.4f (1/sqrt(vnodes) = %.4f)\n",
+	       sqrt(var / t->nr_nodes) / mean, 1 / sqrt(t->store.vnodes));
+	ring_destroy(r);
+	free(count);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "topology", required_argument, NULL, 't' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "set", required_argument, NULL, 's' },
+		{ "write", no_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *path = NULL;
+	char **sets = calloc((size_t)argc, sizeof(char *)), err[PC_ERR_MAX], *end;
+	unsigned long long nkeys = 100000;
+	struct pc_topology *t;
+	int c, nsets = 0, write = 0, ret;
+
+	while ((c = getopt_long(argc, argv, "t:k:s:wh", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			path = optarg;
+			break;
+		case 'k':
+			nkeys = strtoull(optarg, &end, 10);
+			if (*end || !nkeys) {
+				fprintf(stderr, "pctopo: --keys %s: expected a positive integer\n", optarg);
+				return 2;
+			}
+			break;
+		case 's':
+			sets[nsets++] = optarg;
+			break;
+		case 'w':
+			write = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!path || optind < argc) {
+		fprintf(stderr, "pctopo: %s\n", path ? "unexpected argument; see --help" :
+						       "--topology FILE is required");
+		return 2;
+	}
+	if (pc_topology_load(path, &t, err, sizeof(err))) {
+		fprintf(stderr, "pctopo: %s\n", err);
+		return 2;
+	}
+	for (int i = 0; i < nsets; i++) {
+		if (pc_topology_set(t, sets[i], err, sizeof(err))) {
+			fprintf(stderr, "pctopo: %s\n", err);
+			pc_topology_free(t);
+			return 2;
+		}
+	}
+	free(sets);
+	if (write) {
+		ret = pc_topology_write(t, stdout) ? 1 : 0;
+	} else {
+		printf("topology '%s' (%s): %u nodes, mode %s, protocol %s\n", t->name, t->source,
+		       t->nr_nodes, t->store.mode == PC_MODE_SLOTMAP ? "slotmap" : "p2p",
+		       t->store.protocol == PC_PROTO_TCP ? "tcp" :
+		       t->store.protocol == PC_PROTO_RDMA ? "rdma" : "rxe");
+		print_geometry(t);
+		ret = print_placement(t, nkeys);
+	}
+	pc_topology_free(t);
+	return ret;
+}
