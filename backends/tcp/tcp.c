@@ -1,0 +1,68 @@
+/*
+ * tcp.c - the tcp fabric's ops table: NIC-less one-sided ops and RPC over sockets,
+ * the embedded default. Regions are checked in software (region.c); the server
+ * starts on serve(); connections are made lazily on first use.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "tcp.h"
+
+static int tcp_open(struct pc_fabric *f, const struct pc_fabric_params *p)
+{
+	struct tcp_fabric *tf = to_tcp(f);
+	int ret;
+
+	(void)p;
+	ret = region_table_init(&tf->regions);
+	if (ret)
+		return ret;
+	ret = tcp_peers_init(tf);
+	if (ret)
+		region_table_fini(&tf->regions);
+	return ret;
+}
+
+static void tcp_close(struct pc_fabric *f)
+{
+	struct tcp_fabric *tf = to_tcp(f);
+
+	if (tf->server)
+		tcp_server_stop(tf->server);
+	tcp_peers_fini(tf);
+	region_table_fini(&tf->regions);
+}
+
+static int tcp_reg(struct pc_fabric *f, struct pc_region *r)
+{
+	return region_table_add(&to_tcp(f)->regions, r, pc_clock_random(f->clock));
+}
+
+static void tcp_dereg(struct pc_fabric *f, struct pc_region *r)
+{
+	region_table_del(&to_tcp(f)->regions, r->key);
+}
+
+static int tcp_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
+{
+	struct tcp_fabric *tf = to_tcp(f);
+
+	if (f->self == PC_PEER_NONE)
+		return -EINVAL;
+	if (tf->server)
+		return -EALREADY;
+	return tcp_server_start(tf, h, arg, &tf->server);
+}
+
+const struct pc_fabric_ops tcp_fabric_ops = {
+	.size = sizeof(struct pc_fabric_ops),
+	.name = "tcp",
+	.obj_size = sizeof(struct tcp_fabric),
+	.open = tcp_open,
+	.close = tcp_close,
+	.reg = tcp_reg,
+	.dereg = tcp_dereg,
+	.serve = tcp_serve,
+	.post = tcp_post,
+	.call = tcp_call,
+};

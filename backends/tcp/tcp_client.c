@@ -1,0 +1,722 @@
+/*
+ * tcp_client.c - the client side of the tcp backend: connections to peers, and
+ * batched posting. One post() sends the requests to every peer it names before it
+ * waits for any reply, then gathers replies as they come, so a phase costs one
+ * round trip whatever the number of peers. Payloads go out of and come into the
+ * callers' buffers directly (sendmsg/recvmsg on iovecs).
+ *
+ * Failures stay per peer: a refused connect, a reset or the phase deadline fails
+ * the ops of that peer alone; its connection is dropped and the next call
+ * reconnects (after a short back-off, so a dead peer costs nothing per batch).
+ *
+ * Not for: serving (tcp_server.c).
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "tcp.h"
+
+#define BACKOFF_NS 200000000ULL	/* after a failed connect, fail fast for 200 ms */
+
+int tcp_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV }, *res;
+	char service[8];
+	int ret;
+
+	snprintf(service, sizeof(service), "%u", port);
+	ret = getaddrinfo(host, service, &hints, &res);
+	if (ret)
+		return ret == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+void tcp_tune_socket(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int tcp_peers_init(struct tcp_fabric *tf)
+{
+	tf->peers = calloc(tf->base.nr_peers, sizeof(*tf->peers));
+	if (!tf->peers)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < tf->base.nr_peers; i++)
+		pthread_mutex_init(&tf->peers[i].lock, NULL);
+	return 0;
+}
+
+static void conn_drop(struct tcp_conn *c)
+{
+	if (c) {
+		close(c->fd);
+		free(c);
+	}
+}
+
+void tcp_peers_fini(struct tcp_fabric *tf)
+{
+	for (uint32_t i = 0; i < tf->base.nr_peers; i++) {
+		struct tcp_peer *p = &tf->peers[i];
+
+		while (p->idle) {
+			struct tcp_conn *c = p->idle;
+
+			p->idle = c->next;
+			conn_drop(c);
+		}
+		pthread_mutex_destroy(&p->lock);
+	}
+	free(tf->peers);
+}
+
+static int remaining_ms(struct pc_clock *clk, uint64_t deadline)
+{
+	uint64_t now = pc_clock_now(clk);
+
+	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+/* Start a non-blocking connect; the flight finishes it and says HELLO. */
+static int conn_start(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **out)
+{
+	const struct pc_node *node = &tf->base.topo->nodes[peer];
+	struct tcp_peer *p = &tf->peers[peer];
+	struct tcp_conn *c;
+	int ret, fd;
+
+	if (!p->resolved) {
+		ret = tcp_resolve(node->address, node->port, &p->addr, &p->addrlen);
+		if (ret)
+			return ret;
+		p->resolved = true;
+	}
+	fd = socket(p->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	tcp_tune_socket(fd);
+	if (connect(fd, (struct sockaddr *)&p->addr, p->addrlen) && errno != EINPROGRESS) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->fd = fd;
+	*out = c;
+	return 0;
+}
+
+/* A peer that failed to connect is not tried again for a moment. */
+static void mark_down(struct tcp_fabric *tf, uint32_t peer, int err)
+{
+	struct tcp_peer *p = &tf->peers[peer];
+
+	pthread_mutex_lock(&p->lock);
+	p->down_until = pc_clock_now(tf->base.clock) + BACKOFF_NS;
+	p->down_err = err;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* An idle connection whose peer went away reads as EOF or an error: drop it. */
+static bool conn_alive(struct tcp_conn *c)
+{
+	char b;
+	ssize_t r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* An idle connection (*fresh false), or a connect just started (*fresh true). */
+static int conn_get(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **out, bool *fresh)
+{
+	struct tcp_peer *p = &tf->peers[peer];
+	uint64_t now = pc_clock_now(tf->base.clock);
+	struct tcp_conn *c;
+	int ret;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->down_until > now) {
+		ret = p->down_err;
+		pthread_mutex_unlock(&p->lock);
+		return ret;
+	}
+	while ((c = p->idle)) {
+		p->idle = c->next;
+		if (conn_alive(c))
+			break;
+		conn_drop(c);
+	}
+	pthread_mutex_unlock(&p->lock);
+	*fresh = !c;
+	if (c) {
+		*out = c;
+		return 0;
+	}
+	pc_stat_add(&tf->base.stats.reconnects, 1);
+	ret = conn_start(tf, peer, out);
+	if (ret)
+		mark_down(tf, peer, ret);
+	return ret;
+}
+
+static void conn_put(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn *c)
+{
+	struct tcp_peer *p = &tf->peers[peer];
+
+	pthread_mutex_lock(&p->lock);
+	c->next = p->idle;
+	p->idle = c;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ------------------------------------------------------------------ flights */
+
+enum { HS_CONNECT, HS_SEND, HS_RECV, HS_READY };
+enum { ST_HDR, ST_META, ST_DATA, ST_DONE };
+
+struct flight;
+typedef int build_fn(struct flight *fl);
+
+/* One request and its response on one connection, including the connect and HELLO
+ * when the connection is new: all of it runs concurrently with the other flights. */
+struct flight {
+	struct tcp_fabric *tf;
+	uint32_t peer;
+	struct tcp_conn *conn;
+	int err;
+	int hs;
+	int stage;
+	short revents;			/* from the last poll */
+	uint8_t hs_buf[sizeof(struct tcp_hdr) + sizeof(struct tcp_hello)];
+	size_t hs_got;
+	build_fn *build;		/* makes the request once the peer is known */
+	uint8_t expect_type;
+	/* request */
+	struct tcp_hdr req;
+	struct iovec *tx;
+	size_t txn, txi;
+	/* response */
+	struct tcp_hdr resp;
+	size_t got;
+	void *meta;			/* statuses (ops) or the body (rpc) */
+	size_t meta_len;
+	struct iovec *rx;
+	size_t rxn, rxi;
+	/* what it carries */
+	struct pc_op *ops;
+	uint32_t *idx;			/* indices into ops of the ops it carries */
+	uint32_t nidx;
+	struct tcp_opdesc *desc;
+	int32_t *status;
+	struct pc_rpc *rpc;
+};
+
+_Static_assert(sizeof(struct tcp_hdr) + sizeof(struct tcp_hello) ==
+	       sizeof(struct tcp_hdr) + sizeof(struct tcp_hello_ack), "HELLO and ACK sizes match");
+
+/* Advance an iovec cursor past r bytes. */
+static void iov_advance(struct iovec *v, size_t n, size_t *i, size_t r)
+{
+	while (r && *i < n) {
+		if (r >= v[*i].iov_len) {
+			r -= v[*i].iov_len;
+			(*i)++;
+		} else {
+			v[*i].iov_base = (char *)v[*i].iov_base + r;
+			v[*i].iov_len -= r;
+			r = 0;
+		}
+	}
+	while (*i < n && !v[*i].iov_len)
+		(*i)++;
+}
+
+static bool would_block(void)
+{
+	return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+}
+
+/* 1: all sent; 0: would block; <0: error. */
+static int flight_tx(struct flight *fl)
+{
+	while (fl->txi < fl->txn) {
+		size_t left = fl->txn - fl->txi;
+		struct msghdr mh = { .msg_iov = fl->tx + fl->txi,
+				     .msg_iovlen = left > 1024 ? 1024 : left };
+		ssize_t r = sendmsg(fl->conn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (r < 0)
+			return would_block() ? 0 : -errno;
+		iov_advance(fl->tx, fl->txn, &fl->txi, (size_t)r);
+	}
+	return 1;
+}
+
+/* The statuses are in: where does each successful op's data go? */
+static int ops_data_layout(struct flight *fl)
+{
+	uint64_t expect = (uint64_t)fl->nidx * 4;
+
+	fl->rx = calloc(fl->nidx ? fl->nidx : 1, sizeof(*fl->rx));
+	if (!fl->rx)
+		return -ENOMEM;
+	for (uint32_t j = 0; j < fl->nidx; j++) {
+		struct pc_op *op = &fl->ops[fl->idx[j]];
+
+		if (fl->status[j] > 0 || fl->status[j] < -4095)
+			return -EPROTO;
+		if (fl->status[j] || op->kind == PC_OP_WRITE)
+			continue;
+		fl->rx[fl->rxn++] = (struct iovec){ .iov_base = op->local,
+						    .iov_len = op->kind == PC_OP_READ ? op->len : 8 };
+		expect += fl->rx[fl->rxn - 1].iov_len;
+	}
+	return expect == fl->resp.body_len ? 0 : -EPROTO;
+}
+
+static int check_resp_hdr(struct flight *fl)
+{
+	const struct tcp_hdr *h = &fl->resp;
+
+	if (h->magic != TCP_MAGIC || h->version != TCP_VERSION || h->type != fl->expect_type ||
+	    h->seq != fl->req.seq)
+		return -EPROTO;
+	if (fl->ops) {
+		if (h->count != fl->nidx || h->body_len < (uint64_t)fl->nidx * 4)
+			return -EPROTO;
+		fl->meta = fl->status;
+		fl->meta_len = (size_t)fl->nidx * 4;
+		return 0;
+	}
+	if (h->body_len > TCP_MAX_RPC_BODY)
+		return -EPROTO;
+	if (pc_msg_reserve(&fl->rpc->resp, h->body_len))
+		return -ENOMEM;
+	fl->meta = fl->rpc->resp.data;
+	fl->meta_len = h->body_len;
+	return 0;
+}
+
+/* 1: response complete; 0: would block; <0: error. */
+static int flight_rx(struct flight *fl)
+{
+	for (;;) {
+		ssize_t r;
+		int ret;
+
+		switch (fl->stage) {
+		case ST_HDR:
+			r = recv(fl->conn->fd, (char *)&fl->resp + fl->got, sizeof(fl->resp) - fl->got,
+				 MSG_DONTWAIT);
+			if (r <= 0)
+				break;
+			fl->got += (size_t)r;
+			if (fl->got < sizeof(fl->resp))
+				continue;
+			ret = check_resp_hdr(fl);
+			if (ret)
+				return ret;
+			fl->stage = ST_META;
+			fl->got = 0;
+			continue;
+		case ST_META:
+			r = 0;
+			if (fl->got < fl->meta_len) {
+				r = recv(fl->conn->fd, (char *)fl->meta + fl->got, fl->meta_len - fl->got,
+					 MSG_DONTWAIT);
+				if (r <= 0)
+					break;
+				fl->got += (size_t)r;
+				if (fl->got < fl->meta_len)
+					continue;
+			}
+			if (!fl->ops) {
+				fl->rpc->resp.len = fl->meta_len;
+				fl->rpc->status = fl->resp.status;
+				fl->stage = ST_DONE;
+				return 1;
+			}
+			ret = ops_data_layout(fl);
+			if (ret)
+				return ret;
+			fl->stage = ST_DATA;
+			continue;
+		case ST_DATA: {
+			size_t left = fl->rxn - fl->rxi;
+			struct msghdr mh = { .msg_iov = fl->rx + fl->rxi,
+					     .msg_iovlen = left > 1024 ? 1024 : left };
+
+			if (!left) {
+				fl->stage = ST_DONE;
+				return 1;
+			}
+			r = recvmsg(fl->conn->fd, &mh, MSG_DONTWAIT);
+			if (r <= 0)
+				break;
+			iov_advance(fl->rx, fl->rxn, &fl->rxi, (size_t)r);
+			continue;
+		}
+		default:
+			return 1;
+		}
+		if (r == 0)
+			return -ECONNRESET;
+		return would_block() ? 0 : -errno;
+	}
+}
+
+/* Connect and HELLO for a new connection. 1: ready; 0: waiting; <0: error. */
+static int flight_handshake(struct flight *fl)
+{
+	struct tcp_fabric *tf = fl->tf;
+	struct tcp_hdr *h = (struct tcp_hdr *)fl->hs_buf;
+	ssize_t r;
+
+	if (fl->hs == HS_CONNECT) {
+		struct tcp_hello *hello = (struct tcp_hello *)(h + 1);
+		int err = 0;
+		socklen_t elen = sizeof(err);
+
+		if (!(fl->revents & (POLLOUT | POLLERR | POLLHUP)))
+			return 0;
+		if (getsockopt(fl->conn->fd, SOL_SOCKET, SO_ERROR, &err, &elen) || err)
+			return -(err ? err : errno);
+		*h = (struct tcp_hdr){ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
+				       .body_len = sizeof(*hello) };
+		*hello = (struct tcp_hello){ .node = tf->base.self, .expect_node = fl->peer,
+					     .incarnation = tf->base.incarnation };
+		fl->hs = HS_SEND;
+		fl->hs_got = 0;
+	}
+	while (fl->hs == HS_SEND) {
+		r = send(fl->conn->fd, fl->hs_buf + fl->hs_got, sizeof(fl->hs_buf) - fl->hs_got,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r < 0)
+			return would_block() ? 0 : -errno;
+		fl->hs_got += (size_t)r;
+		if (fl->hs_got == sizeof(fl->hs_buf)) {
+			fl->hs = HS_RECV;
+			fl->hs_got = 0;
+		}
+	}
+	while (fl->hs_got < sizeof(fl->hs_buf)) {
+		r = recv(fl->conn->fd, fl->hs_buf + fl->hs_got, sizeof(fl->hs_buf) - fl->hs_got,
+			 MSG_DONTWAIT);
+		if (r == 0)
+			return -ECONNRESET;
+		if (r < 0)
+			return would_block() ? 0 : -errno;
+		fl->hs_got += (size_t)r;
+	}
+	{
+		const struct tcp_hello_ack *ack = (const struct tcp_hello_ack *)(h + 1);
+
+		if (h->magic != TCP_MAGIC || h->type != TCP_HELLO_ACK || h->body_len != sizeof(*ack))
+			return -EPROTO;
+		/* Something else answers at that address: not the node we meant. */
+		if (h->status || ack->node != fl->peer)
+			return -EADDRNOTAVAIL;
+		fl->conn->server_inc = ack->incarnation;
+	}
+	fl->hs = HS_READY;
+	return 1;
+}
+
+/* Move a flight as far as it goes without blocking. Returns the poll events it
+ * waits for, or 0 when it is over (done or failed). */
+static short flight_step(struct flight *fl)
+{
+	int r;
+
+	if (fl->hs != HS_READY) {
+		r = flight_handshake(fl);
+		if (r < 0) {
+			fl->err = r;
+			mark_down(fl->tf, fl->peer, r);
+			return 0;
+		}
+		if (!r)
+			return fl->hs == HS_RECV ? POLLIN : POLLOUT;
+		r = fl->build(fl);
+		if (r) {
+			fl->err = r;
+			return 0;
+		}
+		if (!fl->txn) {
+			fl->stage = ST_DONE;	/* nothing left to send */
+			return 0;
+		}
+	}
+	if (fl->txi < fl->txn) {
+		r = flight_tx(fl);
+		if (r < 0) {
+			fl->err = r;
+			return 0;
+		}
+	}
+	r = flight_rx(fl);
+	if (r) {
+		if (r < 0)
+			fl->err = r;
+		return 0;
+	}
+	return POLLIN | (fl->txi < fl->txn ? POLLOUT : 0);
+}
+
+/* Drive every flight to completion or to the deadline. The first pass sends every
+ * ready request before anything waits: a phase is one round trip, not one per peer. */
+static void run_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf, uint64_t deadline)
+{
+	struct pollfd *pfd = calloc(nf ? nf : 1, sizeof(*pfd));
+	size_t *map = calloc(nf ? nf : 1, sizeof(*map));
+
+	for (;;) {
+		size_t np = 0;
+		int ms;
+
+		for (size_t i = 0; i < nf; i++) {
+			struct flight *fl = &fls[i];
+			short ev;
+
+			if (!fl->conn || fl->err || fl->stage == ST_DONE)
+				continue;
+			if (!pfd || !map) {
+				fl->err = -ENOMEM;
+				continue;
+			}
+			ev = flight_step(fl);
+			fl->revents = 0;
+			if (!ev)
+				continue;
+			pfd[np] = (struct pollfd){ .fd = fl->conn->fd, .events = ev };
+			map[np++] = i;
+		}
+		if (!np)
+			break;
+		ms = remaining_ms(tf->base.clock, deadline);
+		if (!ms || poll(pfd, np, ms) == 0) {
+			for (size_t k = 0; k < np; k++) {
+				struct flight *fl = &fls[map[k]];
+
+				fl->err = -ETIMEDOUT;
+				if (fl->hs != HS_READY)
+					mark_down(tf, fl->peer, -ETIMEDOUT);
+			}
+			break;
+		}
+		for (size_t k = 0; k < np; k++)
+			fls[map[k]].revents = pfd[k].revents;
+	}
+	free(pfd);
+	free(map);
+}
+
+/* Hand the connection back, or drop it when its stream state is unknown. */
+static void flight_finish(struct flight *fl)
+{
+	if (!fl->conn)
+		return;
+	if (fl->err || fl->stage != ST_DONE || fl->hs != HS_READY)
+		conn_drop(fl->conn);
+	else
+		conn_put(fl->tf, fl->peer, fl->conn);
+	fl->conn = NULL;
+}
+
+static int flight_start(struct tcp_fabric *tf, struct flight *fl, uint32_t peer, build_fn *b)
+{
+	bool fresh;
+	int r;
+
+	fl->tf = tf;
+	fl->peer = peer;
+	fl->build = b;
+	r = conn_get(tf, peer, &fl->conn, &fresh);
+	if (r)
+		return r;
+	fl->hs = fresh ? HS_CONNECT : HS_READY;
+	if (fresh)
+		return 0;
+	r = b(fl);
+	if (!r && !fl->txn)
+		fl->stage = ST_DONE;	/* nothing left to send */
+	return r;
+}
+
+static uint64_t deadline_of(struct pc_fabric *f)
+{
+	return pc_clock_now(f->clock) + (uint64_t)f->timeout_ms * 1000000ULL;
+}
+
+/* Build an OPS request, leaving out ops addressed to an earlier incarnation. */
+static int build_ops(struct flight *fl)
+{
+	struct pc_op *ops = fl->ops;
+	uint32_t n = fl->nidx, keep = 0;
+	size_t t = 0;
+
+	fl->desc = calloc(n, sizeof(*fl->desc));
+	fl->status = calloc(n, sizeof(*fl->status));
+	fl->tx = calloc((size_t)n + 2, sizeof(*fl->tx));
+	if (!fl->desc || !fl->status || !fl->tx)
+		return -ENOMEM;
+	for (uint32_t j = 0; j < n; j++) {
+		struct pc_op *op = &ops[fl->idx[j]];
+
+		if (op->peer_inc && op->peer_inc != fl->conn->server_inc) {
+			op->status = -ESTALE;	/* the peer restarted since */
+			continue;
+		}
+		fl->idx[keep] = fl->idx[j];
+		fl->desc[keep++] = (struct tcp_opdesc){ .kind = op->kind, .rkey = op->rkey,
+							.raddr = op->raddr, .len = op->len,
+							.compare = op->compare, .swap = op->swap };
+	}
+	fl->nidx = keep;
+	if (!keep)
+		return 0;
+	fl->req = (struct tcp_hdr){ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS,
+				    .count = keep, .seq = ++fl->conn->seq,
+				    .body_len = (uint64_t)keep * sizeof(*fl->desc) };
+	fl->tx[t++] = (struct iovec){ .iov_base = &fl->req, .iov_len = sizeof(fl->req) };
+	fl->tx[t++] = (struct iovec){ .iov_base = fl->desc, .iov_len = keep * sizeof(*fl->desc) };
+	for (uint32_t j = 0; j < keep; j++) {
+		struct pc_op *op = &ops[fl->idx[j]];
+
+		if (op->kind != PC_OP_WRITE || !op->len)
+			continue;
+		fl->tx[t++] = (struct iovec){ .iov_base = op->local, .iov_len = op->len };
+		fl->req.body_len += op->len;
+	}
+	fl->txn = t;
+	fl->expect_type = TCP_OPS_RESP;
+	return 0;
+}
+
+int tcp_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
+{
+	struct tcp_fabric *tf = to_tcp(f);
+	uint64_t deadline = deadline_of(f);
+	uint32_t *count = calloc(f->nr_peers + 1, sizeof(*count));
+	uint32_t *order = malloc(n * sizeof(*order));
+	struct flight *fls = NULL;
+	size_t nf = 0;
+	int ret = 0;
+
+	if (!count || !order) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* Group the ops by peer (a counting sort keeps each peer's ops in order). */
+	for (size_t i = 0; i < n; i++)
+		count[ops[i].peer + 1]++;
+	for (uint32_t p = 0; p < f->nr_peers; p++) {
+		nf += count[p + 1] > 0;
+		count[p + 1] += count[p];
+	}
+	for (size_t i = 0; i < n; i++)
+		order[count[ops[i].peer]++] = (uint32_t)i;
+	fls = calloc(nf, sizeof(*fls));
+	if (!fls) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	nf = 0;
+	for (size_t i = 0; i < n;) {
+		struct flight *fl = &fls[nf++];
+		size_t j = i;
+
+		while (j < n && ops[order[j]].peer == ops[order[i]].peer)
+			j++;
+		fl->ops = ops;
+		fl->idx = &order[i];
+		fl->nidx = (uint32_t)(j - i);
+		fl->err = fl->nidx > TCP_MAX_OPS ? -E2BIG :
+			  flight_start(tf, fl, ops[order[i]].peer, build_ops);
+		i = j;
+	}
+	run_flights(tf, fls, nf, deadline);
+	for (size_t i = 0; i < nf; i++) {
+		struct flight *fl = &fls[i];
+
+		for (uint32_t j = 0; j < fl->nidx; j++)
+			ops[fl->idx[j]].status = fl->err ? fl->err :
+						 fl->stage == ST_DONE ? fl->status[j] : -EIO;
+		if (fl->err)
+			pc_dbg("tcp: peer %u: %s", fl->peer, strerror(-fl->err));
+		flight_finish(fl);
+		free(fl->desc);
+		free(fl->status);
+		free(fl->tx);
+		free(fl->rx);
+	}
+out:
+	free(fls);
+	free(order);
+	free(count);
+	return ret;
+}
+
+static int build_rpc(struct flight *fl)
+{
+	fl->req = (struct tcp_hdr){ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_RPC,
+				    .count = fl->rpc->opcode, .body_len = fl->rpc->req_len,
+				    .seq = ++fl->conn->seq };
+	fl->tx[0] = (struct iovec){ .iov_base = &fl->req, .iov_len = sizeof(fl->req) };
+	fl->tx[1] = (struct iovec){ .iov_base = (void *)fl->rpc->req, .iov_len = fl->rpc->req_len };
+	fl->txn = 2;
+	fl->expect_type = TCP_RPC_RESP;
+	return 0;
+}
+
+int tcp_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
+{
+	struct tcp_fabric *tf = to_tcp(f);
+	uint64_t deadline = deadline_of(f);
+	struct flight *fls = calloc(n ? n : 1, sizeof(*fls));
+	struct iovec *tx = calloc(2 * (n ? n : 1), sizeof(*tx));
+
+	if (!fls || !tx) {
+		free(fls);
+		free(tx);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct flight *fl = &fls[i];
+
+		fl->rpc = &rpcs[i];
+		fl->tx = &tx[2 * i];
+		fl->err = rpcs[i].req_len > TCP_MAX_RPC_BODY ? -EMSGSIZE :
+			  flight_start(tf, fl, rpcs[i].peer, build_rpc);
+	}
+	run_flights(tf, fls, n, deadline);
+	for (size_t i = 0; i < n; i++) {
+		if (fls[i].err || fls[i].stage != ST_DONE) {
+			rpcs[i].status = fls[i].err ? fls[i].err : -EIO;
+			rpcs[i].resp.len = 0;
+		}
+		flight_finish(&fls[i]);
+	}
+	free(fls);
+	free(tx);
+	return 0;
+}

@@ -1,0 +1,592 @@
+/*
+ * tcp_server.c - the node's server thread: emulates one-sided READ/WRITE/CAS on the
+ * registered regions and answers RPCs, for every connection, from one epoll loop.
+ *
+ * Every op passes the region table (key, bounds, rights) before memory is touched;
+ * a refused op gets its own error status. Anything malformed - bad magic or version,
+ * an unknown type, a size over the limits, a body that does not add up, a frame
+ * before HELLO - closes that one connection; the server keeps serving the rest.
+ *
+ * Not for: the client side (tcp_client.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "tcp.h"
+
+#define RX_CHUNK (1u << 20)	/* grow receive buffers as bytes arrive, not as announced */
+#define DISCARD_BYTES 65536
+
+enum rx_state { RX_HDR, RX_BODY, RX_PAYLOAD };
+
+struct sconn {
+	int fd;
+	bool hello;
+	uint32_t peer;
+	enum rx_state rx;
+	struct tcp_hdr hdr;
+	size_t got;
+	struct pc_msg body;		/* HELLO body, op descriptors, or RPC request */
+	size_t body_need;
+	/* the OPS frame being received */
+	uint32_t nops;
+	uint8_t **where;
+	int32_t *status;
+	uint32_t cap_ops;
+	uint32_t wop;			/* WRITE op whose payload is arriving */
+	uint32_t wgot;
+	/* the response being sent */
+	struct pc_msg out;
+	struct pc_msg rpc_resp;
+	struct iovec *iov;
+	size_t iovcnt, iovcap, iov_i;
+	bool sending;
+	struct sconn *prev, *next;
+};
+
+struct tcp_server {
+	struct tcp_fabric *tf;
+	pc_rpc_handler *handler;
+	void *handler_arg;
+	int lfd, epfd, wakefd;
+	pthread_t thread;
+	struct sconn *conns;
+	uint8_t discard[DISCARD_BYTES];
+};
+
+static struct pc_fabric_stats *stats(struct tcp_server *s)
+{
+	return &s->tf->base.stats;
+}
+
+static void conn_close(struct tcp_server *s, struct sconn *c)
+{
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pc_msg_free(&c->body);
+	pc_msg_free(&c->out);
+	pc_msg_free(&c->rpc_resp);
+	free(c->where);
+	free(c->status);
+	free(c->iov);
+	free(c);
+}
+
+/* A malformed frame: count it, say why at debug level, close this connection only. */
+static int bad_frame(struct tcp_server *s, struct sconn *c, const char *why)
+{
+	pc_stat_add(&stats(s)->bad_frames, 1);
+	pc_dbg("tcp server: closing connection from node %d: %s", (int)c->peer, why);
+	return -EPROTO;
+}
+
+static void watch(struct tcp_server *s, struct sconn *c, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = c };
+
+	epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static int iov_push(struct sconn *c, void *base, size_t len)
+{
+	if (!len)
+		return 0;
+	if (c->iovcnt == c->iovcap) {
+		size_t cap = c->iovcap ? c->iovcap * 2 : 64;
+		struct iovec *v = realloc(c->iov, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->iov = v;
+		c->iovcap = cap;
+	}
+	c->iov[c->iovcnt++] = (struct iovec){ .iov_base = base, .iov_len = len };
+	return 0;
+}
+
+/* Send what is queued. 0 when all is out, -EAGAIN to wait, other -errno to close. */
+static int flush(struct tcp_server *s, struct sconn *c)
+{
+	while (c->iov_i < c->iovcnt) {
+		struct msghdr mh = { .msg_iov = c->iov + c->iov_i,
+				     .msg_iovlen = c->iovcnt - c->iov_i > 1024 ? 1024 :
+										c->iovcnt - c->iov_i };
+		ssize_t r = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				if (!c->sending)
+					watch(s, c, EPOLLOUT);
+				c->sending = true;
+				return -EAGAIN;
+			}
+			return -errno;
+		}
+		while (r > 0) {
+			struct iovec *v = &c->iov[c->iov_i];
+
+			if ((size_t)r >= v->iov_len) {
+				r -= (ssize_t)v->iov_len;
+				c->iov_i++;
+			} else {
+				v->iov_base = (char *)v->iov_base + r;
+				v->iov_len -= (size_t)r;
+				r = 0;
+			}
+		}
+	}
+	if (c->sending)
+		watch(s, c, EPOLLIN);
+	c->sending = false;
+	c->iovcnt = c->iov_i = 0;
+	return 0;
+}
+
+static int start_response(struct sconn *c, uint8_t type, uint32_t count, int32_t status,
+			  uint64_t body_len)
+{
+	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = type,
+			     .count = count, .status = status, .body_len = body_len,
+			     .seq = c->hdr.seq };
+
+	c->out.len = 0;
+	c->iovcnt = c->iov_i = 0;
+	return pc_msg_append(&c->out, &h, sizeof(h));
+}
+
+static int on_hello(struct tcp_server *s, struct sconn *c)
+{
+	struct tcp_hello hello;
+	struct tcp_hello_ack ack = { .node = s->tf->base.self,
+				     .incarnation = s->tf->base.incarnation };
+	int32_t status = 0;
+
+	memcpy(&hello, c->body.data, sizeof(hello));
+	if (hello.node != PC_PEER_NONE && hello.node >= s->tf->base.nr_peers)
+		return bad_frame(s, c, "HELLO from an unknown node");
+	/* A client that meant another node (stale address, port reuse) is told so. */
+	if (hello.expect_node != s->tf->base.self)
+		status = -EADDRNOTAVAIL;
+	c->hello = true;
+	c->peer = hello.node;
+	if (start_response(c, TCP_HELLO_ACK, 0, status, sizeof(ack)) ||
+	    pc_msg_append(&c->out, &ack, sizeof(ack)) ||
+	    iov_push(c, c->out.data, c->out.len))
+		return -ENOMEM;
+	return 0;
+}
+
+static int on_rpc(struct tcp_server *s, struct sconn *c)
+{
+	int32_t status;
+
+	c->rpc_resp.len = 0;
+	if (!s->handler)
+		status = -EOPNOTSUPP;
+	else
+		status = s->handler(s->handler_arg, c->peer, (uint16_t)c->hdr.count,
+				    c->body.data, c->hdr.body_len, &c->rpc_resp);
+	pc_stat_add(&stats(s)->served_rpcs, 1);
+	if (c->rpc_resp.len > TCP_MAX_RPC_BODY) {
+		status = -EMSGSIZE;
+		c->rpc_resp.len = 0;
+	}
+	if (start_response(c, TCP_RPC_RESP, c->hdr.count, status, c->rpc_resp.len) ||
+	    iov_push(c, c->out.data, c->out.len) ||
+	    iov_push(c, c->rpc_resp.data, c->rpc_resp.len))
+		return -ENOMEM;
+	return 0;
+}
+
+/* All descriptors are in: check the frame adds up, then check every op. */
+static int on_ops_desc(struct tcp_server *s, struct sconn *c)
+{
+	const struct tcp_opdesc *d = c->body.data;
+	uint64_t writes = 0;
+
+	if (c->nops > c->cap_ops) {
+		uint8_t **w = realloc(c->where, c->nops * sizeof(*w));
+		int32_t *st = w ? realloc(c->status, c->nops * sizeof(*st)) : NULL;
+
+		if (w)
+			c->where = w;
+		if (!st)
+			return -ENOMEM;
+		c->status = st;
+		c->cap_ops = c->nops;
+	}
+	for (uint32_t i = 0; i < c->nops; i++) {
+		if (d[i].kind < PC_OP_READ || d[i].kind > PC_OP_CAS)
+			return bad_frame(s, c, "unknown op kind");
+		if (d[i].len > TCP_MAX_OP_LEN || (d[i].kind == PC_OP_CAS && d[i].len != 8))
+			return bad_frame(s, c, "op length out of range");
+		if (d[i].kind == PC_OP_WRITE)
+			writes += d[i].len;
+	}
+	if (c->hdr.body_len != (uint64_t)c->nops * sizeof(*d) + writes)
+		return bad_frame(s, c, "OPS body length does not match its ops");
+	for (uint32_t i = 0; i < c->nops; i++) {
+		c->where[i] = NULL;
+		c->status[i] = region_table_check(&s->tf->regions, d[i].rkey, d[i].raddr, d[i].len,
+						  region_access_for(d[i].kind), &c->where[i]);
+		if (c->status[i])
+			pc_stat_add(&stats(s)->refused_ops, 1);
+	}
+	c->wop = 0;
+	c->wgot = 0;
+	return 0;
+}
+
+/* Every WRITE landed: run the CASes and queue statuses, READ bytes, CAS values. */
+static int on_ops_done(struct tcp_server *s, struct sconn *c)
+{
+	const struct tcp_opdesc *d = c->body.data;
+	uint64_t body = (uint64_t)c->nops * 4, served = 0;
+	size_t cas_off;
+
+	for (uint32_t i = 0; i < c->nops; i++)
+		if (!c->status[i])
+			body += d[i].kind == PC_OP_READ ? d[i].len : d[i].kind == PC_OP_CAS ? 8 : 0;
+	if (start_response(c, TCP_OPS_RESP, c->nops, 0, body) ||
+	    pc_msg_append(&c->out, c->status, (size_t)c->nops * 4))
+		return -ENOMEM;
+	cas_off = c->out.len;
+	for (uint32_t i = 0; i < c->nops; i++) {
+		uint64_t old;
+
+		if (c->status[i] || d[i].kind != PC_OP_CAS)
+			continue;
+		region_apply(PC_OP_CAS, c->where[i], &old, 8, d[i].compare, d[i].swap);
+		if (pc_msg_append(&c->out, &old, 8))
+			return -ENOMEM;
+	}
+	/* out.data is final now; point the iovecs into it and into the regions. */
+	if (iov_push(c, c->out.data, cas_off))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->nops; i++) {
+		if (c->status[i])
+			continue;
+		served++;
+		if (d[i].kind == PC_OP_READ && iov_push(c, c->where[i], d[i].len))
+			return -ENOMEM;
+		if (d[i].kind == PC_OP_CAS) {
+			if (iov_push(c, (char *)c->out.data + cas_off, 8))
+				return -ENOMEM;
+			cas_off += 8;
+		}
+	}
+	pc_stat_add(&stats(s)->served_ops, served);
+	return 0;
+}
+
+static int on_header(struct tcp_server *s, struct sconn *c)
+{
+	const struct tcp_hdr *h = &c->hdr;
+
+	if (h->magic != TCP_MAGIC)
+		return bad_frame(s, c, "bad magic");
+	if (h->version != TCP_VERSION)
+		return bad_frame(s, c, "unsupported version");
+	if (h->flags)
+		return bad_frame(s, c, "unknown flags");
+	if (!c->hello && h->type != TCP_HELLO)
+		return bad_frame(s, c, "frame before HELLO");
+	c->body.len = 0;
+	switch (h->type) {
+	case TCP_HELLO:
+		if (c->hello || h->body_len != sizeof(struct tcp_hello))
+			return bad_frame(s, c, "bad HELLO");
+		c->body_need = sizeof(struct tcp_hello);
+		break;
+	case TCP_OPS:
+		if (!h->count || h->count > TCP_MAX_OPS)
+			return bad_frame(s, c, "op count out of range");
+		if (h->body_len > TCP_MAX_OPS_BODY ||
+		    h->body_len < (uint64_t)h->count * sizeof(struct tcp_opdesc))
+			return bad_frame(s, c, "OPS body length out of range");
+		c->nops = h->count;
+		c->body_need = (size_t)h->count * sizeof(struct tcp_opdesc);
+		break;
+	case TCP_RPC:
+		if (h->body_len > TCP_MAX_RPC_BODY || h->count > UINT16_MAX)
+			return bad_frame(s, c, "RPC too large");
+		c->body_need = h->body_len;
+		break;
+	default:
+		return bad_frame(s, c, "unknown frame type");
+	}
+	c->rx = RX_BODY;
+	c->got = 0;
+	return 0;
+}
+
+/* The body is in: act on it. Returns 0, or -errno to close. */
+static int on_body(struct tcp_server *s, struct sconn *c)
+{
+	int ret;
+
+	switch (c->hdr.type) {
+	case TCP_HELLO:
+		ret = on_hello(s, c);
+		break;
+	case TCP_RPC:
+		ret = on_rpc(s, c);
+		break;
+	default:
+		ret = on_ops_desc(s, c);
+		if (ret)
+			return ret;
+		if (c->hdr.body_len > c->body_need) {
+			c->rx = RX_PAYLOAD;
+			return 0;
+		}
+		ret = on_ops_done(s, c);
+	}
+	c->rx = RX_HDR;
+	c->got = 0;
+	if (ret)
+		return ret;
+	ret = flush(s, c);
+	return ret == -EAGAIN ? 0 : ret;
+}
+
+/* Receive WRITE payloads straight into their regions (refused ones are dropped). */
+static int rx_payload(struct tcp_server *s, struct sconn *c)
+{
+	const struct tcp_opdesc *d = c->body.data;
+	int ret;
+
+	while (c->wop < c->nops) {
+		uint32_t i = c->wop;
+		uint8_t *dst;
+		size_t want;
+		ssize_t r;
+
+		if (d[i].kind != PC_OP_WRITE || c->wgot == d[i].len) {
+			c->wop++;
+			c->wgot = 0;
+			continue;
+		}
+		want = d[i].len - c->wgot;
+		if (c->status[i]) {
+			dst = s->discard;
+			want = want < DISCARD_BYTES ? want : DISCARD_BYTES;
+		} else {
+			dst = c->where[i] + c->wgot;
+		}
+		r = recv(c->fd, dst, want, MSG_DONTWAIT);
+		if (r < 0)
+			return errno == EINTR ? 0 : -errno;
+		if (!r)
+			return -ECONNRESET;
+		c->wgot += (uint32_t)r;
+	}
+	c->rx = RX_HDR;
+	c->got = 0;
+	if (on_ops_done(s, c))
+		return -ENOMEM;
+	ret = flush(s, c);
+	return ret == -EAGAIN ? 0 : ret;
+}
+
+/* Read and act until the socket is drained or a response is waiting to go out. */
+static int on_readable(struct tcp_server *s, struct sconn *c)
+{
+	for (;;) {
+		ssize_t r;
+		int ret;
+
+		if (c->sending)
+			return 0;	/* one request at a time: read on once it is answered */
+		switch (c->rx) {
+		case RX_HDR:
+			r = recv(c->fd, (char *)&c->hdr + c->got, sizeof(c->hdr) - c->got, MSG_DONTWAIT);
+			if (r > 0) {
+				c->got += (size_t)r;
+				if (c->got == sizeof(c->hdr) && (ret = on_header(s, c)))
+					return ret;
+				if (c->rx == RX_BODY && !c->body_need && (ret = on_body(s, c)))
+					return ret;
+				continue;
+			}
+			break;
+		case RX_BODY: {
+			size_t want = c->body_need - c->got;
+
+			if (want > RX_CHUNK)
+				want = RX_CHUNK;
+			if (pc_msg_reserve(&c->body, want))
+				return -ENOMEM;
+			r = recv(c->fd, (char *)c->body.data + c->got, want, MSG_DONTWAIT);
+			if (r > 0) {
+				c->got += (size_t)r;
+				c->body.len = c->got;
+				if (c->got == c->body_need && (ret = on_body(s, c)))
+					return ret;
+				continue;
+			}
+			break;
+		}
+		case RX_PAYLOAD:
+			ret = rx_payload(s, c);
+			if (ret == -EAGAIN || ret == -EWOULDBLOCK)
+				return 0;
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (r == 0)
+			return -ECONNRESET;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+static void on_accept(struct tcp_server *s)
+{
+	for (;;) {
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct epoll_event ev = { .events = EPOLLIN };
+		struct sconn *c;
+
+		if (fd < 0)
+			return;
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		tcp_tune_socket(fd);
+		c->fd = fd;
+		c->peer = PC_PEER_NONE;
+		ev.data.ptr = c;
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = s->conns;
+		if (s->conns)
+			s->conns->prev = c;
+		s->conns = c;
+	}
+}
+
+static void *server_main(void *arg)
+{
+	struct tcp_server *s = arg;
+	struct epoll_event evs[64];
+
+	pthread_setname_np(pthread_self(), "pc-tcp-server");
+	for (;;) {
+		int n = epoll_wait(s->epfd, evs, 64, -1);
+
+		for (int i = 0; i < n; i++) {
+			struct sconn *c = evs[i].data.ptr;
+			int ret = 0;
+
+			if (evs[i].data.ptr == s)
+				return NULL;	/* woken to stop */
+			if (!c) {
+				on_accept(s);
+				continue;
+			}
+			if (evs[i].events & EPOLLOUT)
+				ret = flush(s, c);
+			if (ret == -EAGAIN)
+				ret = 0;
+			if (!ret && evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+				ret = on_readable(s, c);
+			if (ret)
+				conn_close(s, c);
+		}
+	}
+}
+
+int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
+		     struct tcp_server **out)
+{
+	const struct pc_node *node = &tf->base.topo->nodes[tf->base.self];
+	struct tcp_server *s = calloc(1, sizeof(*s));
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int one = 1, ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->tf = tf;
+	s->handler = h;
+	s->handler_arg = arg;
+	s->lfd = s->epfd = s->wakefd = -1;
+	ret = tcp_resolve(node->address, node->port, &ss, &len);
+	if (ret)
+		goto err;
+	s->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->lfd < 0)
+		goto err_errno;
+	setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s->lfd, (struct sockaddr *)&ss, len) || listen(s->lfd, 128))
+		goto err_errno;
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->epfd < 0 || s->wakefd < 0)
+		goto err_errno;
+	ev.data.ptr = NULL;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev))
+		goto err_errno;
+	ev.data.ptr = s;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wakefd, &ev))
+		goto err_errno;
+	ret = -pthread_create(&s->thread, NULL, server_main, s);
+	if (ret)
+		goto err;
+	*out = s;
+	return 0;
+err_errno:
+	ret = -errno;
+err:
+	if (s->wakefd >= 0)
+		close(s->wakefd);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->lfd >= 0)
+		close(s->lfd);
+	free(s);
+	return ret;
+}
+
+void tcp_server_stop(struct tcp_server *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->wakefd, &one, sizeof(one)) != sizeof(one))
+		pc_err("tcp server: cannot wake the server thread: %s", strerror(errno));
+	pthread_join(s->thread, NULL);
+	while (s->conns)
+		conn_close(s, s->conns);
+	close(s->wakefd);
+	close(s->epfd);
+	close(s->lfd);
+	free(s);
+}

@@ -1,0 +1,503 @@
+/*
+ * tcp_test.c - the tcp backend on loopback: batches across peers, RPC, refused ops,
+ * every kind of malformed frame (the connection closes, the server keeps serving),
+ * dead and stalled peers (errors within the timeout), restarts (stale addresses
+ * refused, the peer used again) and a large transfer.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <peercache/pc_fabric.h>
+
+#include "tcp/tcp_proto.h"
+#include "testutil.h"
+
+#define NODES 3
+#define MEM (32u << 20)
+
+struct net {
+	struct pc_topology *topo;
+	uint16_t port0;
+	struct pc_fabric *f[NODES];
+	struct pc_region r[NODES];
+	uint8_t *mem[NODES];
+};
+
+static int echo(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
+		struct pc_msg *resp)
+{
+	(void)arg;
+	(void)from;
+	if (opcode == 13)
+		return -ENOTSUP;
+	return pc_msg_append(resp, req, len);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int node_up(struct net *N, uint32_t i)
+{
+	struct pc_fabric_params p = { .topo = N->topo, .self = i };
+	int ret = pc_fabric_open("tcp", &p, &N->f[i]);
+
+	if (ret)
+		return ret;
+	N->r[i] = (struct pc_region){ .addr = N->mem[i], .len = MEM,
+				      .access = PC_ACCESS_REMOTE_READ | PC_ACCESS_REMOTE_WRITE |
+						PC_ACCESS_REMOTE_ATOMIC };
+	ret = pc_fabric_reg(N->f[i], &N->r[i]);
+	if (!ret)
+		ret = pc_fabric_serve(N->f[i], echo, NULL);
+	if (ret) {
+		pc_fabric_close(N->f[i]);
+		N->f[i] = NULL;
+	}
+	return ret;
+}
+
+static void node_down(struct net *N, uint32_t i)
+{
+	if (!N->f[i])
+		return;
+	pc_fabric_dereg(N->f[i], &N->r[i]);
+	pc_fabric_close(N->f[i]);
+	N->f[i] = NULL;
+}
+
+/* Three nodes on loopback; node 2 starts down unless all is set. */
+static struct net *net_up(int all)
+{
+	struct net *N = calloc(1, sizeof(*N));
+	char text[512], err[PC_ERR_MAX];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(N);
+	for (uint32_t i = 0; i < NODES; i++) {
+		N->mem[i] = aligned_alloc(4096, MEM);
+		memset(N->mem[i], (int)i + 1, MEM);
+	}
+	for (int attempt = 0; attempt < 20; attempt++) {
+		int ret = 0;
+
+		N->port0 = (uint16_t)(20000 + (getpid() * 7 + attempt * 97 + rand()) % 40000);
+		snprintf(text, sizeof(text),
+			 "store: {timeout_ms: 400}\nnodes:\n"
+			 "  - {name: a, address: 127.0.0.1, port: %u}\n"
+			 "  - {name: b, address: 127.0.0.1, port: %u}\n"
+			 "  - {name: c, address: 127.0.0.1, port: %u}\n",
+			 N->port0, N->port0 + 1, N->port0 + 2);
+		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "net", &N->topo, err,
+							sizeof(err)), 0);
+		for (uint32_t i = 0; i < (all ? 3u : 2u) && !ret; i++)
+			ret = node_up(N, i);
+		if (!ret)
+			return N;
+		for (uint32_t i = 0; i < NODES; i++)
+			node_down(N, i);
+		pc_topology_free(N->topo);
+	}
+	CU_FAIL_FATAL("no free ports");
+	return NULL;
+}
+
+static void net_down(struct net *N)
+{
+	for (uint32_t i = 0; i < NODES; i++) {
+		node_down(N, i);
+		free(N->mem[i]);
+	}
+	pc_topology_free(N->topo);
+	free(N);
+}
+
+static uint64_t at(struct net *N, uint32_t i, size_t off)
+{
+	return (uint64_t)(uintptr_t)N->mem[i] + off;
+}
+
+static void test_batch(void)
+{
+	struct net *N = net_up(0);
+	uint8_t a[1000], b[3000], w[5000], old[8];
+	struct pc_op ops[5] = {
+		{ .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key, .raddr = at(N, 1, 7), .local = a, .len = sizeof(a) },
+		{ .kind = PC_OP_WRITE, .peer = 0, .rkey = N->r[0].key, .raddr = at(N, 0, 100), .local = w, .len = sizeof(w) },
+		{ .kind = PC_OP_CAS, .peer = 1, .rkey = N->r[1].key, .raddr = at(N, 1, 4096), .local = old, .len = 8,
+		  .compare = 0x0202020202020202ULL, .swap = 77 },
+		{ .kind = PC_OP_READ, .peer = 0, .rkey = N->r[0].key, .raddr = at(N, 0, 0), .local = b, .len = sizeof(b) },
+		{ .kind = PC_OP_WRITE, .peer = 1, .rkey = N->r[1].key, .raddr = at(N, 1, 0), .local = w, .len = 1 },
+	};
+	struct pc_fabric_stats st;
+
+	memset(w, 0xab, sizeof(w));
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], ops, 5), 0);
+	for (int i = 0; i < 5; i++)
+		CU_ASSERT_EQUAL(ops[i].status, 0);
+	CU_ASSERT(a[0] == 2 && a[999] == 2);
+	CU_ASSERT_EQUAL(N->mem[0][100], 0xab);
+	CU_ASSERT_EQUAL(N->mem[0][5099], 0xab);
+	CU_ASSERT_EQUAL(N->mem[0][5100], 1);
+	CU_ASSERT_EQUAL(*(uint64_t *)old, 0x0202020202020202ULL);
+	CU_ASSERT_EQUAL(*(uint64_t *)(N->mem[1] + 4096), 77);
+	CU_ASSERT_EQUAL(N->mem[1][0], 0xab);
+	/* ops within a post have no defined order: b may or may not see the write */
+	CU_ASSERT(b[0] == 1 && (b[100] == 1 || b[100] == 0xab));
+	pc_fabric_get_stats(N->f[1], &st);
+	CU_ASSERT_EQUAL(st.served_ops, 3);
+	pc_fabric_get_stats(N->f[0], &st);
+	CU_ASSERT_EQUAL(st.post_phases, 1);
+	CU_ASSERT_EQUAL(st.bytes_read, 4000);
+	net_down(N);
+}
+
+static void test_rpc(void)
+{
+	struct net *N = net_up(0);
+	struct pc_rpc r[3] = {
+		{ .peer = 1, .opcode = 5, .req = "ping", .req_len = 4 },
+		{ .peer = 0, .opcode = 13, .req = "x", .req_len = 1 },
+		{ .peer = 1, .opcode = 6, .req = NULL, .req_len = 0 },
+	};
+
+	CU_ASSERT_EQUAL(pc_fabric_call(N->f[0], r, 3), 0);
+	CU_ASSERT_EQUAL(r[0].status, 0);
+	CU_ASSERT_EQUAL(r[0].resp.len, 4);
+	CU_ASSERT_EQUAL(memcmp(r[0].resp.data, "ping", 4), 0);
+	CU_ASSERT_EQUAL(r[1].status, -ENOTSUP);
+	CU_ASSERT_EQUAL(r[2].status, 0);
+	CU_ASSERT_EQUAL(r[2].resp.len, 0);
+	for (int i = 0; i < 3; i++)
+		pc_msg_free(&r[i].resp);
+	net_down(N);
+}
+
+static void test_refusals_keep_connection(void)
+{
+	struct net *N = net_up(0);
+	struct pc_region ro = { .addr = N->mem[1] + MEM - 4096, .len = 4096,
+				.access = PC_ACCESS_REMOTE_READ };
+	uint8_t buf[64];
+	struct pc_op ops[4] = {
+		{ .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key, .raddr = at(N, 1, MEM - 8), .local = buf, .len = 64 },
+		{ .kind = PC_OP_READ, .peer = 1, .rkey = 12345, .raddr = at(N, 1, 0), .local = buf, .len = 8 },
+		{ .kind = PC_OP_WRITE, .peer = 1, .rkey = 0, .raddr = at(N, 1, MEM - 4096), .local = buf, .len = 64 },
+		{ .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key, .raddr = at(N, 1, 0), .local = buf, .len = 64 },
+	};
+	struct pc_fabric_stats st;
+
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_reg(N->f[1], &ro), 0);
+	ops[2].rkey = ro.key;
+	memset(buf, 0xcc, sizeof(buf));
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], ops, 4), 0);
+	CU_ASSERT_EQUAL(ops[0].status, -EFAULT);
+	CU_ASSERT_EQUAL(ops[1].status, -ENOKEY);
+	CU_ASSERT_EQUAL(ops[2].status, -EACCES);
+	CU_ASSERT_EQUAL(ops[3].status, 0);
+	CU_ASSERT_EQUAL(N->mem[1][MEM - 4096], 2);	/* the refused write did not land */
+	pc_fabric_get_stats(N->f[1], &st);
+	CU_ASSERT_EQUAL(st.refused_ops, 3);
+	CU_ASSERT_EQUAL(st.bad_frames, 0);
+	pc_fabric_dereg(N->f[1], &ro);
+	net_down(N);
+}
+
+/* ------------------------------------------------------------ malformed frames */
+
+static int raw_connect(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	CU_ASSERT_EQUAL_FATAL(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void raw_hello(int fd, uint32_t expect)
+{
+	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
+			     .body_len = sizeof(struct tcp_hello) };
+	struct tcp_hello hello = { .node = PC_PEER_NONE, .expect_node = expect };
+	struct tcp_hello_ack ack;
+
+	CU_ASSERT_EQUAL(send(fd, &h, sizeof(h), 0), sizeof(h));
+	CU_ASSERT_EQUAL(send(fd, &hello, sizeof(hello), 0), sizeof(hello));
+	CU_ASSERT_EQUAL(recv(fd, &h, sizeof(h), MSG_WAITALL), sizeof(h));
+	CU_ASSERT_EQUAL(recv(fd, &ack, sizeof(ack), MSG_WAITALL), sizeof(ack));
+}
+
+/* The server hangs up: recv sees EOF (or a reset) within a second. */
+static int closed_by_server(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char b[256];
+
+	for (int i = 0; i < 20; i++) {
+		ssize_t r;
+
+		if (poll(&p, 1, 100) != 1)
+			continue;
+		r = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+		if (r <= 0)
+			return 1;
+	}
+	return 0;
+}
+
+struct bad {
+	const char *what;
+	int hello;		/* say HELLO first */
+	struct tcp_hdr h;
+	size_t extra;		/* body bytes to send after the header */
+	struct tcp_opdesc d;	/* sent as body when extra == sizeof(d) */
+};
+
+static void test_bad_frames(void)
+{
+	struct net *N = net_up(0);
+	const uint64_t big = (uint64_t)TCP_MAX_RPC_BODY + 1;
+	struct bad cases[] = {
+		{ .what = "bad magic", .hello = 1, .h = { .magic = 0xdeadbeef, .version = 1, .type = TCP_RPC } },
+		{ .what = "bad version", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 9, .type = TCP_RPC } },
+		{ .what = "unknown type", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = 77 } },
+		{ .what = "a response type", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS_RESP } },
+		{ .what = "flags", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC, .flags = 1 } },
+		{ .what = "frame before HELLO", .hello = 0, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC } },
+		{ .what = "second HELLO", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_HELLO, .body_len = 16 } },
+		{ .what = "oversized RPC", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC, .body_len = big } },
+		{ .what = "oversized OPS", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1,
+					.body_len = TCP_MAX_OPS_BODY + 1 } },
+		{ .what = "zero ops", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 0, .body_len = 0 } },
+		{ .what = "too many ops", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = TCP_MAX_OPS + 1,
+				       .body_len = (uint64_t)(TCP_MAX_OPS + 1) * 40 } },
+		{ .what = "OPS body shorter than its descriptors", .hello = 1,
+		  .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 2, .body_len = 40 } },
+		{ .what = "OPS body not matching its writes", .hello = 1,
+		  .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .d = { .kind = PC_OP_WRITE, .len = 100 } },
+		{ .what = "unknown op kind", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .d = { .kind = 9, .len = 8 } },
+		{ .what = "CAS of 4 bytes", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .d = { .kind = PC_OP_CAS, .len = 4 } },
+		{ .what = "op over the length limit", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1,
+						   .body_len = 40 }, .extra = 40, .d = { .kind = PC_OP_READ, .len = TCP_MAX_OP_LEN + 1 } },
+	};
+	struct pc_fabric_stats st;
+	unsigned closed = 0;
+
+	printf("\n");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd = raw_connect(N->port0 + 1);
+		uint8_t rd[16];
+		struct pc_op good = { .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
+				      .raddr = at(N, 1, 0), .local = rd, .len = 16 };
+		int c;
+
+		if (cases[i].hello)
+			raw_hello(fd, 1);
+		CU_ASSERT_EQUAL(send(fd, &cases[i].h, sizeof(cases[i].h), MSG_NOSIGNAL), 32);
+		if (cases[i].extra)
+			send(fd, &cases[i].d, sizeof(cases[i].d), MSG_NOSIGNAL);
+		c = closed_by_server(fd);
+		closed += c;
+		printf("  %-40s -> %s\n", cases[i].what, c ? "connection closed" : "STILL OPEN");
+		CU_ASSERT_TRUE(c);
+		close(fd);
+		/* the server still serves a good client */
+		CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &good, 1), 0);
+		CU_ASSERT_EQUAL(good.status, 0);
+	}
+	pc_fabric_get_stats(N->f[1], &st);
+	printf("  %u of %zu malformed frames closed their connection; server counted %llu\n",
+	       closed, sizeof(cases) / sizeof(cases[0]), (unsigned long long)st.bad_frames);
+	CU_ASSERT_EQUAL(st.bad_frames, sizeof(cases) / sizeof(cases[0]));
+	net_down(N);
+}
+
+/* A frame cut short, then the client goes away: nothing lands, nothing crashes. */
+static void test_truncated(void)
+{
+	struct net *N = net_up(0);
+	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1,
+			     .body_len = 40 + 1000 };
+	struct tcp_opdesc d = { .kind = PC_OP_WRITE, .rkey = N->r[1].key, .raddr = at(N, 1, 0),
+				.len = 1000 };
+	uint8_t junk[500], rd[8];
+	struct pc_op good = { .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
+			      .raddr = at(N, 1, 600), .local = rd, .len = 8 };
+	int fd = raw_connect(N->port0 + 1);
+
+	memset(junk, 0x5a, sizeof(junk));
+	raw_hello(fd, 1);
+	send(fd, &h, 20, 0);		/* half a header */
+	send(fd, (char *)&h + 20, 12, 0);
+	send(fd, &d, sizeof(d), 0);
+	send(fd, junk, sizeof(junk), 0);	/* half the payload */
+	close(fd);
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &good, 1), 0);
+	CU_ASSERT_EQUAL(good.status, 0);
+	CU_ASSERT_EQUAL(rd[0], 2);	/* bytes past what arrived are untouched */
+	net_down(N);
+}
+
+static void test_dead_and_stalled(void)
+{
+	struct net *N = net_up(0);
+	uint8_t buf[8];
+	struct pc_op op = { .kind = PC_OP_READ, .peer = 2, .rkey = 1, .raddr = 0, .local = buf, .len = 8 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(N->port0 + 2) };
+	uint64_t t0 = now_ms(), dt;
+	int lfd, one = 1;
+
+	/* dead: nothing listens, connect is refused at once */
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, -ECONNREFUSED);
+	CU_ASSERT(now_ms() - t0 < 100);
+	/* and for the back-off period the error comes without a connect */
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, -ECONNREFUSED);
+	usleep(250000);
+	/* stalled: accepts connections (backlog) but never answers */
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	CU_ASSERT_EQUAL_FATAL(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	listen(lfd, 8);
+	t0 = now_ms();
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	dt = now_ms() - t0;
+	printf("\n  stalled peer: %s after %llu ms (timeout 400 ms)\n", strerror(-op.status),
+	       (unsigned long long)dt);
+	CU_ASSERT_EQUAL(op.status, -ETIMEDOUT);
+	CU_ASSERT(dt >= 390 && dt < 1000);
+	close(lfd);
+	net_down(N);
+}
+
+static void test_stalled_mid_batch(void)
+{
+	struct net *N = net_up(0);
+	uint8_t a[8], b[8];
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(N->port0 + 2) };
+	struct pc_op ops[2] = {
+		{ .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key, .raddr = at(N, 1, 0), .local = a, .len = 8 },
+		{ .kind = PC_OP_READ, .peer = 2, .rkey = 1, .raddr = 0, .local = b, .len = 8 },
+	};
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	uint64_t t0;
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	CU_ASSERT_EQUAL_FATAL(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	listen(lfd, 8);
+	t0 = now_ms();
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], ops, 2), 0);
+	CU_ASSERT(now_ms() - t0 < 1000);
+	CU_ASSERT_EQUAL(ops[0].status, 0);	/* the live peer's result stands */
+	CU_ASSERT_EQUAL(a[0], 2);
+	CU_ASSERT_EQUAL(ops[1].status, -ETIMEDOUT);
+	close(lfd);
+	net_down(N);
+}
+
+static void test_restart(void)
+{
+	struct net *N = net_up(1);
+	uint8_t buf[8];
+	uint64_t inc = N->f[2]->incarnation;
+	uint32_t key = N->r[2].key;
+	uint64_t t0;
+	struct pc_op op = { .kind = PC_OP_READ, .peer = 2, .peer_inc = inc, .rkey = key,
+			    .raddr = at(N, 2, 0), .local = buf, .len = 8 };
+
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, 0);
+	node_down(N, 2);
+	CU_ASSERT_EQUAL_FATAL(node_up(N, 2), 0);
+	CU_ASSERT_NOT_EQUAL(N->f[2]->incarnation, inc);
+	/* the idle connection to the old server is dropped, a new one says restarted */
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, -ESTALE);
+	/* an address not pinned to an incarnation reaches the new server's check */
+	op.peer_inc = 0;
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT(op.status == -ENOKEY || (op.status == 0 && N->r[2].key == key));
+	op.peer_inc = N->f[2]->incarnation;
+	op.rkey = N->r[2].key;
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, 0);
+	/* on the live connection, an old incarnation is refused without a round trip */
+	op.peer_inc = inc;
+	t0 = now_ms();
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, -ESTALE);
+	CU_ASSERT(now_ms() - t0 < 100);
+	net_down(N);
+}
+
+static void test_wrong_node(void)
+{
+	struct net *N = net_up(0);
+	struct pc_topology *t2 = pc_topology_dup(N->topo);
+	struct pc_fabric_params p = { .topo = t2, .self = 0 };
+	struct pc_fabric *f;
+	uint8_t buf[8];
+	struct pc_op op = { .kind = PC_OP_READ, .peer = 2, .rkey = 1, .local = buf, .len = 8 };
+
+	/* our topology says node 2 lives where node 1 really is */
+	t2->nodes[2].port = N->port0 + 1;
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_open("tcp", &p, &f), 0);
+	CU_ASSERT_EQUAL(pc_fabric_post(f, &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, -EADDRNOTAVAIL);
+	pc_fabric_close(f);
+	pc_topology_free(t2);
+	net_down(N);
+}
+
+static void test_large(void)
+{
+	struct net *N = net_up(0);
+	const uint32_t n = 64, len = 256 * 1024;
+	uint8_t *dst = malloc((size_t)n * len);
+	struct pc_op *ops = calloc(n, sizeof(*ops));
+
+	for (uint32_t i = 0; i < (size_t)n * len; i += 4096)
+		N->mem[1][i] = (uint8_t)(i / 4096);
+	for (uint32_t i = 0; i < n; i++)
+		ops[i] = (struct pc_op){ .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
+					 .raddr = at(N, 1, (size_t)i * len), .local = dst + (size_t)i * len,
+					 .len = len };
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], ops, n), 0);
+	for (uint32_t i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(ops[i].status, 0);
+	CU_ASSERT_EQUAL(memcmp(dst, N->mem[1], (size_t)n * len), 0);
+	free(dst);
+	free(ops);
+	net_down(N);
+}
+
+static CU_TestInfo tests[] = {
+	{ "one batch across peers: READ, WRITE, CAS", test_batch },
+	{ "RPC: body, handler error, empty body", test_rpc },
+	{ "refused ops keep the connection", test_refusals_keep_connection },
+	{ "every malformed frame closes its connection only", test_bad_frames },
+	{ "a truncated frame", test_truncated },
+	{ "dead and stalled peers fail within the timeout", test_dead_and_stalled },
+	{ "a stalled peer mid-batch fails only its ops", test_stalled_mid_batch },
+	{ "restart: stale addresses refused, the peer used again", test_restart },
+	{ "a different node at the address", test_wrong_node },
+	{ "64 x 256 KiB in one post", test_large },
+	CU_TEST_INFO_NULL,
+};
+
+PC_TEST_MAIN({ "tcp", NULL, NULL, NULL, NULL, tests })
