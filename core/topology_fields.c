@@ -19,6 +19,7 @@
 static const char *const mode_names[] = { "slotmap", "p2p", NULL };
 static const char *const protocol_names[] = { "tcp", "rdma", "rxe", NULL };
 static const char *const fallback_names[] = { "tcp", "none", NULL };
+static const char *const read_policy_names[] = { "auto", "bucket", "predict", "index", NULL };
 static const char *const dtype_names[] = { "fp32", "bf16", "fp16", "fp8", "int8", NULL };
 static const uint32_t dtype_sizes[] = { 4, 2, 2, 1, 1 };
 
@@ -41,6 +42,7 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, vnodes, FT_U32, 1, 65536),
 	F(struct pc_store_cfg, timeout_ms, FT_U32, 1, 3600000),
 	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1),
+	FENUM(struct pc_store_cfg, slot_read_policy, read_policy_names),
 };
 
 static const struct field model_fields[] = {

@@ -49,6 +49,12 @@ static int tcp_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
 
 	if (f->self == PC_PEER_NONE)
 		return -EINVAL;
+	if (!h) {
+		if (tf->server)
+			tcp_server_stop(tf->server);
+		tf->server = NULL;
+		return 0;
+	}
 	if (tf->server)
 		return -EALREADY;
 	return tcp_server_start(tf, h, arg, &tf->server);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <peercache/peercache.h>
+
 #include "testutil.h"
 
 int pc_test_argc;
@@ -41,6 +43,9 @@ int pc_test_main(int argc, char **argv, CU_SuiteInfo *suites)
 	unsigned run, failed, asserts;
 	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 
+	/* Info lines (slot regions ready, ...) would bury the test output. */
+	if (!getenv("PC_LOG_LEVEL"))
+		pc_log_set_level(PC_LOG_WARN);
 	pc_test_argc = argc;
 	pc_test_argv = argv;
 	if (CU_initialize_registry() != CUE_SUCCESS || CU_register_suites(suites) != CUE_SUCCESS) {

@@ -115,9 +115,11 @@ struct pc_fabric_ops {
 	void (*close)(struct pc_fabric *f);
 	int (*reg)(struct pc_fabric *f, struct pc_region *r);
 	void (*dereg)(struct pc_fabric *f, struct pc_region *r);
-	/* Start answering peers: one-sided ops on registered regions and RPCs to h. */
+	/* Start answering peers: one-sided ops on registered regions and RPCs to h.
+	 * h NULL stops serving (peers then see this node as down). */
 	int (*serve)(struct pc_fabric *f, pc_rpc_handler *h, void *arg);
-	/* Run every op; returns 0 when each was attempted (see statuses), or -errno. */
+	/* Run every op; returns 0 when each was attempted (see statuses), or -errno.
+	 * Ops within one post have no defined order among themselves. */
 	int (*post)(struct pc_fabric *f, struct pc_op *ops, size_t n);
 	/* Run every RPC concurrently; 0 when each was attempted, or -errno. */
 	int (*call)(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n);

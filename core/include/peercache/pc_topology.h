@@ -33,6 +33,11 @@ enum pc_mode { PC_MODE_SLOTMAP = 0, PC_MODE_P2P = 1 };
 enum pc_protocol { PC_PROTO_TCP = 0, PC_PROTO_RDMA = 1, PC_PROTO_RXE = 2 };
 enum pc_fallback { PC_FALLBACK_TCP = 0, PC_FALLBACK_NONE = 1 };
 
+/* How a slotmap get reads a size class. auto: whole buckets where a bucket is small
+ * (ways x slot <= 16 KiB), index first where pages are large (>= 1 MiB), the
+ * predicted way with its bucket index otherwise. bucket is the seed's behaviour. */
+enum pc_read_policy { PC_READ_AUTO = 0, PC_READ_BUCKET, PC_READ_PREDICT, PC_READ_INDEX };
+
 /* Where a value came from, for error messages (line and column are 1-based). */
 struct pc_mark {
 	int line, col;
@@ -83,6 +88,7 @@ struct pc_store_cfg {
 	uint32_t vnodes;			/* ring points per node */
 	uint32_t timeout_ms;			/* a dead peer fails a call within this */
 	bool slot_cas_claim;			/* remote writers claim a slot with CAS */
+	enum pc_read_policy slot_read_policy;
 	bool classes_explicit;			/* slot_size_classes was given */
 	struct pc_mark classes_mark;
 };

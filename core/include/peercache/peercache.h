@@ -35,6 +35,107 @@ PC_API void pc_log_set_level(enum pc_log_level level);
 /* The library version, "MAJOR.MINOR.PATCH". */
 PC_API const char *pc_version(void);
 
+/* ------------------------------------------------------------------ the store */
+
+struct pc_store;
+struct pc_topology;
+struct pc_fabric;
+struct pc_clock;
+
+/* How to open a store. Zero what you do not set; size must be sizeof(struct
+ * pc_store_opts), so that later fields can be added. */
+struct pc_store_opts {
+	uint32_t size;
+	const char *topology;		/* path of the topology YAML, or NULL with topo */
+	const struct pc_topology *topo;	/* an already loaded topology (copied) */
+	const char *node;		/* the node this process is; NULL: a client that
+					 * owns no slots and serves nothing */
+	const char *fabric;		/* backend name ("tcp", "verbs", "rxe", "inproc");
+					 * NULL: from the topology's store.protocol */
+	struct pc_fabric *use_fabric;	/* an open fabric to use (not closed by the store) */
+	struct pc_clock *clock;		/* NULL: the real clock */
+	void *backend_arg;		/* for fabrics that take one (in-process world) */
+	char *err;			/* receives a one-line error when open fails */
+	size_t errlen;
+};
+
+/* Open a store: load the topology, take the node's slots (and serve them to peers)
+ * or join as a client, and connect lazily to peers. 0 or -errno with opts->err set.
+ * On success close it with pc_store_close(). */
+PC_API int pc_store_open(const struct pc_store_opts *opts, struct pc_store **out);
+
+/* Stop serving, release the node's slots and connections. Pages stored in this node's
+ * slots are gone with it (this is a cache). No batch may be running. */
+PC_API void pc_store_close(struct pc_store *s);
+
+/*
+ * One page of a batch. The caller owns every buffer; the store copies what it keeps.
+ *
+ *   set:    key, data (the page, not modified), len (its length).
+ *   get:    key, data (where the page goes), cap (bytes data holds), len (in: the
+ *           expected length, or 0 for any length up to cap; out: the page's length).
+ *           Passing the expected length lets the store read exactly that many bytes.
+ *   exists: key; len, when nonzero, names the size class to look in (else all).
+ *
+ * status (out): 0 stored / hit / present; -ENOENT not in the cache (a clean miss);
+ * -EFBIG larger than the largest size class (skipped); -EINVAL bad arguments; any
+ * other -errno: the owner could not be asked (down, timed out) and the page counts
+ * as a miss. A get never fills data with another key's page, a torn page or a page
+ * of another length than status and len say.
+ */
+struct pc_page {
+	const void *key;
+	size_t key_len;
+	void *data;
+	size_t len;
+	size_t cap;
+	int status;
+};
+
+/* The batch calls are safe from many threads at once on one store. Each returns the
+ * number of pages with status 0, or -errno when the call itself failed (then no page
+ * status is meaningful). A batch costs a fixed number of network round trips per
+ * phase whatever its size: slotmap gets take one (two for pages not in their
+ * predicted way, or in classes read index-first), sets two. */
+PC_API int pc_batch_set(struct pc_store *s, struct pc_page *pages, size_t n);
+PC_API int pc_batch_get(struct pc_store *s, struct pc_page *pages, size_t n);
+PC_API int pc_batch_exists(struct pc_store *s, struct pc_page *pages, size_t n);
+
+/* Counters since open. In slotmap mode there is no pool_keys (no published pool, no
+ * directory), by design. */
+struct pc_metrics {
+	/* writes */
+	uint64_t write_requests;	/* pages stored */
+	uint64_t bytes_written;		/* their payload bytes */
+	uint64_t write_failures;	/* not stored: owner unreachable, bucket read failed,
+					 * lost a slot claim, or the batch filled the bucket */
+	uint64_t evictions;		/* stores that displaced another key's page */
+	uint64_t skipped_oversize;	/* pages larger than the largest size class */
+	/* reads */
+	uint64_t read_requests;		/* pages asked for by pc_batch_get */
+	uint64_t hits;
+	uint64_t hit_bytes;		/* payload bytes returned to callers */
+	uint64_t bytes_read;		/* bytes reads moved: index, headers, payloads */
+	uint64_t first_phase_hits;	/* hits found by the first read phase */
+	uint64_t miss_absent;		/* not in its bucket */
+	uint64_t miss_other_key;	/* the slot the index pointed at held another key */
+	uint64_t miss_torn;		/* a write was in progress */
+	uint64_t miss_length;		/* not the expected length, or over the capacity */
+	uint64_t miss_checksum;		/* payload failed its checksum (torn or corrupt) */
+	uint64_t miss_unreachable;	/* owner down or timed out */
+	uint64_t exists_requests;
+	uint64_t exists_hits;
+	/* batches */
+	uint64_t batches;		/* batch calls */
+	uint64_t round_trips;		/* network phases they issued */
+	uint64_t layout_fetches;	/* slot-layout RPCs (once per peer and restart) */
+};
+
+PC_API void pc_store_metrics(struct pc_store *s, struct pc_metrics *out);
+
+/* Index of this store's node in the topology, or -1 for a client. */
+PC_API int pc_store_node(const struct pc_store *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,128 @@
+/*
+ * slotmap_int.h - what slotmap.c (regions, layouts), slotmap_read.c (get, exists)
+ * and slotmap_write.c (set) share.
+ */
+#ifndef PC_SLOTMAP_INT_H
+#define PC_SLOTMAP_INT_H
+
+#include <errno.h>
+
+#include "slot.h"
+#include "slotmap.h"
+
+/* One node's slots as a reader addresses them. Layouts are immutable once
+ * published; a refreshed one replaces the pointer and the old one is retired. */
+struct sm_layout {
+	uint32_t node;
+	uint64_t inc;			/* the node's fabric incarnation */
+	uint32_t nr_classes;
+	struct sm_class {
+		struct slot_geometry g;
+		uint64_t base;
+		uint32_t rkey;
+		int policy;		/* read policy; auto only for mid-size classes */
+	} cls[PC_MAX_CLASSES];
+	struct sm_layout *retired_next;
+};
+
+struct slotmap {
+	struct pc_store *st;
+	struct sm_layout own;		/* this node's, when it has one */
+	uint8_t *mem[PC_MAX_CLASSES];
+	struct pc_region reg[PC_MAX_CLASSES];
+	struct sm_layout **layouts;	/* per node; NULL until fetched */
+	pthread_mutex_t lock;		/* fetch and retire */
+	struct sm_layout *retired;
+};
+
+/* The layout of node, or NULL when it is not known yet. */
+static inline const struct sm_layout *sm_layout_of(struct slotmap *sm, uint32_t node)
+{
+	return __atomic_load_n(&sm->layouts[node], __ATOMIC_ACQUIRE);
+}
+
+/* Forget a layout a peer no longer honours (it restarted), if it is still current. */
+void sm_drop_layout(struct slotmap *sm, const struct sm_layout *lay);
+
+/* The smallest class of lay that holds len bytes, or -1. */
+static inline int sm_class_for(const struct sm_layout *lay, uint64_t len)
+{
+	for (uint32_t c = 0; c < lay->nr_classes; c++)
+		if (lay->cls[c].g.page_bytes >= len)
+			return (int)c;
+	return -1;
+}
+
+static inline uint64_t sm_slot_addr(const struct sm_class *c, uint64_t bucket, uint32_t way)
+{
+	return c->base + slot_offset(&c->g, bucket, way);
+}
+
+static inline uint64_t sm_index_addr(const struct sm_class *c, uint64_t bucket)
+{
+	return c->base + slot_index_offset(&c->g, bucket);
+}
+
+/* Local memory of this node's class c at a layout offset. */
+static inline uint8_t *sm_local(struct slotmap *sm, int c, uint64_t off)
+{
+	return sm->mem[c] + off;
+}
+
+/* Bytes moved by the successful READs among ops. */
+static inline uint64_t sm_read_bytes(const struct pc_op *ops, size_t n)
+{
+	uint64_t b = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!ops[i].status && ops[i].kind == PC_OP_READ)
+			b += ops[i].len;
+	return b;
+}
+
+/* Is this error an address from before the owner restarted? Then refresh and retry. */
+static inline bool sm_stale(int err)
+{
+	return err == -ESTALE || err == -ENOKEY;
+}
+
+/* A one-sided op on a node's slots, pinned to the layout's incarnation. */
+static inline struct pc_op sm_op(uint8_t kind, const struct sm_layout *lay, uint64_t raddr,
+				 uint32_t rkey, void *local, uint32_t len)
+{
+	return (struct pc_op){ .kind = kind, .peer = lay->node, .peer_inc = lay->inc,
+			       .rkey = rkey, .raddr = raddr, .local = local, .len = len };
+}
+
+enum { SM_PENDING, SM_DONE };
+
+/* What every key of a batch carries, first in each path's own key struct. */
+struct sm_kc {
+	struct pc_page *pg;
+	struct pc_keyhash h;
+	uint32_t owner;
+	const struct sm_layout *lay;
+	int state;
+	int err;			/* the owner could not be asked */
+	bool stale;			/* the owner restarted: refresh its layout, retry */
+	uint32_t op0, nops;		/* the key's ops in the current phase */
+};
+
+#define SM_KC(keys, stride, i) ((struct sm_kc *)((char *)(keys) + (i) * (stride)))
+
+/* Hash the page's key and find its owner; a page that cannot be a key is -EINVAL. */
+int sm_key_init(struct slotmap *sm, struct sm_kc *k, struct pc_page *pg);
+
+/* Give every pending key its owner's layout (one RPC phase for missing ones); keys
+ * whose owner has none are done with its error. keys is an array of structs of
+ * stride bytes, each starting with a struct sm_kc. */
+void sm_bind_layouts(struct slotmap *sm, void *keys, size_t stride, size_t n);
+
+/* After a phase: a failed op of the key fails the key (or marks it stale). */
+void sm_take_errors(struct sm_kc *k, const struct pc_op *ops);
+
+/* After a pass: drop the layouts of stale keys and make them pending again, once;
+ * returns whether any key goes round again. */
+bool sm_retry_stale(struct slotmap *sm, void *keys, size_t stride, size_t n, int pass);
+
+#endif

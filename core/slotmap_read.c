@@ -1,0 +1,536 @@
+/*
+ * slotmap_read.c - batch_get and batch_exists in slotmap mode.
+ *
+ * A get reads, in one phase for the whole batch, per key:
+ *   bucket:  the whole bucket (the seed's way): one round trip, ways x the page.
+ *   index:   the bucket's index block (64 B): a miss is known after one round
+ *            trip; a hit reads exactly the tagged slot in a second phase, moving
+ *            little more than the page.
+ *   predict: the index block, the predicted way's header, and its payload straight
+ *            into the caller's buffer. A hit in the predicted way costs one round
+ *            trip; a key elsewhere (a third or more at high occupancy, since remote
+ *            writers cannot move pages into place) costs a wasted payload and a
+ *            second phase.
+ * auto takes bucket where a bucket is small (ways x slot <= 16 KiB), index for large
+ * pages, and for the rest predict when the batch reads at most two remote pages,
+ * index otherwise: in a bigger batch some key almost surely misses its predicted
+ * way, so the batch takes two phases anyway and index moves fewer bytes.
+ * Every candidate passes slot_matches(); a failed op fails its key only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "slotmap_int.h"
+
+struct gkey {
+	struct sm_kc kc;
+	uint32_t expect, maxlen;
+	int c0;				/* the class read first */
+	int policy;			/* how c0 is read in this batch */
+	uint32_t mask;			/* classes whose index block is read */
+	uint64_t bucket[PC_MAX_CLASSES];
+	uint32_t pred;
+	int verdict;			/* enum slot_verdict once decided */
+	bool first_phase;		/* decided by phase 1 */
+	bool found;			/* exists: a header names the key */
+	int cand_cls, cand_way;
+	uint8_t hdr[SLOT_HEADER_BYTES];
+	uint8_t *idx[PC_MAX_CLASSES];	/* index blocks */
+	uint8_t *scratch;		/* a whole bucket (bucket policy) */
+};
+
+/* Bytes to read for a payload of class c: exactly the expected length if given. */
+static uint32_t read_len(const struct gkey *k, int c)
+{
+	uint64_t page = k->kc.lay->cls[c].g.page_bytes;
+
+	if (k->expect)
+		return k->expect;
+	return (uint32_t)(k->maxlen < page ? k->maxlen : page);
+}
+
+static void finish(struct gkey *k, int verdict)
+{
+	k->verdict = verdict;
+	k->kc.state = SM_DONE;
+}
+
+/* Look up the page in this node's own memory, under the seqlock. */
+static void get_local(struct slotmap *sm, struct gkey *k, uint64_t *bytes)
+{
+	const struct sm_layout *lay = k->kc.lay;
+
+	for (int c = k->c0; c >= 0; c--) {
+		const struct sm_class *cl = &lay->cls[c];
+		uint64_t b = slot_bucket_of(&cl->g, k->kc.h);
+		uint32_t pred = slot_predicted_way(&cl->g, k->kc.h);
+
+		if (!(k->mask >> c & 1))
+			continue;
+		for (uint32_t i = 0; i < cl->g.ways; i++) {
+			uint32_t w = (pred + i) % cl->g.ways;
+			const uint8_t *slot = sm_local(sm, c, slot_offset(&cl->g, b, w));
+			struct slot_header h;
+			uint32_t len = 0;
+			int v;
+
+			slot_header_load(slot, &h);
+			*bytes += SLOT_HEADER_BYTES;
+			if (slot_header_empty(&h) || !keyhash_eq(h.key, k->kc.h))
+				continue;
+			v = slot_read_local(slot, k->kc.h, k->expect, k->maxlen, k->kc.pg->data, &len);
+			if (v == SLOT_HIT) {
+				k->kc.pg->len = len;
+				*bytes += len;
+			}
+			k->first_phase = true;
+			finish(k, v);
+			return;
+		}
+	}
+	k->first_phase = true;
+	finish(k, SLOT_MISS_ABSENT);
+}
+
+/* Phase 1 ops for one key; returns how many it appended. */
+static uint32_t phase1_ops(struct gkey *k, struct pc_op *ops)
+{
+	const struct sm_layout *lay = k->kc.lay;
+	const struct sm_class *c0 = &lay->cls[k->c0];
+	uint32_t n = 0;
+
+	if (k->policy == PC_READ_BUCKET) {
+		ops[n++] = sm_op(PC_OP_READ, lay, sm_slot_addr(c0, k->bucket[k->c0], 0), c0->rkey,
+				      k->scratch, (uint32_t)(c0->g.ways * c0->g.stride));
+	} else {
+		ops[n++] = sm_op(PC_OP_READ, lay, sm_index_addr(c0, k->bucket[k->c0]), c0->rkey,
+				      k->idx[k->c0], (uint32_t)c0->g.index_stride);
+		if (k->policy == PC_READ_PREDICT) {
+			uint64_t a = sm_slot_addr(c0, k->bucket[k->c0], k->pred);
+
+			ops[n++] = sm_op(PC_OP_READ, lay, a, c0->rkey, k->hdr, SLOT_HEADER_BYTES);
+			ops[n++] = sm_op(PC_OP_READ, lay, a + SLOT_HEADER_BYTES, c0->rkey, k->kc.pg->data,
+					      read_len(k, k->c0));
+		}
+	}
+	for (int c = k->c0 - 1; c >= 0; c--) {
+		const struct sm_class *cl = &lay->cls[c];
+
+		if (k->mask >> c & 1)
+			ops[n++] = sm_op(PC_OP_READ, lay, sm_index_addr(cl, k->bucket[c]), cl->rkey, k->idx[c],
+					      (uint32_t)cl->g.index_stride);
+	}
+	return n;
+}
+
+/* The first way of a class whose index tag names this key, skipping one way. */
+static int tagged_way(const struct gkey *k, int c, int skip)
+{
+	const struct slot_geometry *g = &k->kc.lay->cls[c].g;
+	uint32_t tag = slot_tag(k->kc.h);
+
+	for (uint32_t w = 0; w < g->ways; w++) {
+		uint32_t t;
+
+		memcpy(&t, k->idx[c] + w * SLOT_TAG_BYTES, 4);
+		if (t == tag && (int)w != skip)
+			return (int)w;
+	}
+	return -1;
+}
+
+/* Phase 1 landed: a hit, a final miss, or a candidate slot for phase 2. */
+static void phase1_eval(struct gkey *k)
+{
+	const struct sm_class *c0 = &k->kc.lay->cls[k->c0];
+	struct slot_header h;
+	int skip = -1, miss = SLOT_MISS_ABSENT;
+
+	if (k->policy == PC_READ_BUCKET) {
+		for (uint32_t w = 0; w < c0->g.ways; w++) {
+			const uint8_t *slot = k->scratch + w * c0->g.stride;
+			int v;
+
+			slot_header_decode(slot, &h);
+			if (slot_header_empty(&h) || !keyhash_eq(h.key, k->kc.h))
+				continue;
+			v = slot_matches(&h, slot + SLOT_HEADER_BYTES, k->kc.h, k->expect, k->maxlen);
+			if (v == SLOT_HIT) {
+				memcpy(k->kc.pg->data, slot + SLOT_HEADER_BYTES, h.payload_len);
+				k->kc.pg->len = h.payload_len;
+			}
+			k->first_phase = true;
+			finish(k, v);
+			return;
+		}
+	} else if (k->policy == PC_READ_PREDICT) {
+		slot_header_decode(k->hdr, &h);
+		skip = (int)k->pred;
+		if (!slot_header_empty(&h) && keyhash_eq(h.key, k->kc.h)) {
+			/* A bucket holds one version of a key: this slot decides. */
+			int v = slot_matches(&h, k->kc.pg->data, k->kc.h, k->expect,
+					     k->maxlen < read_len(k, k->c0) ? k->maxlen :
+									   read_len(k, k->c0));
+
+			if (v == SLOT_HIT)
+				k->kc.pg->len = h.payload_len;
+			k->first_phase = true;
+			finish(k, v);
+			return;
+		}
+	}
+	for (int c = k->c0; c >= 0; c--) {
+		int w;
+
+		if (!(k->mask >> c & 1) || (c == k->c0 && k->policy == PC_READ_BUCKET))
+			continue;
+		w = tagged_way(k, c, c == k->c0 ? skip : -1);
+		if (w >= 0) {
+			k->cand_cls = c;
+			k->cand_way = w;
+			return;
+		}
+	}
+	k->first_phase = true;
+	finish(k, miss);
+}
+
+/* Which classes to read for a key, how, and where its buffers are. nremote is the
+ * number of remote keys the batch reads in this pass. */
+static int plan_key(struct gkey *k, size_t nremote)
+{
+	const struct sm_layout *lay = k->kc.lay;
+	uint64_t want = k->expect ? k->expect : k->maxlen;
+	size_t need = 0;
+
+	k->c0 = sm_class_for(lay, want);
+	if (k->c0 < 0) {
+		if (k->expect) {	/* no class can hold such a page */
+			k->first_phase = true;
+			finish(k, SLOT_MISS_ABSENT);
+			return 0;
+		}
+		k->c0 = (int)lay->nr_classes - 1;
+	}
+	/* With an expected length the page can only be in its own class. */
+	k->mask = k->expect ? 1u << k->c0 : (2u << k->c0) - 1;
+	for (int c = 0; c <= k->c0; c++) {
+		k->bucket[c] = slot_bucket_of(&lay->cls[c].g, k->kc.h);
+		if (k->mask >> c & 1)
+			need += lay->cls[c].g.index_stride;
+	}
+	k->pred = slot_predicted_way(&lay->cls[k->c0].g, k->kc.h);
+	k->cand_cls = -1;
+	k->policy = lay->cls[k->c0].policy;
+	if (k->policy == PC_READ_AUTO)
+		k->policy = nremote <= 2 ? PC_READ_PREDICT : PC_READ_INDEX;
+	if (k->policy == PC_READ_BUCKET)
+		need += lay->cls[k->c0].g.ways * lay->cls[k->c0].g.stride;
+	free(k->idx[0]);
+	k->idx[0] = malloc(need ? need : 1);
+	if (!k->idx[0])
+		return -ENOMEM;
+	for (int c = 0, off = 0; c <= k->c0; c++) {
+		k->idx[c] = k->idx[0] + off;
+		if (k->mask >> c & 1)
+			off += (int)lay->cls[c].g.index_stride;
+		if (c == k->c0)
+			k->scratch = k->idx[0] + off;
+	}
+	return 0;
+}
+
+/* One pass over the pending keys: local lookups, phase 1, phase 2. */
+static void get_pass(struct slotmap *sm, struct gkey *keys, size_t n, uint64_t *bytes)
+{
+	struct pc_store *st = sm->st;
+	struct pc_op *ops = calloc(n * (3 + PC_MAX_CLASSES) + 1, sizeof(*ops));
+	uint32_t nops = 0;
+	size_t nremote = 0;
+
+	if (!ops) {
+		for (size_t i = 0; i < n; i++)
+			if (keys[i].kc.state == SM_PENDING)
+				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
+		return;
+	}
+	sm_bind_layouts(sm, keys, sizeof(*keys), n);
+	for (size_t i = 0; i < n; i++)
+		nremote += keys[i].kc.state == SM_PENDING && keys[i].kc.owner != st->self;
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+
+		if (k->kc.state != SM_PENDING)
+			continue;
+		if (plan_key(k, nremote)) {
+			k->kc.err = -ENOMEM;
+			k->kc.state = SM_DONE;
+			continue;
+		}
+		if (k->kc.state != SM_PENDING)
+			continue;
+		if (k->kc.owner == st->self) {
+			get_local(sm, k, bytes);
+			continue;
+		}
+		k->kc.op0 = nops;
+		k->kc.nops = phase1_ops(k, ops + nops);
+		nops += k->kc.nops;
+	}
+	if (nops) {
+		store_post(st, ops, nops);
+		*bytes += sm_read_bytes(ops, nops);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+
+		if (k->kc.state != SM_PENDING || k->kc.owner == st->self)
+			continue;
+		sm_take_errors(&k->kc, ops);
+		if (k->kc.state == SM_PENDING)
+			phase1_eval(k);
+	}
+	/* Phase 2: the exact slot the index pointed at. */
+	nops = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+		const struct sm_class *cl;
+		uint64_t a;
+
+		if (k->kc.state != SM_PENDING)
+			continue;
+		cl = &k->kc.lay->cls[k->cand_cls];
+		a = sm_slot_addr(cl, k->bucket[k->cand_cls], (uint32_t)k->cand_way);
+		k->kc.op0 = nops;
+		k->kc.nops = 2;
+		ops[nops++] = sm_op(PC_OP_READ, k->kc.lay, a, cl->rkey, k->hdr, SLOT_HEADER_BYTES);
+		ops[nops++] = sm_op(PC_OP_READ, k->kc.lay, a + SLOT_HEADER_BYTES, cl->rkey, k->kc.pg->data,
+					 read_len(k, k->cand_cls));
+	}
+	if (nops) {
+		store_post(st, ops, nops);
+		*bytes += sm_read_bytes(ops, nops);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+		struct slot_header h;
+		int v;
+
+		if (k->kc.state != SM_PENDING)
+			continue;
+		sm_take_errors(&k->kc, ops);
+		if (k->kc.state != SM_PENDING)
+			continue;
+		slot_header_decode(k->hdr, &h);
+		if (slot_header_empty(&h) || !keyhash_eq(h.key, k->kc.h)) {
+			finish(k, SLOT_MISS_OTHER_KEY);	/* the tag was stale or collided */
+			continue;
+		}
+		v = slot_matches(&h, k->kc.pg->data, k->kc.h, k->expect,
+				 k->maxlen < read_len(k, k->cand_cls) ? k->maxlen :
+									 read_len(k, k->cand_cls));
+		if (v == SLOT_HIT)
+			k->kc.pg->len = h.payload_len;
+		finish(k, v);
+	}
+	free(ops);
+}
+
+static void count_verdict(struct pc_store *st, const struct gkey *k)
+{
+	static const size_t miss_field[SLOT_NR_VERDICTS] = {
+		[SLOT_MISS_ABSENT] = offsetof(struct pc_metrics, miss_absent),
+		[SLOT_MISS_OTHER_KEY] = offsetof(struct pc_metrics, miss_other_key),
+		[SLOT_MISS_TORN] = offsetof(struct pc_metrics, miss_torn),
+		[SLOT_MISS_LENGTH] = offsetof(struct pc_metrics, miss_length),
+		[SLOT_MISS_CHECKSUM] = offsetof(struct pc_metrics, miss_checksum),
+	};
+
+	if (k->kc.err) {
+		METRIC_ADD(st, miss_unreachable, 1);
+	} else if (k->verdict == SLOT_HIT) {
+		METRIC_ADD(st, hits, 1);
+		METRIC_ADD(st, hit_bytes, k->kc.pg->len);
+		if (k->first_phase)
+			METRIC_ADD(st, first_phase_hits, 1);
+	} else {
+		pc_stat_add((uint64_t *)((char *)&st->metrics + miss_field[k->verdict]), 1);
+	}
+}
+
+int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
+{
+	struct pc_store *st = sm->st;
+	struct gkey *keys = calloc(n ? n : 1, sizeof(*keys));
+	uint64_t bytes = 0;
+	int hits = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+		struct pc_page *pg = &pages[i];
+
+		if (sm_key_init(sm, &k->kc, pg))
+			continue;
+		if ((!pg->data && pg->cap) || pg->len > pg->cap || pg->len > UINT32_MAX) {
+			pg->status = -EINVAL;
+			k->kc.state = SM_DONE;
+			continue;
+		}
+		k->expect = (uint32_t)pg->len;
+		k->maxlen = pg->cap > UINT32_MAX ? UINT32_MAX : (uint32_t)pg->cap;
+	}
+	/* A second pass only for keys whose owner restarted under us. */
+	for (int pass = 0; pass < 2; pass++) {
+		get_pass(sm, keys, n, &bytes);
+		if (!sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
+			break;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+
+		if (k->kc.pg->status)	/* bad arguments */
+			goto next;
+		count_verdict(st, k);
+		if (k->kc.err)
+			k->kc.pg->status = k->kc.err;
+		else if (k->verdict == SLOT_HIT)
+			hits++;
+		else
+			k->kc.pg->status = -ENOENT;
+next:
+		if (k->kc.pg->status)
+			k->kc.pg->len = 0;
+		free(k->idx[0]);
+	}
+	METRIC_ADD(st, read_requests, n);
+	METRIC_ADD(st, bytes_read, bytes);
+	free(keys);
+	return hits;
+}
+
+/* ------------------------------------------------------------------ exists */
+
+/* exists reads the headers of the key's bucket (ways x 64 B per class), nothing
+ * else: no payload moves. len, when given, names the one class to look in. */
+static void exists_pass(struct slotmap *sm, struct gkey *keys, size_t n, uint64_t *bytes)
+{
+	struct pc_store *st = sm->st;
+	uint8_t *hdrs = NULL;
+	struct pc_op *ops = NULL;
+	uint32_t nops = 0;
+
+	sm_bind_layouts(sm, keys, sizeof(*keys), n);
+	/* Header landing space: only what the remote keys need. */
+	for (size_t i = 0; i < n; i++) {
+		const struct sm_layout *lay = keys[i].kc.lay;
+
+		if (keys[i].kc.state == SM_PENDING && keys[i].kc.owner != st->self)
+			for (uint32_t c = 0; c < lay->nr_classes; c++)
+				nops += lay->cls[c].g.ways;
+	}
+	hdrs = malloc((size_t)nops * SLOT_HEADER_BYTES + 1);
+	ops = calloc((size_t)nops + 1, sizeof(*ops));
+	if (!hdrs || !ops) {
+		for (size_t i = 0; i < n; i++)
+			if (keys[i].kc.state == SM_PENDING)
+				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
+		goto out;
+	}
+	nops = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+		const struct sm_layout *lay = k->kc.lay;
+		int only;
+
+		if (k->kc.state != SM_PENDING)
+			continue;
+		only = k->kc.pg->len ? sm_class_for(lay, k->kc.pg->len) : -1;
+		if (k->kc.pg->len && only < 0) {
+			k->kc.state = SM_DONE;	/* no class holds such a page */
+			continue;
+		}
+		k->kc.op0 = nops;
+		for (uint32_t c = 0; c < lay->nr_classes; c++) {
+			const struct sm_class *cl = &lay->cls[c];
+			uint64_t b = slot_bucket_of(&cl->g, k->kc.h);
+
+			if (only >= 0 && (int)c != only)
+				continue;
+			for (uint32_t w = 0; w < cl->g.ways; w++) {
+				struct slot_header h;
+
+				if (k->kc.owner != st->self) {
+					ops[nops] = sm_op(PC_OP_READ, lay, sm_slot_addr(cl, b, w), cl->rkey,
+							       hdrs + (size_t)nops * SLOT_HEADER_BYTES,
+							       SLOT_HEADER_BYTES);
+					nops++;
+					continue;
+				}
+				slot_header_load(sm_local(sm, (int)c, slot_offset(&cl->g, b, w)), &h);
+				*bytes += SLOT_HEADER_BYTES;
+				if (slot_header_check(&h, k->kc.h, (uint32_t)k->kc.pg->len,
+						      UINT32_MAX) == SLOT_HIT)
+					k->found = true;
+			}
+		}
+		k->kc.nops = nops - k->kc.op0;
+		if (k->kc.owner == st->self)
+			k->kc.state = SM_DONE;
+	}
+	if (nops) {
+		store_post(st, ops, nops);
+		*bytes += sm_read_bytes(ops, nops);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+
+		if (k->kc.state != SM_PENDING)
+			continue;
+		sm_take_errors(&k->kc, ops);
+		for (uint32_t j = 0; k->kc.state == SM_PENDING && j < k->kc.nops; j++) {
+			struct slot_header h;
+
+			slot_header_decode(hdrs + (size_t)(k->kc.op0 + j) * SLOT_HEADER_BYTES, &h);
+			if (slot_header_check(&h, k->kc.h, (uint32_t)k->kc.pg->len, UINT32_MAX) ==
+			    SLOT_HIT)
+				k->found = true;
+		}
+		k->kc.state = SM_DONE;
+	}
+out:
+	free(hdrs);
+	free(ops);
+}
+
+int slotmap_exists(struct slotmap *sm, struct pc_page *pages, size_t n)
+{
+	struct pc_store *st = sm->st;
+	struct gkey *keys = calloc(n ? n : 1, sizeof(*keys));
+	uint64_t bytes = 0;
+	int present = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		sm_key_init(sm, &keys[i].kc, &pages[i]);
+	for (int pass = 0; pass < 2; pass++) {
+		exists_pass(sm, keys, n, &bytes);
+		if (!sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
+			break;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+
+		if (k->kc.pg->status)	/* bad arguments */
+			continue;
+		k->kc.pg->status = k->kc.err ? k->kc.err : k->found ? 0 : -ENOENT;
+		present += !k->kc.pg->status;
+	}
+	METRIC_ADD(st, exists_requests, n);
+	METRIC_ADD(st, exists_hits, present);
+	METRIC_ADD(st, bytes_read, bytes);
+	free(keys);
+	return present;
+}

@@ -1,0 +1,453 @@
+/*
+ * slotmap_write.c - batch_set in slotmap mode.
+ *
+ * Own keys are written into local memory under the seqlock. Remote keys take one
+ * batched READ of their buckets' headers, a local pick_way, an optional batched CAS
+ * claim on the chosen slot's seq, and one batched WRITE of header, payload (from the
+ * caller's buffer) and index tag. A bucket READ that fails fails its keys: nothing
+ * is ever written blind. Keys of one batch that share a bucket reserve distinct
+ * ways, so they never evict each other; a key given twice keeps its last page.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slotmap_int.h"
+
+/* A bucket touched by the batch, with its headers as read. */
+struct sbucket {
+	uint32_t owner;
+	int cls;
+	uint64_t bucket;
+	uint32_t ways;
+	uint8_t *raw;			/* ways x 64 B as READ (remote buckets) */
+	struct slot_header *dec;	/* decoded headers */
+	bool decoded;
+	uint64_t reserved;		/* ways taken earlier in the batch */
+	int32_t *key_at;		/* which batch key took each way */
+	uint64_t max_stamp;
+	int err;
+	bool stale;
+	uint32_t op0, nops;
+};
+
+struct skey {
+	struct sm_kc kc;
+	int cls;
+	struct sbucket *b;
+	int way;
+	bool evicts, written;
+	bool superseded;		/* a later copy of the key took its way */
+	uint32_t by;			/* that later copy */
+	uint64_t old_seq, cas_old;
+	uint32_t tag;
+	uint8_t hdr[SLOT_HEADER_BYTES];	/* the header it writes */
+};
+
+struct btable {
+	struct sbucket *v;
+	size_t n;
+	int32_t *slots;
+	size_t mask;
+};
+
+static int btable_init(struct btable *t, size_t n)
+{
+	size_t cap = 16;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	t->v = calloc(n ? n : 1, sizeof(*t->v));
+	t->slots = malloc(cap * sizeof(*t->slots));
+	if (!t->v || !t->slots)
+		return -ENOMEM;
+	memset(t->slots, 0xff, cap * sizeof(*t->slots));
+	t->mask = cap - 1;
+	t->n = 0;
+	return 0;
+}
+
+static void btable_fini(struct btable *t)
+{
+	for (size_t i = 0; t->v && i < t->n; i++) {
+		free(t->v[i].raw);
+		free(t->v[i].dec);
+		free(t->v[i].key_at);
+	}
+	free(t->v);
+	free(t->slots);
+}
+
+static struct sbucket *btable_get(struct btable *t, uint32_t owner, int cls, uint64_t bucket,
+				  uint32_t ways)
+{
+	size_t h = (size_t)((bucket * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)owner << 8) ^ (uint64_t)cls);
+	struct sbucket *b;
+
+	for (h &= t->mask; t->slots[h] >= 0; h = (h + 1) & t->mask) {
+		b = &t->v[t->slots[h]];
+		if (b->owner == owner && b->cls == cls && b->bucket == bucket)
+			return b;
+	}
+	b = &t->v[t->n];
+	b->raw = malloc((size_t)ways * SLOT_HEADER_BYTES);
+	b->dec = calloc(ways, sizeof(*b->dec));
+	b->key_at = malloc(ways * sizeof(*b->key_at));
+	if (!b->raw || !b->dec || !b->key_at) {
+		free(b->raw);
+		free(b->dec);
+		free(b->key_at);
+		b->raw = NULL;
+		b->dec = NULL;
+		b->key_at = NULL;
+		return NULL;
+	}
+	b->owner = owner;
+	b->cls = cls;
+	b->bucket = bucket;
+	b->ways = ways;
+	t->slots[h] = (int32_t)t->n++;
+	return b;
+}
+
+/* Pick the way for key i: the way an earlier copy of the same key took in this batch
+ * (the later page wins), else slot_pick_way over the headers and the reservations. */
+static int choose_way(struct sbucket *b, const struct slot_geometry *g, struct skey *keys,
+		      size_t i)
+{
+	struct skey *k = &keys[i];
+	int w;
+
+	for (uint32_t x = 0; x < g->ways; x++) {
+		struct skey *e;
+
+		if (!(b->reserved >> x & 1))
+			continue;
+		e = &keys[b->key_at[x]];
+		if (keyhash_eq(e->kc.h, k->kc.h)) {
+			e->superseded = true;
+			e->by = (uint32_t)i;
+			k->evicts = e->evicts;
+			e->evicts = false;
+			k->old_seq = e->old_seq;
+			b->key_at[x] = (int32_t)i;
+			return (int)x;
+		}
+	}
+	w = slot_pick_way(b->dec, g->ways, k->kc.h, slot_predicted_way(g, k->kc.h), b->reserved,
+			  &k->evicts);
+	if (w < 0)
+		return w;
+	b->reserved |= 1ULL << w;
+	b->key_at[w] = (int32_t)i;
+	k->old_seq = b->dec[w].seq;
+	return w;
+}
+
+static uint64_t next_stamp(struct slotmap *sm, struct sbucket *b, uint32_t ways)
+{
+	uint64_t s = slot_next_stamp(b->dec, ways, pc_clock_now(sm->st->clock));
+
+	if (s <= b->max_stamp)
+		s = b->max_stamp + 1;
+	b->max_stamp = s;
+	return s;
+}
+
+/* Own keys: straight into local memory under the seqlock. A slot another thread is
+ * writing (odd seq) is waited for briefly, then given up: never a blind write. */
+static void set_local(struct slotmap *sm, struct skey *keys, size_t i)
+{
+	struct skey *k = &keys[i];
+	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
+	struct sbucket *b = k->b;
+	uint32_t *tags;
+	uint64_t stamp;
+	uint8_t *slot;
+	int w, ret;
+
+	for (uint32_t x = 0; x < cl->g.ways; x++)
+		slot_header_load(sm_local(sm, k->cls, slot_offset(&cl->g, b->bucket, x)), &b->dec[x]);
+	w = choose_way(b, &cl->g, keys, i);
+	if (w < 0) {
+		k->kc.err = w;
+		k->kc.state = SM_DONE;
+		return;
+	}
+	slot = sm_local(sm, k->cls, slot_offset(&cl->g, b->bucket, (uint32_t)w));
+	stamp = next_stamp(sm, b, cl->g.ways);
+	for (int spin = 0;; spin++) {
+		ret = slot_write_local(slot, &cl->g, k->kc.h, k->kc.pg->data,
+				       (uint32_t)k->kc.pg->len, stamp);
+		if (ret != -EBUSY || spin == 1000)
+			break;
+		sched_yield();
+	}
+	if (!ret) {
+		tags = (uint32_t *)sm_local(sm, k->cls, slot_index_offset(&cl->g, b->bucket));
+		__atomic_store_n(&tags[w], slot_tag(k->kc.h), __ATOMIC_RELEASE);
+		k->way = w;
+		k->written = true;
+	}
+	k->kc.err = ret;
+	k->kc.state = SM_DONE;
+}
+
+/* Remote phase A: every touched bucket's headers, one READ per way. */
+static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys, size_t n)
+{
+	struct pc_store *st = sm->st;
+	struct pc_op *ops;
+	uint32_t nops = 0;
+
+	for (size_t j = 0; j < t->n; j++)
+		if (t->v[j].owner != st->self && !t->v[j].decoded)
+			nops += t->v[j].ways;
+	ops = calloc((size_t)nops + 1, sizeof(*ops));
+	if (!ops) {
+		for (size_t j = 0; j < t->n; j++)
+			t->v[j].err = -ENOMEM;
+		return;
+	}
+	nops = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct skey *k = &keys[i];
+		struct sbucket *b = k->b;
+		const struct sm_class *cl;
+
+		if (k->kc.state != SM_PENDING || b->nops || b->decoded)
+			continue;
+		cl = &k->kc.lay->cls[k->cls];
+		b->op0 = nops;
+		for (uint32_t w = 0; w < cl->g.ways; w++)
+			ops[nops++] = sm_op(PC_OP_READ, k->kc.lay, sm_slot_addr(cl, b->bucket, w), cl->rkey,
+						 b->raw + w * SLOT_HEADER_BYTES, SLOT_HEADER_BYTES);
+		b->nops = cl->g.ways;
+	}
+	if (nops)
+		store_post(st, ops, nops);
+	for (size_t j = 0; j < t->n; j++) {
+		struct sbucket *b = &t->v[j];
+
+		for (uint32_t x = 0; x < b->nops; x++) {
+			int e = ops[b->op0 + x].status;
+
+			if (e && sm_stale(e))
+				b->stale = true;
+			else if (e && !b->err)
+				b->err = e;
+		}
+		if (b->nops && !b->err && !b->stale) {
+			for (uint32_t x = 0; x < b->nops; x++)
+				slot_header_decode(b->raw + x * SLOT_HEADER_BYTES, &b->dec[x]);
+			b->decoded = true;
+		}
+		b->nops = 0;
+	}
+	free(ops);
+}
+
+/* Remote phases B (optional CAS claim) and C (the writes). */
+static void write_remote(struct slotmap *sm, struct skey *keys, size_t n)
+{
+	struct pc_store *st = sm->st;
+	bool claim = st->topo->store.slot_cas_claim;
+	struct pc_op *ops = calloc(3 * n + 1, sizeof(*ops));
+	uint32_t nops = 0;
+
+	if (!ops) {
+		for (size_t i = 0; i < n; i++)
+			if (keys[i].kc.state == SM_PENDING)
+				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
+		return;
+	}
+	if (claim) {
+		for (size_t i = 0; i < n; i++) {
+			struct skey *k = &keys[i];
+			const struct sm_class *cl;
+
+			if (k->kc.state != SM_PENDING || k->superseded)
+				continue;
+			if (k->old_seq & 1) {	/* someone is writing it right now */
+				k->kc.err = -EBUSY;
+				k->kc.state = SM_DONE;
+				continue;
+			}
+			cl = &k->kc.lay->cls[k->cls];
+			k->kc.op0 = nops;
+			k->kc.nops = 1;
+			ops[nops] = sm_op(PC_OP_CAS, k->kc.lay,
+					  sm_slot_addr(cl, k->b->bucket, (uint32_t)k->way), cl->rkey,
+					  &k->cas_old, 8);
+			ops[nops].compare = k->old_seq;
+			ops[nops++].swap = k->old_seq + 1;
+		}
+		if (nops)
+			store_post(st, ops, nops);
+		for (size_t i = 0; i < n; i++) {
+			struct skey *k = &keys[i];
+
+			if (k->kc.state != SM_PENDING || k->superseded)
+				continue;
+			sm_take_errors(&k->kc, ops);
+			if (k->kc.state == SM_PENDING && k->cas_old != k->old_seq) {
+				k->kc.err = -EBUSY;	/* another writer got there first */
+				k->kc.state = SM_DONE;
+			}
+		}
+		nops = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct skey *k = &keys[i];
+		const struct sm_class *cl;
+		uint64_t a;
+
+		if (k->kc.state != SM_PENDING || k->superseded)
+			continue;
+		cl = &k->kc.lay->cls[k->cls];
+		a = sm_slot_addr(cl, k->b->bucket, (uint32_t)k->way);
+		k->tag = slot_tag(k->kc.h);
+		k->kc.op0 = nops;
+		k->kc.nops = 3;
+		ops[nops++] = sm_op(PC_OP_WRITE, k->kc.lay, a, cl->rkey, k->hdr, SLOT_HEADER_BYTES);
+		ops[nops++] = sm_op(PC_OP_WRITE, k->kc.lay, a + SLOT_HEADER_BYTES, cl->rkey,
+				    k->kc.pg->data, (uint32_t)k->kc.pg->len);
+		ops[nops++] = sm_op(PC_OP_WRITE, k->kc.lay,
+				    sm_index_addr(cl, k->b->bucket) + (uint64_t)k->way * SLOT_TAG_BYTES,
+				    cl->rkey, &k->tag, SLOT_TAG_BYTES);
+	}
+	if (nops)
+		store_post(st, ops, nops);
+	for (size_t i = 0; i < n; i++) {
+		struct skey *k = &keys[i];
+
+		if (k->kc.state != SM_PENDING || k->superseded)
+			continue;
+		sm_take_errors(&k->kc, ops);
+		if (k->kc.state == SM_PENDING) {
+			k->written = true;
+			k->kc.state = SM_DONE;
+		}
+	}
+	free(ops);
+}
+
+static void set_pass(struct slotmap *sm, struct skey *keys, size_t n)
+{
+	struct pc_store *st = sm->st;
+	struct btable t;
+
+	if (btable_init(&t, n)) {
+		for (size_t i = 0; i < n; i++)
+			if (keys[i].kc.state == SM_PENDING)
+				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
+		btable_fini(&t);
+		return;
+	}
+	sm_bind_layouts(sm, keys, sizeof(*keys), n);
+	for (size_t i = 0; i < n; i++) {
+		struct skey *k = &keys[i];
+		const struct sm_class *cl;
+
+		if (k->kc.state != SM_PENDING)
+			continue;
+		k->cls = sm_class_for(k->kc.lay, k->kc.pg->len);
+		if (k->cls < 0) {
+			k->kc.err = -EFBIG;
+			k->kc.state = SM_DONE;
+			continue;
+		}
+		cl = &k->kc.lay->cls[k->cls];
+		k->b = btable_get(&t, k->kc.owner, k->cls, slot_bucket_of(&cl->g, k->kc.h), cl->g.ways);
+		if (!k->b) {
+			k->kc.err = -ENOMEM;
+			k->kc.state = SM_DONE;
+			continue;
+		}
+		if (k->kc.owner == st->self)
+			set_local(sm, keys, i);
+	}
+	read_buckets(sm, &t, keys, n);
+	for (size_t i = 0; i < n; i++) {
+		struct skey *k = &keys[i];
+		const struct sm_class *cl;
+		struct slot_header h;
+		int w;
+
+		if (k->kc.state != SM_PENDING)
+			continue;
+		if (k->b->err || k->b->stale) {	/* never write blind */
+			k->kc.err = k->b->err;
+			k->kc.stale = k->b->stale;
+			k->kc.state = SM_DONE;
+			continue;
+		}
+		cl = &k->kc.lay->cls[k->cls];
+		w = choose_way(k->b, &cl->g, keys, i);
+		if (w < 0) {
+			k->kc.err = w;	/* the batch filled this bucket */
+			k->kc.state = SM_DONE;
+			continue;
+		}
+		k->way = w;
+		/* Even seq, past the one we read; with a claim, the CAS made it odd. */
+		slot_header_make(&h, (k->old_seq | 1) + 1, (uint32_t)k->cls, k->kc.h, k->kc.pg->data,
+				 (uint32_t)k->kc.pg->len, next_stamp(sm, k->b, cl->g.ways));
+		slot_header_encode(&h, k->hdr);
+	}
+	write_remote(sm, keys, n);
+	/* A superseded copy is settled by its successor, in this pass or a retry. */
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].superseded)
+			keys[i].kc.state = SM_DONE;
+	btable_fini(&t);
+}
+
+int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n)
+{
+	struct pc_store *st = sm->st;
+	struct skey *keys = calloc(n ? n : 1, sizeof(*keys));
+	int stored = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct pc_page *pg = &pages[i];
+
+		if (sm_key_init(sm, &keys[i].kc, pg))
+			continue;
+		if ((!pg->data && pg->len) || pg->len > UINT32_MAX) {
+			pg->status = -EINVAL;
+			keys[i].kc.state = SM_DONE;
+		}
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		set_pass(sm, keys, n);
+		if (!sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
+			break;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct skey *k = &keys[i];
+		struct pc_page *pg = k->kc.pg;
+
+		if (pg->status)		/* bad arguments */
+			continue;
+		if (!k->superseded)
+			METRIC_ADD(st, evictions, k->written && k->evicts);
+		while (k->superseded)	/* a later copy of the key decides */
+			k = &keys[k->by];
+		if (k->written) {
+			stored++;
+			METRIC_ADD(st, write_requests, 1);
+			METRIC_ADD(st, bytes_written, pg->len);
+			continue;
+		}
+		pg->status = k->kc.err ? k->kc.err : -EIO;
+		if (pg->status == -EFBIG)
+			METRIC_ADD(st, skipped_oversize, 1);
+		else
+			METRIC_ADD(st, write_failures, 1);
+	}
+	free(keys);
+	return stored;
+}

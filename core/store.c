@@ -1,0 +1,242 @@
+/*
+ * store.c - the store facade: opens the topology, the fabric and the mode, routes
+ * batches to the mode, answers peers' RPCs, keeps the metrics.
+ *
+ * Not for: placement or slot logic (slotmap*.c), transport (backends/).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <peercache/pc_topology.h>
+
+#include "backends.h"
+#include "log.h"
+#include "proto.h"
+#include "slotmap.h"
+#include "store.h"
+
+int store_post(struct pc_store *st, struct pc_op *ops, size_t n)
+{
+	int ret = pc_fabric_post(st->fabric, ops, n);
+
+	METRIC_ADD(st, round_trips, 1);
+	if (ret)
+		for (size_t i = 0; i < n; i++)
+			ops[i].status = ret;
+	return ret;
+}
+
+int store_call(struct pc_store *st, struct pc_rpc *rpcs, size_t n)
+{
+	int ret = pc_fabric_call(st->fabric, rpcs, n);
+
+	METRIC_ADD(st, round_trips, 1);
+	if (ret)
+		for (size_t i = 0; i < n; i++)
+			rpcs[i].status = ret;
+	return ret;
+}
+
+/* Every RPC a peer sends this node arrives here. */
+static int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
+		     struct pc_msg *resp)
+{
+	struct pc_store *st = arg;
+
+	(void)from;
+	(void)req;
+	switch (opcode) {
+	case PC_RPC_LAYOUT:
+		return len ? -EPROTO : slotmap_layout_rpc(st->sm, resp);
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+__attribute__((format(printf, 2, 3)))
+static int open_error(const struct pc_store_opts *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (o->err && o->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(o->err, o->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* The backend a topology's protocol asks for, falling back to tcp (with one line)
+ * when this build or this machine has no RDMA device and the topology allows it. */
+static int open_fabric(struct pc_store *st, const struct pc_store_opts *o)
+{
+	static const char *const by_proto[] = { [PC_PROTO_TCP] = "tcp", [PC_PROTO_RDMA] = "verbs",
+						[PC_PROTO_RXE] = "rxe" };
+	const struct pc_store_cfg *cfg = &st->topo->store;
+	const char *name = o->fabric ? o->fabric : by_proto[cfg->protocol];
+	struct pc_fabric_params p = { .topo = st->topo, .self = st->self, .clock = st->clock,
+				      .backend_arg = o->backend_arg };
+	int ret = -ENOENT;
+
+	if (pc_fabric_find(name))
+		ret = pc_fabric_open(name, &p, &st->fabric);
+	if (!ret)
+		return 0;
+	if (o->fabric || !strcmp(name, "tcp") || cfg->fallback == PC_FALLBACK_NONE)
+		return open_error(o, "%s: fabric '%s': %s%s", st->topo->source, name,
+				  ret == -ENOENT ? "not built into this library" : strerror(-ret),
+				  cfg->fallback == PC_FALLBACK_NONE && !o->fabric ?
+					  " (store.fallback is none; set it to tcp to run without RDMA)" :
+					  "");
+	pc_warn("protocol %s: %s; falling back to tcp", name,
+		ret == -ENOENT ? "no RDMA backend in this build" : strerror(-ret));
+	ret = pc_fabric_open("tcp", &p, &st->fabric);
+	return ret ? open_error(o, "%s: fabric tcp: %s", st->topo->source, strerror(-ret)) : 0;
+}
+
+int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
+{
+	char err[PC_ERR_MAX];
+	struct pc_store *st;
+	int ret, idx;
+
+	if (!o || o->size < sizeof(*o) || (!o->topology && !o->topo))
+		return -EINVAL;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->clock = o->clock ? o->clock : pc_clock_posix();
+	if (o->topo) {
+		st->topo = pc_topology_dup(o->topo);
+		ret = st->topo ? 0 : -ENOMEM;
+	} else {
+		ret = pc_topology_load(o->topology, &st->topo, err, sizeof(err));
+		if (ret)
+			open_error(o, "%s", err);
+	}
+	if (ret)
+		goto err_free;
+	st->self = PC_PEER_NONE;
+	if (o->node) {
+		idx = pc_topology_find_node(st->topo, o->node);
+		if (idx < 0) {
+			ret = open_error(o, "%s: no node named '%s'; pick one of the names under nodes:",
+					 st->topo->source, o->node);
+			goto err_topo;
+		}
+		st->self = (uint32_t)idx;
+	}
+	if (st->topo->store.mode != PC_MODE_SLOTMAP) {
+		ret = open_error(o, "%s: store.mode p2p is not available in this build; use mode: slotmap",
+				 st->topo->source);
+		goto err_topo;
+	}
+	st->ring = ring_create(st->topo->store.vnodes);
+	if (!st->ring) {
+		ret = -ENOMEM;
+		goto err_topo;
+	}
+	for (uint32_t i = 0; i < st->topo->nr_nodes; i++) {
+		ret = ring_add(st->ring, i, st->topo->nodes[i].name);
+		if (ret)
+			goto err_ring;
+	}
+	if (o->use_fabric) {
+		st->fabric = o->use_fabric;
+		if (st->fabric->self != st->self || st->fabric->topo->nr_nodes != st->topo->nr_nodes) {
+			ret = open_error(o, "the fabric given was opened for another node or topology");
+			goto err_ring;
+		}
+	} else {
+		ret = open_fabric(st, o);
+		if (ret)
+			goto err_ring;
+		st->owns_fabric = true;
+	}
+	ret = slotmap_open(st, &st->sm);
+	if (ret) {
+		open_error(o, "%s: node %s: cannot set up its slots: %s", st->topo->source,
+			   o->node ? o->node : "-", strerror(-ret));
+		goto err_fabric;
+	}
+	if (st->self != PC_PEER_NONE) {
+		ret = pc_fabric_serve(st->fabric, store_rpc, st);
+		if (ret) {
+			const struct pc_node *n = &st->topo->nodes[st->self];
+
+			open_error(o, "%s: node %s: cannot serve on %s port %u: %s", st->topo->source,
+				   n->name, n->address, n->port, strerror(-ret));
+			goto err_slotmap;
+		}
+	}
+	*out = st;
+	return 0;
+err_slotmap:
+	slotmap_close(st->sm);
+err_fabric:
+	if (st->owns_fabric)
+		pc_fabric_close(st->fabric);
+err_ring:
+	ring_destroy(st->ring);
+err_topo:
+	pc_topology_free(st->topo);
+err_free:
+	free(st);
+	return ret;
+}
+
+void pc_store_close(struct pc_store *st)
+{
+	if (!st)
+		return;
+	/* Stop answering peers before the slots they address go away. */
+	if (st->self != PC_PEER_NONE)
+		pc_fabric_serve(st->fabric, NULL, NULL);
+	slotmap_close(st->sm);
+	if (st->owns_fabric)
+		pc_fabric_close(st->fabric);
+	ring_destroy(st->ring);
+	pc_topology_free(st->topo);
+	free(st);
+}
+
+int pc_batch_set(struct pc_store *st, struct pc_page *pages, size_t n)
+{
+	if (!st || (!pages && n))
+		return -EINVAL;
+	METRIC_ADD(st, batches, 1);
+	return slotmap_set(st->sm, pages, n);
+}
+
+int pc_batch_get(struct pc_store *st, struct pc_page *pages, size_t n)
+{
+	if (!st || (!pages && n))
+		return -EINVAL;
+	METRIC_ADD(st, batches, 1);
+	return slotmap_get(st->sm, pages, n);
+}
+
+int pc_batch_exists(struct pc_store *st, struct pc_page *pages, size_t n)
+{
+	if (!st || (!pages && n))
+		return -EINVAL;
+	METRIC_ADD(st, batches, 1);
+	return slotmap_exists(st->sm, pages, n);
+}
+
+void pc_store_metrics(struct pc_store *st, struct pc_metrics *out)
+{
+	const uint64_t *src = (const uint64_t *)&st->metrics;
+	uint64_t *dst = (uint64_t *)out;
+
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+int pc_store_node(const struct pc_store *st)
+{
+	return st->self == PC_PEER_NONE ? -1 : (int)st->self;
+}
