@@ -91,7 +91,7 @@ static int open_fabric(struct pc_store *st, const struct pc_store_opts *o)
 				  cfg->fallback == PC_FALLBACK_NONE && !o->fabric ?
 					  " (store.fallback is none; set it to tcp to run without RDMA)" :
 					  "");
-	pc_warn("protocol %s: %s; falling back to tcp", name,
+	pc_warn("protocol %s: %s; falling back to tcp", cfg->protocol == PC_PROTO_RXE ? "rxe" : "rdma",
 		ret == -ENOENT ? "no RDMA backend in this build" : strerror(-ret));
 	ret = pc_fabric_open("tcp", &p, &st->fabric);
 	return ret ? open_error(o, "%s: fabric tcp: %s", st->topo->source, strerror(-ret)) : 0;

@@ -119,6 +119,7 @@ int main(int argc, char **argv)
 	struct pc_topology *t;
 	int c, nsets = 0, write = 0, ret;
 
+	opterr = 0;	/* one line of our own instead of getopt's */
 	while ((c = getopt_long(argc, argv, "t:k:s:wh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -141,7 +142,8 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
+			fprintf(stderr, "pctopo: %s: unknown flag or missing value; see --help\n",
+				argv[optind - 1]);
 			return 2;
 		}
 	}

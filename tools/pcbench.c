@@ -1,0 +1,306 @@
+/*
+ * pcbench - drive batch_set / batch_get / batch_exists on a running cluster and
+ * compare with references measured in the same run.
+ *
+ *   pcbench --topology FILE [--node NAME] [--keys N] [--page-size SIZE] [--batch N]
+ *           [--iters N] [--ops set,get,exists] [--any-length] [--no-verify]
+ *           [--raw-tcp HOST | --no-raw-tcp] [--redis PORT] [--memcached PORT]
+ *           [--cpu N] [--server-cpu N] [--prefix STR] [--set key=value ...]
+ *
+ * Per op it prints pages/s, GB/s, p50/p99 per batch, round trips per batch, bytes
+ * read per hit byte and the hit rate; then the references: a raw single-connection
+ * TCP stream over the same loopback (and Redis / memcached when given ports), and
+ * the store's get throughput as a ratio of each. Exit code 1 when a page read back
+ * is not byte-identical to what was written.
+ */
+#include <getopt.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "bench_ref.h"
+#include "tool_common.h"
+
+struct bench {
+	struct pc_store *s;
+	size_t keys, page, batch;
+	int iters;
+	bool any_length, verify;
+	char prefix[64];
+	char (*names)[96];
+	uint8_t *buf;			/* one batch of pages */
+	struct pc_page *pg;
+	unsigned long bad;
+};
+
+struct result {
+	const char *op;
+	size_t pages, batches;
+	double secs;
+	double p50, p99;		/* us per batch */
+	struct pc_metrics d;		/* metrics delta */
+	size_t ok;
+};
+
+static void fill_page(uint8_t *p, size_t len, const char *key)
+{
+	uint64_t x = XXH3_64bits(key, strlen(key));
+
+	for (size_t i = 0; i + 8 <= len; i += 8) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		memcpy(p + i, &x, 8);
+	}
+	for (size_t i = len & ~(size_t)7; i < len; i++)
+		p[i] = (uint8_t)i;
+}
+
+static void metrics_delta(const struct pc_metrics *a, const struct pc_metrics *b,
+			  struct pc_metrics *d)
+{
+	const uint64_t *x = (const uint64_t *)a, *y = (const uint64_t *)b;
+	uint64_t *z = (uint64_t *)d;
+
+	for (size_t i = 0; i < sizeof(*d) / 8; i++)
+		z[i] = y[i] - x[i];
+}
+
+/* One op over all keys, batch by batch; only the batch calls are timed. */
+static void run_op(struct bench *B, const char *op, struct result *r)
+{
+	size_t nb = (B->keys + B->batch - 1) / B->batch;
+	double *lat = calloc(nb * (size_t)B->iters, sizeof(double));
+	struct pc_metrics m0, m1;
+	int iters = strcmp(op, "set") ? B->iters : 1;
+
+	memset(r, 0, sizeof(*r));
+	r->op = op;
+	pc_store_metrics(B->s, &m0);
+	for (int it = 0; it < iters; it++) {
+		for (size_t b = 0; b < nb; b++) {
+			size_t n = B->keys - b * B->batch < B->batch ? B->keys - b * B->batch : B->batch;
+			double t0;
+			int got;
+
+			for (size_t i = 0; i < n; i++) {
+				const char *key = B->names[b * B->batch + i];
+				struct pc_page *p = &B->pg[i];
+
+				*p = (struct pc_page){ .key = key, .key_len = strlen(key),
+						       .data = B->buf + i * B->page };
+				if (!strcmp(op, "set")) {
+					fill_page(p->data, B->page, key);
+					p->len = B->page;
+				} else if (!strcmp(op, "get")) {
+					p->cap = B->page;
+					p->len = B->any_length ? 0 : B->page;
+				} else {
+					p->len = B->page;
+				}
+			}
+			t0 = tool_now();
+			got = !strcmp(op, "set") ? pc_batch_set(B->s, B->pg, n) :
+			      !strcmp(op, "get") ? pc_batch_get(B->s, B->pg, n) :
+						   pc_batch_exists(B->s, B->pg, n);
+			lat[r->batches] = (tool_now() - t0) * 1e6;
+			r->secs += lat[r->batches++] / 1e6;
+			r->pages += n;
+			r->ok += got > 0 ? (size_t)got : 0;
+			if (!strcmp(op, "get") && B->verify) {
+				uint8_t *want = malloc(B->page);
+
+				for (size_t i = 0; i < n; i++) {
+					if (B->pg[i].status)
+						continue;
+					fill_page(want, B->page, B->pg[i].key);
+					if (B->pg[i].len != B->page || memcmp(want, B->pg[i].data, B->page))
+						B->bad++;
+				}
+				free(want);
+			}
+		}
+	}
+	pc_store_metrics(B->s, &m1);
+	metrics_delta(&m0, &m1, &r->d);
+	r->p50 = ref_percentile(lat, r->batches, 0.5);
+	r->p99 = ref_percentile(lat, r->batches, 0.99);
+	free(lat);
+}
+
+static void print_result(const struct bench *B, const struct result *r)
+{
+	double bytes = (double)r->pages * (double)B->page;
+	bool get = !strcmp(r->op, "get");
+
+	printf("%-7s %8zu %10.0f %8.3f %9.1f %9.1f %9.2f ", r->op, r->pages, (double)r->pages / r->secs,
+	       strcmp(r->op, "exists") ? bytes / r->secs / 1e9 : 0.0, r->p50, r->p99,
+	       (double)r->d.round_trips / (double)r->batches);
+	if (get)
+		printf("%10.3f %7.1f%%\n",
+		       r->d.hit_bytes ? (double)r->d.bytes_read / (double)r->d.hit_bytes : 0.0,
+		       100.0 * (double)r->ok / (double)r->pages);
+	else if (!strcmp(r->op, "exists"))
+		printf("%10s %7.1f%%   (%.0f bytes read per key)\n", "-",
+		       100.0 * (double)r->ok / (double)r->pages,
+		       (double)r->d.bytes_read / (double)r->pages);
+	else
+		printf("%10s %7.1f%%   (%llu evictions)\n", "-", 100.0 * (double)r->ok / (double)r->pages,
+		       (unsigned long long)r->d.evictions);
+}
+
+static void pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		tool_die("pcbench", "--cpu %d: cannot pin to that CPU", cpu);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "topology", required_argument, NULL, 't' }, { "node", required_argument, NULL, 'n' },
+		{ "set", required_argument, NULL, 's' }, { "protocol", required_argument, NULL, 'P' },
+		{ "keys", required_argument, NULL, 'k' }, { "page-size", required_argument, NULL, 'p' },
+		{ "batch", required_argument, NULL, 'b' }, { "iters", required_argument, NULL, 'i' },
+		{ "ops", required_argument, NULL, 'o' }, { "any-length", no_argument, NULL, 'a' },
+		{ "no-verify", no_argument, NULL, 'V' }, { "raw-tcp", required_argument, NULL, 'r' },
+		{ "no-raw-tcp", no_argument, NULL, 'R' }, { "redis", required_argument, NULL, 'd' },
+		{ "memcached", required_argument, NULL, 'm' }, { "cpu", required_argument, NULL, 'c' },
+		{ "server-cpu", required_argument, NULL, 'C' }, { "prefix", required_argument, NULL, 'x' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	struct bench B = { .keys = 4096, .batch = 64, .iters = 3, .verify = true };
+	const char *path = NULL, *node = NULL, *protocol = NULL, *ops = "set,get,exists";
+	const char *raw_host = "127.0.0.1";
+	char **sets = calloc((size_t)argc, sizeof(char *)), err[PC_ERR_MAX];
+	struct pc_store_opts o = { .size = sizeof(o), .err = err, .errlen = sizeof(err) };
+	int c, nsets = 0, cpu = -1, server_cpu = -1, redis = 0, memcached = 0;
+	struct result get_r = { 0 };
+	struct pc_topology *t;
+	double raw = 0;
+
+	snprintf(B.prefix, sizeof(B.prefix), "bench-%d", getpid());
+	opterr = 0;	/* one line of our own instead of getopt's */
+	while ((c = getopt_long(argc, argv, "t:n:s:P:k:p:b:i:o:aVr:Rd:m:c:C:x:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't': path = optarg; break;
+		case 'n': node = optarg; break;
+		case 's': sets[nsets++] = optarg; break;
+		case 'P': protocol = optarg; break;
+		case 'k': B.keys = tool_uint("pcbench", "--keys", optarg); break;
+		case 'p': B.page = tool_size("pcbench", "--page-size", optarg); break;
+		case 'b': B.batch = tool_uint("pcbench", "--batch", optarg); break;
+		case 'i': B.iters = (int)tool_uint("pcbench", "--iters", optarg); break;
+		case 'o': ops = optarg; break;
+		case 'a': B.any_length = true; break;
+		case 'V': B.verify = false; break;
+		case 'r': raw_host = optarg; break;
+		case 'R': raw_host = NULL; break;
+		case 'd': redis = (int)tool_uint("pcbench", "--redis", optarg); break;
+		case 'm': memcached = (int)tool_uint("pcbench", "--memcached", optarg); break;
+		case 'c': cpu = (int)strtol(optarg, NULL, 10); break;
+		case 'C': server_cpu = (int)strtol(optarg, NULL, 10); break;
+		case 'x': snprintf(B.prefix, sizeof(B.prefix), "%s", optarg); break;
+		case 'h':
+			printf("see the comment at the top of tools/pcbench.c, or README.md\n");
+			return 0;
+		default:
+			tool_die("pcbench", "%s: unknown flag or missing value; see --help",
+				 argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		tool_die("pcbench", "unexpected argument '%s'; see --help", argv[optind]);
+	t = tool_load_topology("pcbench", path, sets, nsets, protocol);
+	free(sets);
+	if (!B.page)
+		B.page = t->model.present ? t->model.page_bytes : 12288;
+	if (B.page > t->store.slot_max_page_bytes)
+		tool_die("pcbench", "--page-size %zu: larger than the largest size class (%llu)",
+			 B.page, (unsigned long long)t->store.slot_max_page_bytes);
+	tool_log_to_stderr("pcbench");
+	pin_self(cpu);
+	o.topo = t;
+	o.node = node;
+	if (pc_store_open(&o, &B.s)) {
+		fprintf(stderr, "pcbench: %s\n", err);
+		return 1;
+	}
+	B.names = calloc(B.keys, sizeof(*B.names));
+	B.buf = malloc(B.batch * B.page);
+	B.pg = calloc(B.batch, sizeof(*B.pg));
+	for (size_t i = 0; i < B.keys; i++)
+		snprintf(B.names[i], sizeof(B.names[i]), "%s-%zu", B.prefix, i);
+	printf("pcbench: topology '%s' (%u nodes, %s), %s, %zu keys x %zu B, batch %zu, %s; placement: pcbench cpu %s, raw-tcp sender cpu %s\n",
+	       t->name, t->nr_nodes, t->store.protocol == PC_PROTO_TCP ? "tcp" : "rdma",
+	       node ? node : "client", B.keys, B.page, B.batch,
+	       B.any_length ? "gets by capacity" : "gets with the expected length",
+	       cpu >= 0 ? "pinned" : "any", server_cpu >= 0 ? "pinned" : "any");
+	printf("%-7s %8s %10s %8s %9s %9s %9s %10s %8s\n", "op", "pages", "pages/s", "GB/s",
+	       "p50_us", "p99_us", "rt/batch", "bytes/hit", "ok");
+	for (const char *op = ops; *op;) {
+		size_t len = strcspn(op, ",");
+		char name[16];
+		struct result r;
+
+		snprintf(name, sizeof(name), "%.*s", (int)len, op);
+		if (strcmp(name, "set") && strcmp(name, "get") && strcmp(name, "exists"))
+			tool_die("pcbench", "--ops: unknown op '%s'; use set, get, exists", name);
+		run_op(&B, name, &r);
+		print_result(&B, &r);
+		if (!strcmp(name, "get"))
+			get_r = r;
+		op += len + (op[len] == ',');
+	}
+	if (raw_host) {
+		uint64_t total = (uint64_t)B.batch * B.page * 256;
+
+		raw = ref_raw_tcp(raw_host, total < (1ULL << 30) ? 1ULL << 30 : total,
+				  B.batch * B.page, server_cpu);
+		if (raw > 0)
+			printf("raw tcp stream, 1 connection to %s: %.3f GB/s\n", raw_host, raw);
+		else
+			printf("raw tcp stream to %s: not measured (%s)\n", raw_host, strerror((int)-raw));
+	}
+	if (get_r.pages && raw > 0)
+		printf("get / raw tcp: %.2f\n",
+		       (double)get_r.pages * (double)B.page / get_r.secs / 1e9 / raw);
+	for (int k = 0; k < 2; k++) {
+		int port = k ? memcached : redis;
+		struct ref_result rr;
+		int ret;
+
+		if (!port)
+			continue;
+		ret = k ? ref_memcached("127.0.0.1", port, B.page, B.batch, B.keys, &rr) :
+			  ref_redis("127.0.0.1", port, B.page, B.batch, B.keys, &rr);
+		if (ret) {
+			printf("%s on port %d: not measured (%s)\n", k ? "memcached" : "redis", port,
+			       strerror(-ret));
+			continue;
+		}
+		printf("%-9s set %.3f GB/s, get %.3f GB/s (p50 %.1f us, p99 %.1f us per batch, %llu/%llu hits)\n",
+		       k ? "memcached" : "redis", rr.set_gbps, rr.get_gbps, rr.get_p50_us, rr.get_p99_us,
+		       (unsigned long long)rr.get_hits, (unsigned long long)rr.get_pages);
+		if (get_r.pages)
+			printf("get / %s: %.2f\n", k ? "memcached" : "redis",
+			       (double)get_r.d.hit_bytes / get_r.secs / 1e9 / rr.get_gbps);
+	}
+	if (B.verify && get_r.pages)
+		printf("verify: %s (%lu pages differ)\n", B.bad ? "FAIL" : "all pages read back byte-identical",
+		       B.bad);
+	pc_store_close(B.s);
+	pc_topology_free(t);
+	free(B.names);
+	free(B.buf);
+	free(B.pg);
+	return B.bad ? 1 : 0;
+}

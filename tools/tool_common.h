@@ -1,0 +1,33 @@
+/*
+ * tool_common.h - what the command-line tools share: loading a topology with
+ * --set overrides, one-line usage errors (exit code 2), a log sink with the tool's
+ * tag and wall-clock time, and small parsers.
+ */
+#ifndef PC_TOOL_COMMON_H
+#define PC_TOOL_COMMON_H
+
+#include <stdint.h>
+
+#include <peercache/pc_topology.h>
+#include <peercache/peercache.h>
+
+/* Print "tool: message" and exit with code 2 (a usage or configuration error). */
+void tool_die(const char *tool, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+
+/* Load path, apply each "key=value" of sets[0..nsets), and the protocol override
+ * (NULL: none). Dies with a one-line error on any mistake. */
+struct pc_topology *tool_load_topology(const char *tool, const char *path, char **sets, int nsets,
+				       const char *protocol);
+
+/* Route library log lines to stderr as "HH:MM:SS.mmm tag: level: line". */
+void tool_log_to_stderr(const char *tag);
+
+/* "12KiB" etc. into bytes; dies naming the flag on error. */
+uint64_t tool_size(const char *tool, const char *flag, const char *value);
+/* A positive integer; dies naming the flag on error. */
+uint64_t tool_uint(const char *tool, const char *flag, const char *value);
+
+/* Seconds on the monotonic clock, for timing in tools. */
+double tool_now(void);
+
+#endif
