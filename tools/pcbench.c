@@ -5,13 +5,14 @@
  *   pcbench --topology FILE [--node NAME] [--keys N] [--page-size SIZE] [--batch N]
  *           [--iters N] [--ops set,get,exists] [--any-length] [--no-verify]
  *           [--raw-tcp HOST | --no-raw-tcp] [--redis PORT] [--memcached PORT]
- *           [--cpu N] [--server-cpu N] [--prefix STR] [--set key=value ...]
+ *           [--cpu N] [--server-cpu N] [--prefix STR] [--min-hits PCT]
+ *           [--set key=value ...]
  *
  * Per op it prints pages/s, GB/s, p50/p99 per batch, round trips per batch, bytes
  * read per hit byte and the hit rate; then the references: a raw single-connection
  * TCP stream over the same loopback (and Redis / memcached when given ports), and
  * the store's get throughput as a ratio of each. Exit code 1 when a page read back
- * is not byte-identical to what was written.
+ * is not byte-identical to what was written, or fewer gets hit than --min-hits.
  */
 #include <getopt.h>
 #include <sched.h>
@@ -175,7 +176,8 @@ int main(int argc, char **argv)
 		{ "no-raw-tcp", no_argument, NULL, 'R' }, { "redis", required_argument, NULL, 'd' },
 		{ "memcached", required_argument, NULL, 'm' }, { "cpu", required_argument, NULL, 'c' },
 		{ "server-cpu", required_argument, NULL, 'C' }, { "prefix", required_argument, NULL, 'x' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "min-hits", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	struct bench B = { .keys = 4096, .batch = 64, .iters = 3, .verify = true };
 	const char *path = NULL, *node = NULL, *protocol = NULL, *ops = "set,get,exists";
@@ -185,11 +187,11 @@ int main(int argc, char **argv)
 	int c, nsets = 0, cpu = -1, server_cpu = -1, redis = 0, memcached = 0;
 	struct result get_r = { 0 };
 	struct pc_topology *t;
-	double raw = 0;
+	double raw = 0, min_hits = 0;
 
 	snprintf(B.prefix, sizeof(B.prefix), "bench-%d", getpid());
 	opterr = 0;	/* one line of our own instead of getopt's */
-	while ((c = getopt_long(argc, argv, "t:n:s:P:k:p:b:i:o:aVr:Rd:m:c:C:x:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:n:s:P:k:p:b:i:o:aVr:Rd:m:c:C:x:H:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': path = optarg; break;
 		case 'n': node = optarg; break;
@@ -209,6 +211,7 @@ int main(int argc, char **argv)
 		case 'c': cpu = (int)strtol(optarg, NULL, 10); break;
 		case 'C': server_cpu = (int)strtol(optarg, NULL, 10); break;
 		case 'x': snprintf(B.prefix, sizeof(B.prefix), "%s", optarg); break;
+		case 'H': min_hits = (double)tool_uint("pcbench", "--min-hits", optarg); break;
 		case 'h':
 			printf("see the comment at the top of tools/pcbench.c, or README.md\n");
 			return 0;
@@ -297,6 +300,11 @@ int main(int argc, char **argv)
 	if (B.verify && get_r.pages)
 		printf("verify: %s (%lu pages differ)\n", B.bad ? "FAIL" : "all pages read back byte-identical",
 		       B.bad);
+	if (get_r.pages && 100.0 * (double)get_r.ok / (double)get_r.pages < min_hits) {
+		printf("hits: FAIL (%.1f%% of gets hit, --min-hits %.0f)\n",
+		       100.0 * (double)get_r.ok / (double)get_r.pages, min_hits);
+		B.bad++;
+	}
 	pc_store_close(B.s);
 	pc_topology_free(t);
 	free(B.names);
