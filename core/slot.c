@@ -112,7 +112,7 @@ uint64_t slot_checksum(struct pc_keyhash key, const void *payload, uint32_t len)
 	uint64_t seed = key.lo ^ (key.hi << 17 | key.hi >> 47) ^
 			((uint64_t)len * 0x9E3779B97F4A7C15ULL);
 
-	return XXH3_64bits_withSeed(payload, len, seed);
+	return xxh3_payload(payload, len, seed);
 }
 
 enum slot_verdict slot_header_check(const struct slot_header *h, struct pc_keyhash key,

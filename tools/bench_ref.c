@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -100,7 +101,7 @@ static void pin(int cpu)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
-double ref_raw_tcp(const char *host, uint64_t total, size_t chunk, int cpu)
+double ref_raw_tcp(const char *host, uint64_t total, size_t chunk, size_t span, int cpu)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sa);
@@ -122,15 +123,27 @@ double ref_raw_tcp(const char *host, uint64_t total, size_t chunk, int cpu)
 	if (pid == 0) {		/* the sender: accept one connection, stream, exit */
 		int c, one = 1;
 		uint64_t left = total;
+		size_t off = 0;
+		char *src;
 
 		pin(cpu);
+		span = span < chunk ? chunk : span;
+		/* Memory like the store's slots: huge pages where the kernel has them. */
+		src = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (src == MAP_FAILED)
+			_exit(1);
+		madvise(src, span, MADV_HUGEPAGE);
+		memset(src, 0x5a, span);
 		c = accept(lfd, NULL, NULL);
 		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		while (left) {
 			size_t n = left < chunk ? left : chunk;
 
-			if (send_all(c, buf, n))
+			if (off + n > span)
+				off = 0;
+			if (send_all(c, src + off, n))
 				_exit(1);
+			off += n;
 			left -= n;
 		}
 		_exit(0);

@@ -12,9 +12,10 @@
 #include <stdint.h>
 
 /* Stream total bytes from a forked sender process over one TCP connection on host,
- * received chunk bytes at a time. GB/s, or a negative errno. cpu >= 0 pins the
- * sender there. */
-double ref_raw_tcp(const char *host, uint64_t total, size_t chunk, int cpu);
+ * received chunk bytes at a time. The sender walks a span-byte buffer, as the
+ * store's server walks its slots, so the reference is not flattered by a
+ * cache-hot source. GB/s, or a negative errno. cpu >= 0 pins the sender there. */
+double ref_raw_tcp(const char *host, uint64_t total, size_t chunk, size_t span, int cpu);
 
 struct ref_result {
 	double set_gbps, get_gbps;	/* payload GB/s */

@@ -267,9 +267,10 @@ int main(int argc, char **argv)
 		uint64_t total = (uint64_t)B.batch * B.page * 256;
 
 		raw = ref_raw_tcp(raw_host, total < (1ULL << 30) ? 1ULL << 30 : total,
-				  B.batch * B.page, server_cpu);
+				  B.batch * B.page, B.keys * B.page, server_cpu);
 		if (raw > 0)
-			printf("raw tcp stream, 1 connection to %s: %.3f GB/s\n", raw_host, raw);
+			printf("raw tcp stream, 1 connection to %s, sent from a %zu-byte buffer: %.3f GB/s\n",
+			       raw_host, B.keys * B.page, raw);
 		else
 			printf("raw tcp stream to %s: not measured (%s)\n", raw_host, strerror((int)-raw));
 	}

@@ -43,8 +43,8 @@ struct sconn {
 	uint8_t **where;
 	int32_t *status;
 	uint32_t cap_ops;
-	uint32_t wop;			/* WRITE op whose payload is arriving */
-	uint32_t wgot;
+	struct iovec *rxv;		/* where the WRITE payloads go, in order */
+	size_t rxn, rxi, rxcap;
 	/* the response being sent */
 	struct pc_msg out;
 	struct pc_msg rpc_resp;
@@ -85,6 +85,7 @@ static void conn_close(struct tcp_server *s, struct sconn *c)
 	free(c->where);
 	free(c->status);
 	free(c->iov);
+	free(c->rxv);
 	free(c);
 }
 
@@ -103,21 +104,27 @@ static void watch(struct tcp_server *s, struct sconn *c, uint32_t events)
 	epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
-static int iov_push(struct sconn *c, void *base, size_t len)
+static int iovec_add(struct iovec **v, size_t *n, size_t *cap, void *base, size_t len)
 {
 	if (!len)
 		return 0;
-	if (c->iovcnt == c->iovcap) {
-		size_t cap = c->iovcap ? c->iovcap * 2 : 64;
-		struct iovec *v = realloc(c->iov, cap * sizeof(*v));
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct iovec *nv = realloc(*v, c * sizeof(*nv));
 
-		if (!v)
+		if (!nv)
 			return -ENOMEM;
-		c->iov = v;
-		c->iovcap = cap;
+		*v = nv;
+		*cap = c;
 	}
-	c->iov[c->iovcnt++] = (struct iovec){ .iov_base = base, .iov_len = len };
+	(*v)[(*n)++] = (struct iovec){ .iov_base = base, .iov_len = len };
 	return 0;
+}
+
+/* Queue bytes of the response. */
+static int iov_push(struct sconn *c, void *base, size_t len)
+{
+	return iovec_add(&c->iov, &c->iovcnt, &c->iovcap, base, len);
 }
 
 /* Send what is queued. 0 when all is out, -EAGAIN to wait, other -errno to close. */
@@ -243,15 +250,26 @@ static int on_ops_desc(struct tcp_server *s, struct sconn *c)
 	}
 	if (c->hdr.body_len != (uint64_t)c->nops * sizeof(*d) + writes)
 		return bad_frame(s, c, "OPS body length does not match its ops");
+	c->rxn = c->rxi = 0;
 	for (uint32_t i = 0; i < c->nops; i++) {
 		c->where[i] = NULL;
 		c->status[i] = region_table_check(&s->tf->regions, d[i].rkey, d[i].raddr, d[i].len,
 						  region_access_for(d[i].kind), &c->where[i]);
 		if (c->status[i])
 			pc_stat_add(&stats(s)->refused_ops, 1);
+		if (d[i].kind != PC_OP_WRITE)
+			continue;
+		/* WRITE payloads land in their regions; refused ones in the discard buffer. */
+		for (uint32_t off = 0; off < d[i].len;) {
+			uint32_t n = c->status[i] ? (d[i].len - off < DISCARD_BYTES ? d[i].len - off :
+							DISCARD_BYTES) : d[i].len;
+
+			if (iovec_add(&c->rxv, &c->rxn, &c->rxcap,
+				      c->status[i] ? s->discard : c->where[i], n))
+				return -ENOMEM;
+			off += n;
+		}
 	}
-	c->wop = 0;
-	c->wgot = 0;
 	return 0;
 }
 
@@ -368,36 +386,32 @@ static int on_body(struct tcp_server *s, struct sconn *c)
 	return ret == -EAGAIN ? 0 : ret;
 }
 
-/* Receive WRITE payloads straight into their regions (refused ones are dropped). */
+/* Receive WRITE payloads straight into their regions, scattered by recvmsg. */
 static int rx_payload(struct tcp_server *s, struct sconn *c)
 {
-	const struct tcp_opdesc *d = c->body.data;
 	int ret;
 
-	while (c->wop < c->nops) {
-		uint32_t i = c->wop;
-		uint8_t *dst;
-		size_t want;
-		ssize_t r;
+	while (c->rxi < c->rxn) {
+		size_t left = c->rxn - c->rxi;
+		struct msghdr mh = { .msg_iov = c->rxv + c->rxi, .msg_iovlen = left > 1024 ? 1024 : left };
+		ssize_t r = recvmsg(c->fd, &mh, MSG_DONTWAIT);
 
-		if (d[i].kind != PC_OP_WRITE || c->wgot == d[i].len) {
-			c->wop++;
-			c->wgot = 0;
-			continue;
-		}
-		want = d[i].len - c->wgot;
-		if (c->status[i]) {
-			dst = s->discard;
-			want = want < DISCARD_BYTES ? want : DISCARD_BYTES;
-		} else {
-			dst = c->where[i] + c->wgot;
-		}
-		r = recv(c->fd, dst, want, MSG_DONTWAIT);
 		if (r < 0)
 			return errno == EINTR ? 0 : -errno;
 		if (!r)
 			return -ECONNRESET;
-		c->wgot += (uint32_t)r;
+		while (r > 0) {
+			struct iovec *v = &c->rxv[c->rxi];
+
+			if ((size_t)r >= v->iov_len) {
+				r -= (ssize_t)v->iov_len;
+				c->rxi++;
+			} else {
+				v->iov_base = (char *)v->iov_base + r;
+				v->iov_len -= (size_t)r;
+				r = 0;
+			}
+		}
 	}
 	c->rx = RX_HDR;
 	c->got = 0;
