@@ -14,6 +14,7 @@
  * the store's get throughput as a ratio of each. Exit code 1 when a page read back
  * is not byte-identical to what was written, or fewer gets hit than --min-hits.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@ struct result {
 	double p50, p99;		/* us per batch */
 	struct pc_metrics d;		/* metrics delta */
 	size_t ok;
+	int first_err;			/* the first page error other than a miss */
 };
 
 static void fill_page(uint8_t *p, size_t len, const char *key)
@@ -110,6 +112,9 @@ static void run_op(struct bench *B, const char *op, struct result *r)
 			r->secs += lat[r->batches++] / 1e6;
 			r->pages += n;
 			r->ok += got > 0 ? (size_t)got : 0;
+			for (size_t i = 0; i < n && !r->first_err; i++)
+				if (B->pg[i].status && B->pg[i].status != -ENOENT)
+					r->first_err = B->pg[i].status;
 			if (!strcmp(op, "get") && B->verify) {
 				uint8_t *want = malloc(B->page);
 
@@ -136,6 +141,8 @@ static void print_result(const struct bench *B, const struct result *r)
 	double bytes = (double)r->pages * (double)B->page;
 	bool get = !strcmp(r->op, "get");
 
+	if (r->first_err)
+		printf("%-7s first page error: %s\n", r->op, strerror(-r->first_err));
 	printf("%-7s %8zu %10.0f %8.3f %9.1f %9.1f %9.2f ", r->op, r->pages, (double)r->pages / r->secs,
 	       strcmp(r->op, "exists") ? bytes / r->secs / 1e9 : 0.0, r->p50, r->p99,
 	       (double)r->d.round_trips / (double)r->batches);

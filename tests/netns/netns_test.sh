@@ -60,7 +60,7 @@ for n in 0 1 2; do
 done
 for n in 0 1 2; do
 	i=0
-	until grep -q ready "$TMP/pcd-n$n.log" 2>/dev/null; do
+	until grep -q "serving on" "$TMP/pcd-n$n.log" 2>/dev/null; do
 		i=$((i + 1)); [ $i -gt 100 ] && fail "pcd n$n did not start"; sleep 0.1
 	done
 done
