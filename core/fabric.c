@@ -164,9 +164,9 @@ int pc_msg_reserve(struct pc_msg *m, size_t more)
 
 int pc_msg_append(struct pc_msg *m, const void *p, size_t n)
 {
-	int ret = pc_msg_reserve(m, n);
+	int ret = n ? pc_msg_reserve(m, n) : 0;
 
-	if (ret)
+	if (ret || !n)
 		return ret;
 	memcpy((char *)m->data + m->len, p, n);
 	m->len += n;

@@ -206,7 +206,13 @@ struct flight {
 	int hs;
 	int stage;
 	short revents;			/* from the last poll */
-	uint8_t hs_buf[sizeof(struct tcp_hdr) + sizeof(struct tcp_hello)];
+	struct {
+		struct tcp_hdr h;
+		union {
+			struct tcp_hello hello;
+			struct tcp_hello_ack ack;
+		};
+	} hs_msg;			/* the HELLO out, then the ACK in */
 	size_t hs_got;
 	build_fn *build;		/* makes the request once the peer is known */
 	uint8_t expect_type;
@@ -230,8 +236,7 @@ struct flight {
 	struct pc_rpc *rpc;
 };
 
-_Static_assert(sizeof(struct tcp_hdr) + sizeof(struct tcp_hello) ==
-	       sizeof(struct tcp_hdr) + sizeof(struct tcp_hello_ack), "HELLO and ACK sizes match");
+_Static_assert(sizeof(struct tcp_hello) == sizeof(struct tcp_hello_ack), "HELLO and ACK sizes match");
 
 /* Advance an iovec cursor past r bytes. */
 static void iov_advance(struct iovec *v, size_t n, size_t *i, size_t r)
@@ -388,11 +393,13 @@ static int flight_rx(struct flight *fl)
 static int flight_handshake(struct flight *fl)
 {
 	struct tcp_fabric *tf = fl->tf;
-	struct tcp_hdr *h = (struct tcp_hdr *)fl->hs_buf;
+	struct tcp_hdr *h = &fl->hs_msg.h;
+	char *buf = (char *)&fl->hs_msg;
+	const size_t len = sizeof(fl->hs_msg);
 	ssize_t r;
 
 	if (fl->hs == HS_CONNECT) {
-		struct tcp_hello *hello = (struct tcp_hello *)(h + 1);
+		struct tcp_hello *hello = &fl->hs_msg.hello;
 		int err = 0;
 		socklen_t elen = sizeof(err);
 
@@ -408,19 +415,17 @@ static int flight_handshake(struct flight *fl)
 		fl->hs_got = 0;
 	}
 	while (fl->hs == HS_SEND) {
-		r = send(fl->conn->fd, fl->hs_buf + fl->hs_got, sizeof(fl->hs_buf) - fl->hs_got,
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		r = send(fl->conn->fd, buf + fl->hs_got, len - fl->hs_got, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (r < 0)
 			return would_block() ? 0 : -errno;
 		fl->hs_got += (size_t)r;
-		if (fl->hs_got == sizeof(fl->hs_buf)) {
+		if (fl->hs_got == len) {
 			fl->hs = HS_RECV;
 			fl->hs_got = 0;
 		}
 	}
-	while (fl->hs_got < sizeof(fl->hs_buf)) {
-		r = recv(fl->conn->fd, fl->hs_buf + fl->hs_got, sizeof(fl->hs_buf) - fl->hs_got,
-			 MSG_DONTWAIT);
+	while (fl->hs_got < len) {
+		r = recv(fl->conn->fd, buf + fl->hs_got, len - fl->hs_got, MSG_DONTWAIT);
 		if (r == 0)
 			return -ECONNRESET;
 		if (r < 0)
@@ -428,7 +433,7 @@ static int flight_handshake(struct flight *fl)
 		fl->hs_got += (size_t)r;
 	}
 	{
-		const struct tcp_hello_ack *ack = (const struct tcp_hello_ack *)(h + 1);
+		const struct tcp_hello_ack *ack = &fl->hs_msg.ack;
 
 		if (h->magic != TCP_MAGIC || h->type != TCP_HELLO_ACK || h->body_len != sizeof(*ack))
 			return -EPROTO;
