@@ -75,7 +75,7 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		assert(ops[i].peer < f->nr_peers);
-		assert(ops[i].kind != PC_OP_CAS || ops[i].len == 8);
+		assert(ops[i].kind != PC_OP_CAS || (ops[i].len == 8 && !ops[i].head_len));
 		ops[i].status = 0;
 	}
 	if (f->fault) {
@@ -96,11 +96,11 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		switch (ops[i].kind) {
 		case PC_OP_READ:
 			nr++;
-			rd += ops[i].len;
+			rd += pc_op_bytes(&ops[i]);
 			break;
 		case PC_OP_WRITE:
 			nw++;
-			wr += ops[i].len;
+			wr += pc_op_bytes(&ops[i]);
 			break;
 		default:
 			nc++;

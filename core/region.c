@@ -99,23 +99,35 @@ out:
 	return ret;
 }
 
-void region_apply(uint8_t kind, uint8_t *where, void *local, uint32_t len,
-		  uint64_t compare, uint64_t swap)
+uint64_t region_cas(uint8_t *where, uint64_t compare, uint64_t swap)
 {
-	switch (kind) {
+	uint64_t expect = compare;
+
+	__atomic_compare_exchange_n((uint64_t *)where, &expect, swap, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+	return expect;
+}
+
+void region_apply(const struct pc_op *op, uint8_t *where)
+{
+	uint64_t old;
+
+	switch (op->kind) {
 	case PC_OP_READ:
-		memcpy(local, where, len);
+		if (op->head_len)
+			memcpy(op->head, where, op->head_len);
+		if (op->len)
+			memcpy(op->local, where + op->head_len, op->len);
 		break;
 	case PC_OP_WRITE:
-		memcpy(where, local, len);
+		if (op->head_len)
+			memcpy(where, op->head, op->head_len);
+		if (op->len)
+			memcpy(where + op->head_len, op->local, op->len);
 		break;
-	case PC_OP_CAS: {
-		uint64_t expect = compare;
-
-		__atomic_compare_exchange_n((uint64_t *)where, &expect, swap, false,
-					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-		memcpy(local, &expect, 8);
+	case PC_OP_CAS:
+		old = region_cas(where, op->compare, op->swap);
+		memcpy(op->local, &old, 8);
 		break;
-	}
 	}
 }

@@ -52,9 +52,12 @@ static inline unsigned region_access_for(uint8_t kind)
 	       kind == PC_OP_WRITE ? PC_ACCESS_REMOTE_WRITE : PC_ACCESS_REMOTE_ATOMIC;
 }
 
-/* Run one op against local memory the check returned (the in-process, tcp-server and
- * simulated fabrics share this). CAS is atomic against local CPU writers. */
-void region_apply(uint8_t kind, uint8_t *where, void *local, uint32_t len,
-		  uint64_t compare, uint64_t swap);
+/* Run one op against memory the check returned (the in-process and simulated
+ * fabrics share this; the tcp server does the same with sockets). CAS is atomic
+ * against local CPU writers. */
+void region_apply(const struct pc_op *op, uint8_t *where);
+
+/* CAS on 8 aligned bytes; returns the old value. */
+uint64_t region_cas(uint8_t *where, uint64_t compare, uint64_t swap);
 
 #endif

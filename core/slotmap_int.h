@@ -76,7 +76,7 @@ static inline uint64_t sm_read_bytes(const struct pc_op *ops, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		if (!ops[i].status && ops[i].kind == PC_OP_READ)
-			b += ops[i].len;
+			b += pc_op_bytes(&ops[i]);
 	return b;
 }
 
@@ -92,6 +92,20 @@ static inline struct pc_op sm_op(uint8_t kind, const struct sm_layout *lay, uint
 {
 	return (struct pc_op){ .kind = kind, .peer = lay->node, .peer_inc = lay->inc,
 			       .rkey = rkey, .raddr = raddr, .local = local, .len = len };
+}
+
+/* One op over a whole slot: its header to or from hdr, its payload to or from the
+ * caller's page (registered memory when lreg says so). */
+static inline struct pc_op sm_slot_op(uint8_t kind, const struct sm_layout *lay, uint64_t raddr,
+				      uint32_t rkey, void *hdr, void *page, uint32_t len,
+				      const struct pc_region *lreg)
+{
+	struct pc_op op = sm_op(kind, lay, raddr, rkey, page, len);
+
+	op.head = hdr;
+	op.head_len = SLOT_HEADER_BYTES;
+	op.lreg = lreg;
+	return op;
 }
 
 enum { SM_PENDING, SM_DONE };

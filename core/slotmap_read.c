@@ -37,6 +37,7 @@ struct gkey {
 	uint8_t hdr[SLOT_HEADER_BYTES];
 	uint8_t *idx[PC_MAX_CLASSES];	/* index blocks */
 	uint8_t *scratch;		/* a whole bucket (bucket policy) */
+	const struct pc_region *lreg;	/* the caller's registered memory holding data */
 };
 
 /* Bytes to read for a payload of class c: exactly the expected length if given. */
@@ -108,9 +109,8 @@ static uint32_t phase1_ops(struct gkey *k, struct pc_op *ops)
 		if (k->policy == PC_READ_PREDICT) {
 			uint64_t a = sm_slot_addr(c0, k->bucket[k->c0], k->pred);
 
-			ops[n++] = sm_op(PC_OP_READ, lay, a, c0->rkey, k->hdr, SLOT_HEADER_BYTES);
-			ops[n++] = sm_op(PC_OP_READ, lay, a + SLOT_HEADER_BYTES, c0->rkey, k->kc.pg->data,
-					      read_len(k, k->c0));
+			ops[n++] = sm_slot_op(PC_OP_READ, lay, a, c0->rkey, k->hdr, k->kc.pg->data,
+					      read_len(k, k->c0), k->lreg);
 		}
 	}
 	for (int c = k->c0 - 1; c >= 0; c--) {
@@ -244,7 +244,7 @@ static int plan_key(struct gkey *k, size_t nremote)
 static void get_pass(struct slotmap *sm, struct gkey *keys, size_t n, uint64_t *bytes)
 {
 	struct pc_store *st = sm->st;
-	struct pc_op *ops = calloc(n * (3 + PC_MAX_CLASSES) + 1, sizeof(*ops));
+	struct pc_op *ops = calloc(n * (2 + PC_MAX_CLASSES) + 1, sizeof(*ops));
 	uint32_t nops = 0;
 	size_t nremote = 0;
 
@@ -302,10 +302,9 @@ static void get_pass(struct slotmap *sm, struct gkey *keys, size_t n, uint64_t *
 		cl = &k->kc.lay->cls[k->cand_cls];
 		a = sm_slot_addr(cl, k->bucket[k->cand_cls], (uint32_t)k->cand_way);
 		k->kc.op0 = nops;
-		k->kc.nops = 2;
-		ops[nops++] = sm_op(PC_OP_READ, k->kc.lay, a, cl->rkey, k->hdr, SLOT_HEADER_BYTES);
-		ops[nops++] = sm_op(PC_OP_READ, k->kc.lay, a + SLOT_HEADER_BYTES, cl->rkey, k->kc.pg->data,
-					 read_len(k, k->cand_cls));
+		k->kc.nops = 1;
+		ops[nops++] = sm_slot_op(PC_OP_READ, k->kc.lay, a, cl->rkey, k->hdr, k->kc.pg->data,
+					 read_len(k, k->cand_cls), k->lreg);
 	}
 	if (nops) {
 		store_post(st, ops, nops);
@@ -380,6 +379,7 @@ int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
 		}
 		k->expect = (uint32_t)pg->len;
 		k->maxlen = pg->cap > UINT32_MAX ? UINT32_MAX : (uint32_t)pg->cap;
+		k->lreg = store_lreg(st, pg->data, pg->cap);
 	}
 	/* A second pass only for keys whose owner restarted under us. */
 	for (int pass = 0; pass < 2; pass++) {

@@ -252,7 +252,7 @@ static void write_remote(struct slotmap *sm, struct skey *keys, size_t n)
 {
 	struct pc_store *st = sm->st;
 	bool claim = st->topo->store.slot_cas_claim;
-	struct pc_op *ops = calloc(3 * n + 1, sizeof(*ops));
+	struct pc_op *ops = calloc(2 * n + 1, sizeof(*ops));
 	uint32_t nops = 0;
 
 	if (!ops) {
@@ -308,10 +308,10 @@ static void write_remote(struct slotmap *sm, struct skey *keys, size_t n)
 		a = sm_slot_addr(cl, k->b->bucket, (uint32_t)k->way);
 		k->tag = slot_tag(k->kc.h);
 		k->kc.op0 = nops;
-		k->kc.nops = 3;
-		ops[nops++] = sm_op(PC_OP_WRITE, k->kc.lay, a, cl->rkey, k->hdr, SLOT_HEADER_BYTES);
-		ops[nops++] = sm_op(PC_OP_WRITE, k->kc.lay, a + SLOT_HEADER_BYTES, cl->rkey,
-				    k->kc.pg->data, (uint32_t)k->kc.pg->len);
+		k->kc.nops = 2;
+		ops[nops++] = sm_slot_op(PC_OP_WRITE, k->kc.lay, a, cl->rkey, k->hdr, k->kc.pg->data,
+					 (uint32_t)k->kc.pg->len,
+					 store_lreg(st, k->kc.pg->data, k->kc.pg->len));
 		ops[nops++] = sm_op(PC_OP_WRITE, k->kc.lay,
 				    sm_index_addr(cl, k->b->bucket) + (uint64_t)k->way * SLOT_TAG_BYTES,
 				    cl->rkey, &k->tag, SLOT_TAG_BYTES);

@@ -40,6 +40,62 @@ int store_call(struct pc_store *st, struct pc_rpc *rpcs, size_t n)
 	return ret;
 }
 
+const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t len)
+{
+	const struct pc_region *found = NULL;
+	uintptr_t a = (uintptr_t)p;
+
+	if (!st->bufs)
+		return NULL;
+	pthread_rwlock_rdlock(&st->bufs_lock);
+	for (struct store_buf *b = st->bufs; b && !found; b = b->next)
+		if (a >= (uintptr_t)b->r.addr && len <= b->r.len &&
+		    a - (uintptr_t)b->r.addr <= b->r.len - len)
+			found = &b->r;
+	pthread_rwlock_unlock(&st->bufs_lock);
+	return found;
+}
+
+int pc_store_register(struct pc_store *st, void *buf, size_t len)
+{
+	struct store_buf *b = calloc(1, sizeof(*b));
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	/* Local access only: peers can never address caller memory. */
+	b->r = (struct pc_region){ .addr = buf, .len = len, .access = 0 };
+	ret = pc_fabric_reg(st->fabric, &b->r);
+	if (ret) {
+		free(b);
+		return ret;
+	}
+	pthread_rwlock_wrlock(&st->bufs_lock);
+	b->next = st->bufs;
+	st->bufs = b;
+	pthread_rwlock_unlock(&st->bufs_lock);
+	return 0;
+}
+
+void pc_store_unregister(struct pc_store *st, void *buf)
+{
+	struct store_buf **pp, *b = NULL;
+
+	pthread_rwlock_wrlock(&st->bufs_lock);
+	for (pp = &st->bufs; *pp; pp = &(*pp)->next) {
+		if ((*pp)->r.addr == buf) {
+			b = *pp;
+			*pp = b->next;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&st->bufs_lock);
+	if (b) {
+		pc_fabric_dereg(st->fabric, &b->r);
+		free(b);
+	}
+}
+
 /* Every RPC a peer sends this node arrives here. */
 static int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
 		     struct pc_msg *resp)
@@ -92,7 +148,8 @@ static int open_fabric(struct pc_store *st, const struct pc_store_opts *o)
 					  " (store.fallback is none; set it to tcp to run without RDMA)" :
 					  "");
 	pc_warn("protocol %s: %s; falling back to tcp", cfg->protocol == PC_PROTO_RXE ? "rxe" : "rdma",
-		ret == -ENOENT ? "no RDMA backend in this build" : strerror(-ret));
+		ret == -ENOENT ? "no RDMA backend in this build" :
+		ret == -ENODEV ? "no usable RDMA device" : strerror(-ret));
 	ret = pc_fabric_open("tcp", &p, &st->fabric);
 	return ret ? open_error(o, "%s: fabric tcp: %s", st->topo->source, strerror(-ret)) : 0;
 }
@@ -109,6 +166,7 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 	if (!st)
 		return -ENOMEM;
 	st->clock = o->clock ? o->clock : pc_clock_posix();
+	pthread_rwlock_init(&st->bufs_lock, NULL);
 	if (o->topo) {
 		st->topo = pc_topology_dup(o->topo);
 		ret = st->topo ? 0 : -ENOMEM;
@@ -184,6 +242,7 @@ err_ring:
 err_topo:
 	pc_topology_free(st->topo);
 err_free:
+	pthread_rwlock_destroy(&st->bufs_lock);
 	free(st);
 	return ret;
 }
@@ -196,10 +255,13 @@ void pc_store_close(struct pc_store *st)
 	if (st->self != PC_PEER_NONE)
 		pc_fabric_serve(st->fabric, NULL, NULL);
 	slotmap_close(st->sm);
+	while (st->bufs)
+		pc_store_unregister(st, st->bufs->r.addr);
 	if (st->owns_fabric)
 		pc_fabric_close(st->fabric);
 	ring_destroy(st->ring);
 	pc_topology_free(st->topo);
+	pthread_rwlock_destroy(&st->bufs_lock);
 	free(st);
 }
 

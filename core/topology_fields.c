@@ -67,6 +67,7 @@ static const struct field node_fields[] = {
 
 static const struct field rail_fields[] = {
 	FSTR(struct pc_rail, device),
+	FSTR(struct pc_rail, netdev),
 	F(struct pc_rail, gbps, FT_DOUBLE, 0.001, 100000),
 	F(struct pc_rail, latency_us, FT_DOUBLE, 0, 1e6),
 	F(struct pc_rail, max_outstanding, FT_U32, 1, 1u << 20),

@@ -89,13 +89,13 @@ int inproc_world_apply(struct inproc_world *w, struct pc_op *op)
 		return -ECONNREFUSED;
 	if (op->peer_inc && op->peer_inc != ep->base.incarnation)
 		return -ESTALE;
-	ret = region_table_check(&ep->regions, op->rkey, op->raddr, op->len,
+	ret = region_table_check(&ep->regions, op->rkey, op->raddr, pc_op_bytes(op),
 				 region_access_for(op->kind), &where);
 	if (ret) {
 		pc_stat_add(&ep->base.stats.refused_ops, 1);
 		return ret;
 	}
-	region_apply(op->kind, where, op->local, op->len, op->compare, op->swap);
+	region_apply(op, where);
 	pc_stat_add(&ep->base.stats.served_ops, 1);
 	return 0;
 }

@@ -281,7 +281,7 @@ static int ops_data_layout(struct flight *fl)
 {
 	uint64_t expect = (uint64_t)fl->nidx * 4;
 
-	fl->rx = calloc(fl->nidx ? fl->nidx : 1, sizeof(*fl->rx));
+	fl->rx = calloc(2 * (size_t)fl->nidx + 1, sizeof(*fl->rx));
 	if (!fl->rx)
 		return -ENOMEM;
 	for (uint32_t j = 0; j < fl->nidx; j++) {
@@ -291,9 +291,11 @@ static int ops_data_layout(struct flight *fl)
 			return -EPROTO;
 		if (fl->status[j] || op->kind == PC_OP_WRITE)
 			continue;
+		if (op->kind == PC_OP_READ && op->head_len)
+			fl->rx[fl->rxn++] = (struct iovec){ .iov_base = op->head, .iov_len = op->head_len };
 		fl->rx[fl->rxn++] = (struct iovec){ .iov_base = op->local,
 						    .iov_len = op->kind == PC_OP_READ ? op->len : 8 };
-		expect += fl->rx[fl->rxn - 1].iov_len;
+		expect += pc_op_bytes(op);
 	}
 	return expect == fl->resp.body_len ? 0 : -EPROTO;
 }
@@ -581,7 +583,7 @@ static int build_ops(struct flight *fl)
 
 	fl->desc = calloc(n, sizeof(*fl->desc));
 	fl->status = calloc(n, sizeof(*fl->status));
-	fl->tx = calloc((size_t)n + 2, sizeof(*fl->tx));
+	fl->tx = calloc(2 * (size_t)n + 2, sizeof(*fl->tx));
 	if (!fl->desc || !fl->status || !fl->tx)
 		return -ENOMEM;
 	for (uint32_t j = 0; j < n; j++) {
@@ -593,7 +595,8 @@ static int build_ops(struct flight *fl)
 		}
 		fl->idx[keep] = fl->idx[j];
 		fl->desc[keep++] = (struct tcp_opdesc){ .kind = op->kind, .rkey = op->rkey,
-							.raddr = op->raddr, .len = op->len,
+							.raddr = op->raddr,
+							.len = (uint32_t)pc_op_bytes(op),
 							.compare = op->compare, .swap = op->swap };
 	}
 	fl->nidx = keep;
@@ -607,10 +610,13 @@ static int build_ops(struct flight *fl)
 	for (uint32_t j = 0; j < keep; j++) {
 		struct pc_op *op = &ops[fl->idx[j]];
 
-		if (op->kind != PC_OP_WRITE || !op->len)
+		if (op->kind != PC_OP_WRITE)
 			continue;
-		fl->tx[t++] = (struct iovec){ .iov_base = op->local, .iov_len = op->len };
-		fl->req.body_len += op->len;
+		if (op->head_len)
+			fl->tx[t++] = (struct iovec){ .iov_base = op->head, .iov_len = op->head_len };
+		if (op->len)
+			fl->tx[t++] = (struct iovec){ .iov_base = op->local, .iov_len = op->len };
+		fl->req.body_len += pc_op_bytes(op);
 	}
 	fl->txn = t;
 	fl->expect_type = TCP_OPS_RESP;

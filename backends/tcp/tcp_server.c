@@ -292,7 +292,7 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 
 		if (c->status[i] || d[i].kind != PC_OP_CAS)
 			continue;
-		region_apply(PC_OP_CAS, c->where[i], &old, 8, d[i].compare, d[i].swap);
+		old = region_cas(c->where[i], d[i].compare, d[i].swap);
 		if (pc_msg_append(&c->out, &old, 8))
 			return -ENOMEM;
 	}

@@ -53,7 +53,10 @@ enum pc_op_kind { PC_OP_READ = 1, PC_OP_WRITE = 2, PC_OP_CAS = 3 };
 
 /* One one-sided operation. READ copies len bytes of the peer's memory to local;
  * WRITE copies local to the peer; CAS compares the peer's 8 aligned bytes with
- * compare, swaps in swap when equal, and always stores the old value in *local. */
+ * compare, swaps in swap when equal, and always stores the old value in *local.
+ * A READ or WRITE may scatter/gather two pieces: the first head_len bytes of the
+ * remote range to/from head, the next len bytes to/from local (a slot's header into
+ * a small buffer, its payload straight into the caller's page, in one op). */
 struct pc_op {
 	uint8_t kind;
 	uint32_t peer;
@@ -62,6 +65,8 @@ struct pc_op {
 	uint64_t raddr;
 	void *local;
 	uint32_t len;
+	void *head;			/* READ/WRITE: optional first piece */
+	uint32_t head_len;
 	const struct pc_region *lreg;	/* region holding local, or NULL (backend copes) */
 	uint64_t compare, swap;
 	int status;			/* out: 0 or -errno (-ESTALE: peer restarted) */
@@ -159,6 +164,12 @@ struct pc_fabric {
 	pc_fabric_fault_fn *fault;
 	void *fault_arg;
 };
+
+/* Bytes an op moves on the remote side. */
+static inline uint64_t pc_op_bytes(const struct pc_op *op)
+{
+	return (uint64_t)op->head_len + op->len;
+}
 
 static inline void pc_stat_add(uint64_t *c, uint64_t v)
 {

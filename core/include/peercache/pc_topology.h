@@ -45,6 +45,8 @@ struct pc_mark {
 
 struct pc_rail {
 	char device[PC_NAME_MAX];	/* NIC name (mlx5_0, rxe0); "" = first active port */
+	char netdev[PC_NAME_MAX];	/* rxe: the Ethernet device to create it on;
+					 * "" = the one holding the node's address */
 	double gbps;			/* line rate */
 	double latency_us;		/* one-way per-op latency */
 	uint32_t max_outstanding;	/* ops in flight per port */

@@ -133,6 +133,13 @@ struct pc_metrics {
 
 PC_API void pc_store_metrics(struct pc_store *s, struct pc_metrics *out);
 
+/* Register memory the caller passes as page buffers (a host KV pool, a staging
+ * area). Over RDMA, pages then move between the NIC and that memory directly instead
+ * of through a registered bounce buffer; over tcp it changes nothing. The memory
+ * must stay mapped until pc_store_unregister() or pc_store_close(). 0 or -errno. */
+PC_API int pc_store_register(struct pc_store *s, void *buf, size_t len);
+PC_API void pc_store_unregister(struct pc_store *s, void *buf);
+
 /* Index of this store's node in the topology, or -1 for a client. */
 PC_API int pc_store_node(const struct pc_store *s);
 

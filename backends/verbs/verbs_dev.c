@@ -1,0 +1,229 @@
+/*
+ * verbs_dev.c - RDMA devices for this node's rails, one protection domain each, the
+ * GID to address peers with, and memory registration with the least access asked.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "verbs.h"
+
+/* The RoCE v2 GID of this node's IPv4 address (::ffff:a.b.c.d), when it has one. */
+static bool gid_of_ipv4(const char *address, union ibv_gid *gid)
+{
+	struct in_addr a;
+
+	if (!address || inet_pton(AF_INET, address, &a) != 1)
+		return false;
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[10] = 0xff;
+	gid->raw[11] = 0xff;
+	memcpy(&gid->raw[12], &a, 4);
+	return true;
+}
+
+static bool ipv4_mapped(const union ibv_gid *g)
+{
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return !memcmp(g->raw, prefix, sizeof(prefix));
+}
+
+/* Pick the GID index: RoCE v2 for this node's address; without one (a client), an
+ * IPv4 RoCE v2 GID, since both ends of a RoCE v2 path must be of one IP version and
+ * topologies give IPv4 addresses; else any RoCE v2 GID; else 0 (InfiniBand). */
+static int pick_gid(struct verbs_dev *d, const char *address)
+{
+	struct ibv_gid_entry tab[128];
+	union ibv_gid want;
+	bool have_want = gid_of_ipv4(address, &want);
+	ssize_t n = ibv_query_gid_table(d->ctx, tab, 128, 0);
+	int v4 = -1, any = -1;
+
+	for (ssize_t i = 0; i < n; i++) {
+		if (tab[i].port_num != d->port || tab[i].gid_type != IBV_GID_TYPE_ROCE_V2)
+			continue;
+		if (have_want && !memcmp(&tab[i].gid, &want, sizeof(want)))
+			return (int)tab[i].gid_index;
+		if (v4 < 0 && ipv4_mapped(&tab[i].gid))
+			v4 = (int)tab[i].gid_index;
+		if (any < 0)
+			any = (int)tab[i].gid_index;
+	}
+	return v4 >= 0 ? v4 : any >= 0 ? any : 0;
+}
+
+static int open_dev(struct verbs_dev *d, struct ibv_device *dev, const char *address)
+{
+	struct ibv_port_attr pa;
+	int ret = -ENODEV;
+
+	snprintf(d->name, sizeof(d->name), "%s", ibv_get_device_name(dev));
+	d->ctx = ibv_open_device(dev);
+	if (!d->ctx)
+		return -errno ? -errno : -ENODEV;
+	if (ibv_query_device(d->ctx, &d->attr))
+		goto err;
+	for (uint8_t p = 1; p <= d->attr.phys_port_cnt; p++) {
+		if (ibv_query_port(d->ctx, p, &pa) || pa.state != IBV_PORT_ACTIVE)
+			continue;
+		d->port = p;
+		d->lid = pa.lid;
+		d->mtu = pa.active_mtu;
+		break;
+	}
+	if (!d->port) {
+		pc_warn("verbs: device %s has no active port", d->name);
+		goto err;
+	}
+	d->gid_index = pick_gid(d, address);
+	if (ibv_query_gid(d->ctx, d->port, d->gid_index, &d->gid))
+		goto err;
+	d->pd = ibv_alloc_pd(d->ctx);
+	if (!d->pd) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	return 0;
+err:
+	ibv_close_device(d->ctx);
+	d->ctx = NULL;
+	return ret;
+}
+
+/* A device with an active port, as the rails name them or the first one found. */
+int verbs_devs_open(struct verbs_fabric *vf, const char *want_device)
+{
+	const struct pc_topology *t = vf->base.topo;
+	const struct pc_node *self = vf->base.self != PC_PEER_NONE ? &t->nodes[vf->base.self] : NULL;
+	const char *names[PC_MAX_RAILS];
+	struct ibv_device **list;
+	uint32_t nwant = 0;
+	int n, ret = 0;
+
+	if (want_device)
+		names[nwant++] = want_device;
+	else if (self)
+		for (uint32_t r = 0; r < self->nr_rails; r++)
+			if (self->rails[r].device[0])
+				names[nwant++] = self->rails[r].device;
+	if (!nwant && getenv("PC_VERBS_DEVICE"))
+		names[nwant++] = getenv("PC_VERBS_DEVICE");
+	list = ibv_get_device_list(&n);
+	if (!list || n <= 0) {
+		if (list)
+			ibv_free_device_list(list);
+		return -ENODEV;
+	}
+	if (!nwant) {		/* the first device with an active port */
+		for (int i = 0; i < n && !vf->nr_rails; i++)
+			if (!open_dev(&vf->dev[0], list[i], self ? self->address : NULL))
+				vf->nr_rails = 1;
+		ret = vf->nr_rails ? 0 : -ENODEV;
+	}
+	for (uint32_t w = 0; w < nwant && !ret; w++) {
+		int i;
+
+		for (i = 0; i < n && strcmp(ibv_get_device_name(list[i]), names[w]); i++)
+			;
+		if (i == n) {
+			pc_warn("verbs: no RDMA device named %s", names[w]);
+			ret = -ENODEV;
+			break;
+		}
+		ret = open_dev(&vf->dev[vf->nr_rails], list[i], self ? self->address : NULL);
+		if (!ret)
+			vf->nr_rails++;
+	}
+	ibv_free_device_list(list);
+	if (ret)
+		verbs_devs_close(vf);
+	return ret;
+}
+
+void verbs_devs_close(struct verbs_fabric *vf)
+{
+	for (uint32_t r = 0; r < vf->nr_rails; r++) {
+		if (vf->dev[r].pd)
+			ibv_dealloc_pd(vf->dev[r].pd);
+		if (vf->dev[r].ctx)
+			ibv_close_device(vf->dev[r].ctx);
+		memset(&vf->dev[r], 0, sizeof(vf->dev[r]));
+	}
+	vf->nr_rails = 0;
+}
+
+/* The least access a region needs: remote writes and atomics also need local write. */
+unsigned verbs_access(unsigned a)
+{
+	unsigned v = 0;
+
+	if (a & PC_ACCESS_REMOTE_READ)
+		v |= IBV_ACCESS_REMOTE_READ;
+	if (a & PC_ACCESS_REMOTE_WRITE)
+		v |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+	if (a & PC_ACCESS_REMOTE_ATOMIC)
+		v |= IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
+	return v;
+}
+
+int verbs_mr_add(struct verbs_fabric *vf, struct pc_region *r)
+{
+	struct verbs_mr m = { 0 };
+	int ret;
+
+	pthread_mutex_lock(&vf->mr_lock);
+	if (vf->nr_mrs == VERBS_MAX_REGIONS) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	ret = region_table_add(&vf->regions, r, pc_clock_random(vf->base.clock));
+	if (ret)
+		goto out;
+	m.key = r->key;
+	m.access = r->access;
+	for (uint32_t i = 0; i < vf->nr_rails; i++) {
+		m.mr[i] = ibv_reg_mr(vf->dev[i].pd, r->addr, r->len,
+				     (int)(verbs_access(r->access) | IBV_ACCESS_LOCAL_WRITE));
+		if (!m.mr[i]) {
+			ret = errno ? -errno : -ENOMEM;
+			while (i--)
+				ibv_dereg_mr(m.mr[i]);
+			region_table_del(&vf->regions, r->key);
+			goto out;
+		}
+	}
+	vf->mrs[vf->nr_mrs++] = m;
+out:
+	pthread_mutex_unlock(&vf->mr_lock);
+	return ret;
+}
+
+void verbs_mr_del(struct verbs_fabric *vf, struct pc_region *r)
+{
+	pthread_mutex_lock(&vf->mr_lock);
+	for (uint32_t i = 0; i < vf->nr_mrs; i++) {
+		if (vf->mrs[i].key != r->key)
+			continue;
+		for (uint32_t k = 0; k < vf->nr_rails; k++)
+			ibv_dereg_mr(vf->mrs[i].mr[k]);
+		vf->mrs[i] = vf->mrs[--vf->nr_mrs];
+		break;
+	}
+	region_table_del(&vf->regions, r->key);
+	pthread_mutex_unlock(&vf->mr_lock);
+}
+
+uint32_t verbs_lkey(struct verbs_fabric *vf, const struct pc_region *r, uint32_t rail)
+{
+	uint32_t lkey = 0;
+
+	pthread_mutex_lock(&vf->mr_lock);
+	for (uint32_t i = 0; i < vf->nr_mrs; i++)
+		if (vf->mrs[i].key == r->key)
+			lkey = vf->mrs[i].mr[rail]->lkey;
+	pthread_mutex_unlock(&vf->mr_lock);
+	return lkey;
+}

@@ -1,0 +1,65 @@
+#!/bin/sh
+# rxe-vm-init.sh - /init of the Soft-RoCE VM that ci/rxe-vm.sh boots: load
+# rdma_rxe, create rxe0 on lo, run the project's verbs tests and the perftest
+# comparison, report RXE_VM_RESULT=PASS|FAIL and power off.
+export PATH=/pc:/bin:/sbin
+export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu
+mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+echo "VM: kernel $(uname -r) up at $(cut -d' ' -f1 /proc/uptime)s"
+FAILS=""
+fail() { echo "VM: FAIL: $*"; FAILS="$FAILS $1"; }
+finish() {
+	if [ -z "$FAILS" ]; then echo "RXE_VM_RESULT=PASS"; else echo "RXE_VM_RESULT=FAIL$FAILS"; fi
+	sync; poweroff -f
+}
+for m in $(cat /modules.list); do insmod "$m" || fail insmod "$m"; done
+ip link set lo up
+ulimit -l unlimited
+rdma link add rxe0 type rxe netdev lo || { fail rdma-link-add; finish; }
+i=0; while [ ! -e /sys/class/infiniband/rxe0/ports/1/state ] || ! grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state; do
+	i=$((i + 1)); [ $i -gt 100 ] && { fail rxe0-not-active; finish; }; sleep 0.1; done
+echo "VM: rxe0 $(cat /sys/class/infiniband/rxe0/ports/1/state) at $(cut -d' ' -f1 /proc/uptime)s"
+
+echo "VM: ---- 1. fabric conformance on rxe"
+timeout 300 tcp_test rxe > /tmp/conform.log 2>&1; rc=$?
+grep -vE '^\s*$' /tmp/conform.log | grep -vE 'CUnit|sourceforge' | tail -25
+[ $rc = 0 ] || fail conformance
+
+echo "VM: ---- 2. slotmap e2e over rxe"
+timeout 300 e2e_test /pc/pcd rxe > /tmp/e2e.log 2>&1; rc=$?
+grep -vE '^\s*$' /tmp/e2e.log | grep -vE 'CUnit|sourceforge' | tail -25
+[ $rc = 0 ] || fail e2e
+
+echo "VM: ---- 3. perftest next to pcbench on rxe0"
+run_perf() {  # tool args...: server and client on the same rxe0
+	t=$1; shift
+	timeout 120 $t -d rxe0 -F "$@" > /tmp/$t.srv 2>&1 &
+	i=0; while ! netstat -ltn 2>/dev/null | grep -q ':18515 '; do i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.1; done
+	timeout 120 $t -d rxe0 -F "$@" 127.0.0.1 > /tmp/$t.cli 2>&1 || {
+		echo "VM: $t failed:"; tail -5 /tmp/$t.cli /tmp/$t.srv; fail perftest; }
+	wait
+	grep -E '^ *[0-9]+ +[0-9]+' /tmp/$t.cli | tail -2 | sed "s/^/VM: $t: /"
+}
+# bandwidth at 12 and 64 KiB; latency as one READ in flight at a time (ib_read_lat's
+# cycle counter reads 0 MHz under TCG and prints inf, so its message rate is used)
+run_perf ib_read_bw -n 2000 -s 12288
+run_perf ib_read_bw -n 500 -s 65536
+run_perf ib_read_bw -n 2000 -s 12288 -t 1 -o 1
+cat > /tmp/rxe.yaml <<YAML
+name: rxe
+store: {protocol: rxe, fallback: none, slot_size_classes: [16KiB, 64KiB], global_segment_size: 64MiB, timeout_ms: 5000}
+nodes:
+  - {name: n0, address: 127.0.0.1, port: 31998, rails: [{device: rxe0}]}
+YAML
+pcd --topology /tmp/rxe.yaml --node n0 2> /tmp/pcd.log &
+i=0; while ! grep -q "serving on" /tmp/pcd.log; do i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.1; done
+for spec in "12KiB 64" "64KiB 64" "12KiB 1"; do
+	set -- $spec
+	echo "VM: pcbench over rxe: $1 pages, batch $2"
+	timeout 120 pcbench --topology /tmp/rxe.yaml --page-size $1 --batch $2 --keys 512 --iters 2 \
+		--ops set,get --no-raw-tcp --prefix "p$1$2" 2>&1 | grep -E '^(set|get|verify)' | sed 's/^/VM:   /' \
+		|| fail pcbench
+done
+kill %1 2>/dev/null; wait
+finish
