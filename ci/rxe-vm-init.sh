@@ -54,12 +54,25 @@ nodes:
 YAML
 pcd --topology /tmp/rxe.yaml --node n0 2> /tmp/pcd.log &
 i=0; while ! grep -q "serving on" /tmp/pcd.log; do i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.1; done
-for spec in "12KiB 64" "64KiB 64" "12KiB 1"; do
+for spec in "12KiB 64 auto" "12KiB 64 predict" "64KiB 64 auto" "64KiB 64 predict" "12KiB 1 auto"; do
 	set -- $spec
-	echo "VM: pcbench over rxe: $1 pages, batch $2"
+	echo "VM: pcbench over rxe: $1 pages, batch $2, read policy $3"
 	timeout 120 pcbench --topology /tmp/rxe.yaml --page-size $1 --batch $2 --keys 512 --iters 2 \
-		--ops set,get --no-raw-tcp --prefix "p$1$2" 2>&1 | grep -E '^(set|get|verify)' | sed 's/^/VM:   /' \
-		|| fail pcbench
+		--ops set,get --no-raw-tcp --prefix "p$1$2$3" --set store.slot_read_policy=$3 2>&1 \
+		| grep -E '^(set|get|verify)' | sed 's/^/VM:   /' || fail pcbench
 done
 kill %1 2>/dev/null; wait
+
+echo "VM: ---- 4. the demo over rxe: three node processes"
+cat > /tmp/demo.yaml <<YAML
+name: demo-rxe
+store: {protocol: rxe, fallback: none, slot_size_classes: [16KiB], global_segment_size: 16MiB, timeout_ms: 5000}
+node_defaults: {address: 127.0.0.1, rails: [{device: rxe0}]}
+nodes:
+  - {name: n0, port: 32100}
+  - {name: n1, port: 32101}
+  - {name: n2, port: 32102}
+YAML
+timeout 120 pcdemo --topology /tmp/demo.yaml --pages 256 > /tmp/demo.log 2>&1 || fail demo
+grep -v 'slot region ready' /tmp/demo.log | sed 's/^/VM:   /'
 finish

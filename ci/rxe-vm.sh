@@ -23,7 +23,7 @@ T0=$(date +%s)
 log() { echo "[rxe-vm $(( $(date +%s) - T0 ))s] $*"; }
 setup_fail() { log "setup error: $*"; echo "RXE: FAIL (setup)"; exit 2; }
 
-for b in tests/tcp_test tests/e2e_test tools/pcd tools/pcbench; do
+for b in tests/tcp_test tests/e2e_test tools/pcd tools/pcbench tools/pcdemo; do
 	[ -x "$BUILD/$b" ] || setup_fail "$BUILD/$b is missing: build first (cmake --build $BUILD)"
 done
 export DEBIAN_FRONTEND=noninteractive
@@ -91,7 +91,7 @@ for d in lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu; do
 done
 # the project's binaries and every library the host resolves for them (rdma-core,
 # yaml, xxhash, cunit, libc), plus the verbs provider for rxe
-BINS="$BUILD/tests/tcp_test $BUILD/tests/e2e_test $BUILD/tools/pcd $BUILD/tools/pcbench"
+BINS="$BUILD/tests/tcp_test $BUILD/tests/e2e_test $BUILD/tools/pcd $BUILD/tools/pcbench $BUILD/tools/pcdemo"
 cp $BINS "$STAGE/pc/"
 for lib in $( (ldd $BINS "$STAGE"/bin/ib_read_bw "$STAGE"/bin/rdma 2>/dev/null; \
 	       ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so) \

@@ -1,7 +1,7 @@
 /*
  * pcdemo - the main job: a local cluster end to end.
  *
- *   pcdemo --topology FILE [--pages N] [--page-size SIZE] [--batch N]
+ *   pcdemo --topology FILE [--pages N] [--page-size SIZE] [--batch N] [--protocol P]
  *
  * Starts one process per node of the topology (each embeds the library and serves
  * its slots, as a serving engine would), writes pages from the first node, reads
@@ -165,9 +165,9 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "topology", required_argument, NULL, 't' }, { "pages", required_argument, NULL, 'n' },
 		{ "page-size", required_argument, NULL, 'p' }, { "batch", required_argument, NULL, 'b' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "protocol", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
-	const char *path = NULL;
+	const char *path = NULL, *protocol = NULL;
 	size_t pages = 1024, page = 0, batch = 64;
 	struct pc_topology *t;
 	struct report w, r;
@@ -176,20 +176,21 @@ int main(int argc, char **argv)
 	int opt;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "t:n:p:b:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "t:n:p:b:P:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 't': path = optarg; break;
 		case 'n': pages = tool_uint("pcdemo", "--pages", optarg); break;
 		case 'p': page = tool_size("pcdemo", "--page-size", optarg); break;
 		case 'b': batch = tool_uint("pcdemo", "--batch", optarg); break;
+		case 'P': protocol = optarg; break;
 		case 'h':
-			printf("usage: pcdemo --topology FILE [--pages N] [--page-size SIZE] [--batch N]\n");
+			printf("usage: pcdemo --topology FILE [--pages N] [--page-size SIZE] [--batch N] [--protocol tcp|rdma|rxe]\n");
 			return 0;
 		default:
 			tool_die("pcdemo", "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}
 	}
-	t = tool_load_topology("pcdemo", path, NULL, 0, NULL);
+	t = tool_load_topology("pcdemo", path, NULL, 0, protocol);
 	if (t->nr_nodes < 2 || t->nr_nodes > MAX_NODES)
 		tool_die("pcdemo", "%s: the demo needs 2 to %d nodes, the topology has %u", path,
 			 MAX_NODES, t->nr_nodes);
@@ -198,7 +199,8 @@ int main(int argc, char **argv)
 	if (page > t->store.slot_max_page_bytes)
 		tool_die("pcdemo", "--page-size %zu: larger than the largest size class", page);
 	printf("pcdemo: %u nodes of '%s' (%s) on %s, %zu pages of %zu B written from %s, read from the others\n",
-	       t->nr_nodes, t->name, path, t->store.protocol == PC_PROTO_TCP ? "tcp" : "rdma",
+	       t->nr_nodes, t->name, path,
+	       t->store.protocol == PC_PROTO_TCP ? "tcp" : t->store.protocol == PC_PROTO_RXE ? "rxe" : "rdma",
 	       pages, page, t->nodes[0].name);
 	fflush(stdout);
 	signal(SIGINT, on_signal);
