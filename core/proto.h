@@ -30,6 +30,7 @@ struct proto_layout {
 struct proto_layout_class {
 	uint64_t page_bytes;
 	uint64_t stride;
+	uint64_t mem_stride;		/* stride, or 64 when pages are not stored */
 	uint64_t nr_buckets;
 	uint64_t index_stride;
 	uint64_t base;			/* address of the region (slots, then index) */

@@ -115,6 +115,21 @@ uint64_t slot_checksum(struct pc_keyhash key, const void *payload, uint32_t len)
 	return xxh3_payload(payload, len, seed);
 }
 
+uint64_t slot_checksum_virtual(struct pc_keyhash key, uint32_t len)
+{
+	return XXH3_64bits_withSeed(&len, sizeof(len), key.lo ^ key.hi ^ 0x5643484b53554d31ULL);
+}
+
+enum slot_verdict slot_matches_virtual(const struct slot_header *h, struct pc_keyhash key,
+				       uint32_t expected_len, uint32_t max_len)
+{
+	enum slot_verdict v = slot_header_check(h, key, expected_len, max_len);
+
+	if (v == SLOT_HIT && h->checksum != slot_checksum_virtual(key, h->payload_len))
+		return SLOT_MISS_CHECKSUM;
+	return v;
+}
+
 enum slot_verdict slot_header_check(const struct slot_header *h, struct pc_keyhash key,
 				    uint32_t expected_len, uint32_t max_len)
 {
@@ -159,7 +174,15 @@ int slot_geometry_init(struct slot_geometry *g, uint32_t class_id, uint64_t page
 		return -EINVAL;
 	g->bytes = g->nr_buckets * ways * g->stride;
 	g->index_bytes = g->nr_buckets * g->index_stride;
+	g->mem_stride = g->stride;
+	g->mem_bytes = g->bytes;
 	return 0;
+}
+
+void slot_geometry_drop_payload(struct slot_geometry *g)
+{
+	g->mem_stride = SLOT_HEADER_BYTES;
+	g->mem_bytes = g->nr_buckets * g->ways * SLOT_HEADER_BYTES;
 }
 
 int slot_pick_way(const struct slot_header *hdrs, uint32_t ways, struct pc_keyhash key,
@@ -217,7 +240,7 @@ void slot_header_make(struct slot_header *h, uint64_t seq, uint32_t class_id,
 	h->class_id = (uint16_t)class_id;
 	h->key = key;
 	h->payload_len = len;
-	h->checksum = slot_checksum(key, page, len);
+	h->checksum = page || !len ? slot_checksum(key, page, len) : slot_checksum_virtual(key, len);
 	h->stamp = stamp;
 }
 
@@ -244,9 +267,10 @@ int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhas
 	if (s & 1 || !__atomic_compare_exchange_n(seq, &s, s + 1, false, __ATOMIC_ACQ_REL,
 						  __ATOMIC_ACQUIRE))
 		return -EBUSY;
-	slot_header_make(&h, s + 2, g->class_id, key, page, len, stamp);
+	slot_header_make(&h, s + 2, g->class_id, key, slot_has_payload(g) ? page : NULL, len, stamp);
 	encode_body(&h, slot);
-	memcpy((uint8_t *)slot + SLOT_HEADER_BYTES, page, len);
+	if (slot_has_payload(g))
+		memcpy((uint8_t *)slot + SLOT_HEADER_BYTES, page, len);
 	__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -278,15 +302,16 @@ enum slot_verdict slot_read_local(const void *slot, struct pc_keyhash key,
 		return SLOT_MISS_TORN;
 	slot_header_decode(slot, &h);
 	h.seq = s1;
-	v = slot_header_check(&h, key, expected_len, max_len);
-	if (v == SLOT_HIT)
+	v = dst ? slot_header_check(&h, key, expected_len, max_len) :
+		  slot_matches_virtual(&h, key, expected_len, max_len);
+	if (v == SLOT_HIT && dst)
 		memcpy(dst, (const uint8_t *)slot + SLOT_HEADER_BYTES, h.payload_len);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(seq, __ATOMIC_RELAXED) != s1)
 		return SLOT_MISS_TORN;
 	if (v != SLOT_HIT)
 		return v;
-	if (slot_checksum(key, dst, h.payload_len) != h.checksum)
+	if (dst && slot_checksum(key, dst, h.payload_len) != h.checksum)
 		return SLOT_MISS_CHECKSUM;
 	*len = h.payload_len;
 	return SLOT_HIT;

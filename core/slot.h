@@ -66,6 +66,13 @@ void slot_header_decode(const void *in, struct slot_header *h);
 /* xxh3_64 of the payload, seeded by the key hash and the length. */
 uint64_t slot_checksum(struct pc_keyhash key, const void *payload, uint32_t len);
 
+/* The checksum of a page that is not stored (payload-free mode): key and length. */
+uint64_t slot_checksum_virtual(struct pc_keyhash key, uint32_t len);
+
+/* The whole gate for a payload-free slot: the header, and its virtual checksum. */
+enum slot_verdict slot_matches_virtual(const struct slot_header *h, struct pc_keyhash key,
+				       uint32_t expected_len, uint32_t max_len);
+
 /* The header half of the gate (exists and header-first reads use it alone).
  * expected_len 0 accepts any length up to max_len. */
 enum slot_verdict slot_header_check(const struct slot_header *h, struct pc_keyhash key,
@@ -91,6 +98,8 @@ struct slot_geometry {
 	uint64_t bytes;			/* the slots: nr_buckets x ways x stride */
 	uint64_t index_stride;		/* one bucket's tags, rounded up to 64 */
 	uint64_t index_bytes;		/* nr_buckets x index_stride, after the slots */
+	uint64_t mem_stride;		/* a slot in memory: stride, or the header alone */
+	uint64_t mem_bytes;		/* nr_buckets x ways x mem_stride */
 };
 
 /* Fill g for one class. nr_buckets 0 derives it from segment_bytes (the seed's
@@ -98,10 +107,20 @@ struct slot_geometry {
 int slot_geometry_init(struct slot_geometry *g, uint32_t class_id, uint64_t page_bytes,
 		       uint32_t ways, uint64_t nr_buckets, uint64_t segment_bytes);
 
-/* Bytes of the whole region (slots and index). */
+/* Keep headers only, not payloads: the simulator's payload-free mode, where memory
+ * grows with the number of slots, not with cached bytes. A payload-free slot's
+ * checksum derives from its key and length (slot_checksum_virtual). */
+void slot_geometry_drop_payload(struct slot_geometry *g);
+
+static inline bool slot_has_payload(const struct slot_geometry *g)
+{
+	return g->mem_stride == g->stride;
+}
+
+/* Bytes of the whole region in memory (slots and index). */
 static inline uint64_t slot_region_bytes(const struct slot_geometry *g)
 {
-	return g->bytes + g->index_bytes;
+	return g->mem_bytes + g->index_bytes;
 }
 
 static inline uint64_t slot_bucket_of(const struct slot_geometry *g, struct pc_keyhash h)
@@ -118,12 +137,12 @@ static inline uint32_t slot_predicted_way(const struct slot_geometry *g, struct 
 
 static inline uint64_t slot_offset(const struct slot_geometry *g, uint64_t bucket, uint32_t way)
 {
-	return (bucket * g->ways + way) * g->stride;
+	return (bucket * g->ways + way) * g->mem_stride;
 }
 
 static inline uint64_t slot_index_offset(const struct slot_geometry *g, uint64_t bucket)
 {
-	return g->bytes + bucket * g->index_stride;
+	return g->mem_bytes + bucket * g->index_stride;
 }
 
 /* The index tag of a key: 32 bits of the hash not used for bucket or way, never 0
@@ -152,12 +171,14 @@ void slot_header_make(struct slot_header *h, uint64_t seq, uint32_t class_id,
 
 /* Write a page into a slot in local memory under the seqlock: claim seq (even to odd)
  * with a CAS, write header and payload, release seq (odd to even+2). -EBUSY when
- * another writer holds the slot, -EMSGSIZE when len exceeds the class. */
+ * another writer holds the slot, -EMSGSIZE when len exceeds the class. A payload-
+ * free geometry stores the header alone (page may be NULL). */
 int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
 		     const void *page, uint32_t len, uint64_t stamp);
 
 /* Read a slot in local memory under the seqlock into dst (capacity max_len) and
- * pass it through the gate. *len gets the payload length on a hit. */
+ * pass it through the gate. *len gets the payload length on a hit. dst NULL: a
+ * payload-free slot, checked against its virtual checksum. */
 enum slot_verdict slot_read_local(const void *slot, struct pc_keyhash key,
 				  uint32_t expected_len, uint32_t max_len, void *dst,
 				  uint32_t *len);

@@ -61,6 +61,8 @@ static int own_slots(struct slotmap *sm)
 					 cfg->slot_num_buckets, seg);
 		if (ret)
 			return ret;
+		if (sm->payload_free)
+			slot_geometry_drop_payload(&k->g);
 		bytes = slot_region_bytes(&k->g);
 		ret = map_slots(&sm->mem[c], bytes);
 		if (ret)
@@ -120,6 +122,7 @@ int slotmap_open(struct pc_store *st, struct slotmap **out)
 	if (!sm)
 		return -ENOMEM;
 	sm->st = st;
+	sm->payload_free = st->payload_free;
 	pthread_mutex_init(&sm->lock, NULL);
 	sm->layouts = calloc(st->topo->nr_nodes, sizeof(*sm->layouts));
 	if (!sm->layouts) {
@@ -150,6 +153,7 @@ int slotmap_layout_rpc(struct slotmap *sm, struct pc_msg *resp)
 	for (uint32_t c = 0; c < sm->own.nr_classes && !ret; c++) {
 		const struct sm_class *k = &sm->own.cls[c];
 		struct proto_layout_class pc = { .page_bytes = k->g.page_bytes, .stride = k->g.stride,
+						 .mem_stride = k->g.mem_stride,
 						 .nr_buckets = k->g.nr_buckets,
 						 .index_stride = k->g.index_stride, .base = k->base,
 						 .ways = k->g.ways, .rkey = k->rkey };
@@ -181,8 +185,11 @@ static int decode_layout(const struct pc_msg *m, uint32_t node, enum pc_read_pol
 
 		if (slot_geometry_init(&k->g, c, pc[c].page_bytes, pc[c].ways, pc[c].nr_buckets, 0) ||
 		    k->g.stride != pc[c].stride || k->g.index_stride != pc[c].index_stride ||
-		    (c && pc[c].page_bytes <= pc[c - 1].page_bytes))
+		    (c && pc[c].page_bytes <= pc[c - 1].page_bytes) ||
+		    (pc[c].mem_stride != k->g.stride && pc[c].mem_stride != SLOT_HEADER_BYTES))
 			return -EPROTO;
+		if (pc[c].mem_stride != k->g.stride)
+			slot_geometry_drop_payload(&k->g);
 		k->base = pc[c].base;
 		k->rkey = pc[c].rkey;
 		k->policy = resolve_policy(&k->g, policy);

@@ -27,6 +27,7 @@ struct sm_layout {
 
 struct slotmap {
 	struct pc_store *st;
+	bool payload_free;		/* headers only: the simulator at scale */
 	struct sm_layout own;		/* this node's, when it has one */
 	uint8_t *mem[PC_MAX_CLASSES];
 	struct pc_region reg[PC_MAX_CLASSES];
@@ -94,18 +95,35 @@ static inline struct pc_op sm_op(uint8_t kind, const struct sm_layout *lay, uint
 			       .rkey = rkey, .raddr = raddr, .local = local, .len = len };
 }
 
-/* One op over a whole slot: its header to or from hdr, its payload to or from the
- * caller's page (registered memory when lreg says so). */
-static inline struct pc_op sm_slot_op(uint8_t kind, const struct sm_layout *lay, uint64_t raddr,
-				      uint32_t rkey, void *hdr, void *page, uint32_t len,
-				      const struct pc_region *lreg)
+/* One op over a whole slot of class c: its header to or from hdr, its payload to or
+ * from the caller's page (registered memory when lreg says so). Without payloads
+ * (the simulator), the header alone, standing for len more bytes. */
+static inline struct pc_op sm_slot_op(uint8_t kind, const struct sm_layout *lay,
+				      const struct sm_class *c, uint64_t raddr, void *hdr,
+				      void *page, uint32_t len, const struct pc_region *lreg)
 {
-	struct pc_op op = sm_op(kind, lay, raddr, rkey, page, len);
+	struct pc_op op;
 
+	if (!slot_has_payload(&c->g)) {
+		op = sm_op(kind, lay, raddr, c->rkey, hdr, SLOT_HEADER_BYTES);
+		op.virt_len = len;
+		return op;
+	}
+	op = sm_op(kind, lay, raddr, c->rkey, page, len);
 	op.head = hdr;
 	op.head_len = SLOT_HEADER_BYTES;
 	op.lreg = lreg;
 	return op;
+}
+
+/* The gate for a slot of class c: the checksum over the payload, or, without
+ * payloads, the virtual checksum of key and length. */
+static inline enum slot_verdict sm_gate(const struct sm_class *c, const struct slot_header *h,
+					const void *payload, struct pc_keyhash key, uint32_t expect,
+					uint32_t max)
+{
+	return slot_has_payload(&c->g) ? slot_matches(h, payload, key, expect, max) :
+					 slot_matches_virtual(h, key, expect, max);
 }
 
 enum { SM_PENDING, SM_DONE };

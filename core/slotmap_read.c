@@ -79,10 +79,12 @@ static void get_local(struct slotmap *sm, struct gkey *k, uint64_t *bytes)
 			*bytes += SLOT_HEADER_BYTES;
 			if (slot_header_empty(&h) || !keyhash_eq(h.key, k->kc.h))
 				continue;
-			v = slot_read_local(slot, k->kc.h, k->expect, k->maxlen, k->kc.pg->data, &len);
+			v = slot_read_local(slot, k->kc.h, k->expect, k->maxlen,
+					    slot_has_payload(&cl->g) ? k->kc.pg->data : NULL, &len);
 			if (v == SLOT_HIT) {
 				k->kc.pg->len = len;
 				*bytes += len;
+				pc_clock_copy(sm->st->clock, len);
 			}
 			k->first_phase = true;
 			finish(k, v);
@@ -101,15 +103,16 @@ static uint32_t phase1_ops(struct gkey *k, struct pc_op *ops)
 	uint32_t n = 0;
 
 	if (k->policy == PC_READ_BUCKET) {
-		ops[n++] = sm_op(PC_OP_READ, lay, sm_slot_addr(c0, k->bucket[k->c0], 0), c0->rkey,
-				      k->scratch, (uint32_t)(c0->g.ways * c0->g.stride));
+		ops[n] = sm_op(PC_OP_READ, lay, sm_slot_addr(c0, k->bucket[k->c0], 0), c0->rkey,
+			       k->scratch, (uint32_t)(c0->g.ways * c0->g.mem_stride));
+		ops[n++].virt_len = (uint32_t)(c0->g.ways * (c0->g.stride - c0->g.mem_stride));
 	} else {
 		ops[n++] = sm_op(PC_OP_READ, lay, sm_index_addr(c0, k->bucket[k->c0]), c0->rkey,
 				      k->idx[k->c0], (uint32_t)c0->g.index_stride);
 		if (k->policy == PC_READ_PREDICT) {
 			uint64_t a = sm_slot_addr(c0, k->bucket[k->c0], k->pred);
 
-			ops[n++] = sm_slot_op(PC_OP_READ, lay, a, c0->rkey, k->hdr, k->kc.pg->data,
+			ops[n++] = sm_slot_op(PC_OP_READ, lay, c0, a, k->hdr, k->kc.pg->data,
 					      read_len(k, k->c0), k->lreg);
 		}
 	}
@@ -148,15 +151,16 @@ static void phase1_eval(struct gkey *k)
 
 	if (k->policy == PC_READ_BUCKET) {
 		for (uint32_t w = 0; w < c0->g.ways; w++) {
-			const uint8_t *slot = k->scratch + w * c0->g.stride;
+			const uint8_t *slot = k->scratch + w * c0->g.mem_stride;
 			int v;
 
 			slot_header_decode(slot, &h);
 			if (slot_header_empty(&h) || !keyhash_eq(h.key, k->kc.h))
 				continue;
-			v = slot_matches(&h, slot + SLOT_HEADER_BYTES, k->kc.h, k->expect, k->maxlen);
+			v = sm_gate(c0, &h, slot + SLOT_HEADER_BYTES, k->kc.h, k->expect, k->maxlen);
 			if (v == SLOT_HIT) {
-				memcpy(k->kc.pg->data, slot + SLOT_HEADER_BYTES, h.payload_len);
+				if (slot_has_payload(&c0->g))
+					memcpy(k->kc.pg->data, slot + SLOT_HEADER_BYTES, h.payload_len);
 				k->kc.pg->len = h.payload_len;
 			}
 			k->first_phase = true;
@@ -168,7 +172,7 @@ static void phase1_eval(struct gkey *k)
 		skip = (int)k->pred;
 		if (!slot_header_empty(&h) && keyhash_eq(h.key, k->kc.h)) {
 			/* A bucket holds one version of a key: this slot decides. */
-			int v = slot_matches(&h, k->kc.pg->data, k->kc.h, k->expect,
+			int v = sm_gate(c0, &h, k->kc.pg->data, k->kc.h, k->expect,
 					     k->maxlen < read_len(k, k->c0) ? k->maxlen :
 									   read_len(k, k->c0));
 
@@ -225,7 +229,7 @@ static int plan_key(struct gkey *k, size_t nremote)
 	if (k->policy == PC_READ_AUTO)
 		k->policy = nremote <= 2 ? PC_READ_PREDICT : PC_READ_INDEX;
 	if (k->policy == PC_READ_BUCKET)
-		need += lay->cls[k->c0].g.ways * lay->cls[k->c0].g.stride;
+		need += lay->cls[k->c0].g.ways * lay->cls[k->c0].g.mem_stride;
 	free(k->idx[0]);
 	k->idx[0] = malloc(need ? need : 1);
 	if (!k->idx[0])
@@ -303,7 +307,7 @@ static void get_pass(struct slotmap *sm, struct gkey *keys, size_t n, uint64_t *
 		a = sm_slot_addr(cl, k->bucket[k->cand_cls], (uint32_t)k->cand_way);
 		k->kc.op0 = nops;
 		k->kc.nops = 1;
-		ops[nops++] = sm_slot_op(PC_OP_READ, k->kc.lay, a, cl->rkey, k->hdr, k->kc.pg->data,
+		ops[nops++] = sm_slot_op(PC_OP_READ, k->kc.lay, cl, a, k->hdr, k->kc.pg->data,
 					 read_len(k, k->cand_cls), k->lreg);
 	}
 	if (nops) {
@@ -325,7 +329,7 @@ static void get_pass(struct slotmap *sm, struct gkey *keys, size_t n, uint64_t *
 			finish(k, SLOT_MISS_OTHER_KEY);	/* the tag was stale or collided */
 			continue;
 		}
-		v = slot_matches(&h, k->kc.pg->data, k->kc.h, k->expect,
+		v = sm_gate(&k->kc.lay->cls[k->cand_cls], &h, k->kc.pg->data, k->kc.h, k->expect,
 				 k->maxlen < read_len(k, k->cand_cls) ? k->maxlen :
 									 read_len(k, k->cand_cls));
 		if (v == SLOT_HIT)
@@ -372,7 +376,8 @@ int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
 
 		if (sm_key_init(sm, &k->kc, pg))
 			continue;
-		if ((!pg->data && pg->cap) || pg->len > pg->cap || pg->len > UINT32_MAX) {
+		if ((!pg->data && pg->cap && !sm->payload_free) || pg->len > pg->cap ||
+		    pg->len > UINT32_MAX) {
 			pg->status = -EINVAL;
 			k->kc.state = SM_DONE;
 			continue;

@@ -184,6 +184,7 @@ static void set_local(struct slotmap *sm, struct skey *keys, size_t i)
 		sched_yield();
 	}
 	if (!ret) {
+		pc_clock_copy(sm->st->clock, k->kc.pg->len);
 		tags = (uint32_t *)sm_local(sm, k->cls, slot_index_offset(&cl->g, b->bucket));
 		__atomic_store_n(&tags[w], slot_tag(k->kc.h), __ATOMIC_RELEASE);
 		k->way = w;
@@ -309,7 +310,7 @@ static void write_remote(struct slotmap *sm, struct skey *keys, size_t n)
 		k->tag = slot_tag(k->kc.h);
 		k->kc.op0 = nops;
 		k->kc.nops = 2;
-		ops[nops++] = sm_slot_op(PC_OP_WRITE, k->kc.lay, a, cl->rkey, k->hdr, k->kc.pg->data,
+		ops[nops++] = sm_slot_op(PC_OP_WRITE, k->kc.lay, cl, a, k->hdr, k->kc.pg->data,
 					 (uint32_t)k->kc.pg->len,
 					 store_lreg(st, k->kc.pg->data, k->kc.pg->len));
 		ops[nops++] = sm_op(PC_OP_WRITE, k->kc.lay,
@@ -391,7 +392,8 @@ static void set_pass(struct slotmap *sm, struct skey *keys, size_t n)
 		}
 		k->way = w;
 		/* Even seq, past the one we read; with a claim, the CAS made it odd. */
-		slot_header_make(&h, (k->old_seq | 1) + 1, (uint32_t)k->cls, k->kc.h, k->kc.pg->data,
+		slot_header_make(&h, (k->old_seq | 1) + 1, (uint32_t)k->cls, k->kc.h,
+				 slot_has_payload(&cl->g) ? k->kc.pg->data : NULL,
 				 (uint32_t)k->kc.pg->len, next_stamp(sm, k->b, cl->g.ways));
 		slot_header_encode(&h, k->hdr);
 	}
@@ -416,7 +418,7 @@ int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n)
 
 		if (sm_key_init(sm, &keys[i].kc, pg))
 			continue;
-		if ((!pg->data && pg->len) || pg->len > UINT32_MAX) {
+		if ((!pg->data && pg->len && !sm->payload_free) || pg->len > UINT32_MAX) {
 			pg->status = -EINVAL;
 			keys[i].kc.state = SM_DONE;
 		}

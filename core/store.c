@@ -166,6 +166,7 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 	if (!st)
 		return -ENOMEM;
 	st->clock = o->clock ? o->clock : pc_clock_posix();
+	st->payload_free = o->payload_free;
 	pthread_rwlock_init(&st->bufs_lock, NULL);
 	if (o->topo) {
 		st->topo = pc_topology_dup(o->topo);

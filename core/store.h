@@ -30,6 +30,7 @@ struct pc_store {
 	struct pc_clock *clock;
 	struct ring *ring;
 	struct slotmap *sm;
+	bool payload_free;		/* headers only, pages not stored (simulator) */
 	struct pc_metrics metrics;	/* updated with atomics */
 	pthread_rwlock_t bufs_lock;
 	struct store_buf *bufs;

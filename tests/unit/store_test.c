@@ -18,6 +18,7 @@
 
 #include "inproc/inproc.h"
 #include "slot.h"
+#include "slotmap_int.h"
 #include "store.h"
 #include "testutil.h"
 
@@ -30,12 +31,14 @@ struct cluster {
 	uint32_t n;
 };
 
+static bool payload_free;	/* open stores without payloads (the simulator's mode) */
+
 static struct pc_store *open_node(struct cluster *C, const char *node, struct pc_clock *clk)
 {
 	char err[PC_ERR_MAX] = "";
 	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .node = node,
 				   .fabric = "inproc", .backend_arg = C->w, .clock = clk,
-				   .err = err, .errlen = sizeof(err) };
+				   .payload_free = payload_free, .err = err, .errlen = sizeof(err) };
 	struct pc_store *s = NULL;
 
 	if (pc_store_open(&o, &s))
@@ -804,8 +807,73 @@ static void test_client_and_open_errors(void)
 	down(C);
 }
 
+/* The simulator's payload-free mode makes the same decisions as the real thing:
+ * the same workload gives the same hit/miss/eviction outcome per page, with slot
+ * memory of headers only. */
+static void run_mixed(int *outcome, size_t n, uint64_t *mem)
+{
+	struct cluster *C = up(3, "slot_size_classes: [4KiB, 16KiB], slot_ways: 2, slot_num_buckets: 8, slot_read_policy: predict");
+	struct batch *b = batch_new(n, 16384);
+	size_t o = 0;
+
+	*mem = 0;
+	for (uint32_t i = 0; i < 3; i++)
+		for (uint32_t c = 0; c < C->s[i]->sm->own.nr_classes; c++)
+			*mem += slot_region_bytes(&C->s[i]->sm->own.cls[c].g);
+	for (size_t i = 0; i < n; i++)
+		sprintf(b->keys[i], "mix-%zu", (i * 7919) % (n / 2));	/* repeats: overwrites */
+	for (size_t i = 0; i < n; i += 16) {
+		size_t m = n - i < 16 ? n - i : 16;
+
+		for (size_t k = 0; k < m; k++)
+			b->pg[i + k] = (struct pc_page){ .key = b->keys[i + k],
+							 .key_len = strlen(b->keys[i + k]),
+							 .data = payload_free ? NULL : b->buf + (i + k) * 16384,
+							 .len = (i + k) % 3 ? 3000 : 12000 };
+		pc_batch_set(C->s[i % 3], b->pg + i, m);
+		for (size_t k = 0; k < m; k++)
+			outcome[o++] = b->pg[i + k].status;
+		for (size_t k = 0; k < m; k++)
+			b->pg[i + k] = (struct pc_page){ .key = b->keys[(i + k * 5) % n],
+							 .key_len = strlen(b->keys[(i + k * 5) % n]),
+							 .data = payload_free ? NULL : b->buf + (i + k) * 16384,
+							 .cap = 16384 };
+		pc_batch_get(C->s[(i + 1) % 3], b->pg + i, m);
+		for (size_t k = 0; k < m; k++)
+			outcome[o++] = b->pg[i + k].status ? b->pg[i + k].status : (int)b->pg[i + k].len;
+	}
+	batch_free(b);
+	down(C);
+}
+
+static void test_payload_free_same_decisions(void)
+{
+	const size_t n = 400;
+	int *a = calloc(2 * n, sizeof(int)), *p = calloc(2 * n, sizeof(int));
+	uint64_t mem_a, mem_p;
+	size_t hits = 0, diff = 0;
+
+	payload_free = false;
+	run_mixed(a, n, &mem_a);
+	payload_free = true;
+	run_mixed(p, n, &mem_p);
+	payload_free = false;
+	for (size_t i = 0; i < 2 * n; i++) {
+		diff += a[i] != p[i];
+		hits += a[i] > 0;
+	}
+	printf("\n  payload-free vs stored: %zu outcomes, %zu differ, %zu hits; slot memory %llu vs %llu bytes\n",
+	       2 * n, diff, hits, (unsigned long long)mem_p, (unsigned long long)mem_a);
+	CU_ASSERT_EQUAL(diff, 0);
+	CU_ASSERT(hits > 0);
+	CU_ASSERT(mem_p * 20 < mem_a);
+	free(a);
+	free(p);
+}
+
 static CU_TestInfo tests[] = {
 	{ "cross-node round trip, byte-identical", test_roundtrip },
+	{ "payload-free mode decides the same", test_payload_free_same_decisions },
 	{ "clean miss; no dirty hit on length mismatch", test_clean_miss_and_length },
 	{ "(e) exists is header-only and agrees with get", test_exists },
 	{ "same-bucket keys in one batch do not evict each other", test_same_bucket_batch },

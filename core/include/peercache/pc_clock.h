@@ -43,6 +43,9 @@ struct pc_clock_ops {
 		     struct pc_task **out);
 	/* Wait for a spawned task to return and free it. */
 	void (*join)(struct pc_clock *c, struct pc_task *t);
+	/* Account for a local copy of bytes the caller just made (a hit in its own slots):
+	 * the simulator charges the node's copy bandwidth, the real clock does nothing. */
+	void (*copy)(struct pc_clock *c, uint64_t bytes);
 };
 
 /* The base every clock backend embeds first (container_of gets back to the backend). */
@@ -74,6 +77,11 @@ static inline int pc_clock_spawn(struct pc_clock *c, const char *name, pc_task_f
 static inline void pc_clock_join(struct pc_clock *c, struct pc_task *t)
 {
 	c->ops->join(c, t);
+}
+
+static inline void pc_clock_copy(struct pc_clock *c, uint64_t bytes)
+{
+	c->ops->copy(c, bytes);
 }
 
 /* The real clock: CLOCK_MONOTONIC, getrandom()-seeded xoshiro, pthreads. One shared

@@ -67,6 +67,8 @@ struct pc_op {
 	uint32_t len;
 	void *head;			/* READ/WRITE: optional first piece */
 	uint32_t head_len;
+	uint32_t virt_len;		/* payload-free simulations: payload bytes the op
+					 * stands for but does not move (timing only) */
 	const struct pc_region *lreg;	/* region holding local, or NULL (backend copes) */
 	uint64_t compare, swap;
 	int status;			/* out: 0 or -errno (-ESTALE: peer restarted) */

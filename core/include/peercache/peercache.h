@@ -55,6 +55,8 @@ struct pc_store_opts {
 	struct pc_fabric *use_fabric;	/* an open fabric to use (not closed by the store) */
 	struct pc_clock *clock;		/* NULL: the real clock */
 	void *backend_arg;		/* for fabrics that take one (in-process world) */
+	bool payload_free;		/* simulations: keep slot headers only; a hit gives
+					 * status and length, never bytes (data may be NULL) */
 	char *err;			/* receives a one-line error when open fails */
 	size_t errlen;
 };
