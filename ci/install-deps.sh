@@ -8,7 +8,7 @@ set -eu
 
 PKGS="build-essential cmake pkg-config valgrind git
       rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils
-      libxxhash-dev libyaml-dev libcunit1-dev
+      libxxhash-dev libyaml-dev libcunit1-dev libjansson-dev gnuplot-nox
       iproute2 procps psmisc"
 
 missing=""

@@ -26,6 +26,7 @@ struct ring_point {
 };
 
 struct ring {
+	struct ring *retired_next;	/* a store's list of replaced rings */
 	uint32_t vnodes;		/* points per node */
 	uint32_t nr_nodes;
 	size_t nr_points;

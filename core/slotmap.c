@@ -250,7 +250,7 @@ int sm_key_init(struct slotmap *sm, struct sm_kc *k, struct pc_page *pg)
 		return pg->status = -EINVAL;
 	}
 	k->h = keyhash_of(pg->key, pg->key_len);
-	k->owner = ring_owner_of(sm->st->ring, k->h);
+	k->owner = ring_owner_of(store_ring(sm->st), k->h);
 	if (k->owner == RING_NONE) {
 		k->err = -EHOSTUNREACH;
 		k->state = SM_DONE;

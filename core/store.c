@@ -56,6 +56,29 @@ const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t le
 	return found;
 }
 
+int store_set_member(struct pc_store *st, uint32_t node, bool member)
+{
+	struct ring *old = store_ring(st), *r;
+	int ret;
+
+	if (node >= st->topo->nr_nodes)
+		return -EINVAL;
+	if (ring_contains(old, node) == member)
+		return 0;
+	r = ring_dup(old);
+	if (!r)
+		return -ENOMEM;
+	ret = member ? ring_add(r, node, st->topo->nodes[node].name) : ring_remove(r, node);
+	if (ret) {
+		ring_destroy(r);
+		return ret;
+	}
+	__atomic_store_n(&st->ring, r, __ATOMIC_RELEASE);
+	old->retired_next = st->retired;
+	st->retired = old;
+	return 0;
+}
+
 int pc_store_register(struct pc_store *st, void *buf, size_t len)
 {
 	struct store_buf *b = calloc(1, sizeof(*b));
@@ -261,6 +284,12 @@ void pc_store_close(struct pc_store *st)
 	if (st->owns_fabric)
 		pc_fabric_close(st->fabric);
 	ring_destroy(st->ring);
+	while (st->retired) {
+		struct ring *r = st->retired;
+
+		st->retired = r->retired_next;
+		ring_destroy(r);
+	}
 	pc_topology_free(st->topo);
 	pthread_rwlock_destroy(&st->bufs_lock);
 	free(st);

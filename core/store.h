@@ -28,7 +28,8 @@ struct pc_store {
 	struct pc_fabric *fabric;
 	bool owns_fabric;
 	struct pc_clock *clock;
-	struct ring *ring;
+	struct ring *ring;		/* replaced whole on membership change */
+	struct ring *retired;		/* earlier rings, freed at close (readers may hold them) */
 	struct slotmap *sm;
 	bool payload_free;		/* headers only, pages not stored (simulator) */
 	struct pc_metrics metrics;	/* updated with atomics */
@@ -37,6 +38,16 @@ struct pc_store {
 };
 
 #define METRIC_ADD(st, field, v) pc_stat_add(&(st)->metrics.field, (uint64_t)(v))
+
+/* Add a node to this store's ring or take it out (join, leave). The ring is
+ * swapped whole; batches that already took the old one finish with it. 0 or -errno. */
+int store_set_member(struct pc_store *st, uint32_t node, bool member);
+
+/* The current ring. */
+static inline struct ring *store_ring(struct pc_store *st)
+{
+	return __atomic_load_n(&st->ring, __ATOMIC_ACQUIRE);
+}
 
 /* The registered region holding [p, p+len), or NULL. */
 const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t len);

@@ -1,0 +1,267 @@
+/*
+ * fabric.c - the simulator's fabric: one-sided ops and RPCs of the library's own
+ * code, applied to nodes' memory by the in-process world (same region checks),
+ * at the virtual time the network model says they complete.
+ *
+ * A post groups its ops by peer and stripes each peer's over the rails both nodes
+ * have: READ bytes (and the payload bytes a payload-free op stands for) flow from the
+ * peer, WRITE bytes to it. The process that posted sleeps until every peer's
+ * transfers are through; each peer's ops take effect then, in order. An RPC crosses
+ * the network, runs its handler as a process on the target node (it may sleep on
+ * storage there), and its answer crosses back.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends.h"
+#include "inproc/inproc.h"
+#include "world.h"
+
+#define MSG_OVERHEAD 64.0	/* bytes of framing per message */
+
+struct sim_fabric {
+	struct pc_fabric base;
+	struct sim_world *w;
+	struct pc_fabric *mem;		/* in-process endpoint: regions, handler */
+	uint32_t rr;			/* rail rotation */
+};
+
+static struct sim_fabric *to_sf(struct pc_fabric *f)
+{
+	return (struct sim_fabric *)f;
+}
+
+static int sf_open(struct pc_fabric *f, const struct pc_fabric_params *p)
+{
+	struct sim_fabric *sf = to_sf(f);
+	struct pc_fabric_params q = *p;
+	int ret;
+
+	sf->w = p->backend_arg;
+	if (!sf->w)
+		return -EINVAL;
+	q.backend_arg = sf->w->mem;
+	ret = pc_fabric_open_ops(&inproc_fabric_ops, &q, &sf->mem);
+	if (ret)
+		return ret;
+	f->incarnation = sf->mem->incarnation;
+	return 0;
+}
+
+static void sf_close(struct pc_fabric *f)
+{
+	pc_fabric_close(to_sf(f)->mem);
+}
+
+static int sf_reg(struct pc_fabric *f, struct pc_region *r)
+{
+	return pc_fabric_reg(to_sf(f)->mem, r);
+}
+
+static void sf_dereg(struct pc_fabric *f, struct pc_region *r)
+{
+	pc_fabric_dereg(to_sf(f)->mem, r);
+}
+
+static int sf_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
+{
+	return pc_fabric_serve(to_sf(f)->mem, h, arg);
+}
+
+static bool timed(struct sim_fabric *sf)
+{
+	return sf->w->timing && sf->base.self != PC_PEER_NONE && sim_self(sf->w->s);
+}
+
+/* ------------------------------------------------------------------ posts */
+
+struct post {
+	struct sim_fabric *sf;
+	struct sim_proc *proc;
+	struct pc_op *ops;
+	uint32_t *order;		/* op indices grouped by peer */
+	int pending;			/* peers not through yet */
+};
+
+struct peer_part {
+	struct post *post;
+	uint32_t first, count;		/* its ops in post->order */
+	int parts;			/* transfers not through yet */
+};
+
+static void peer_through(struct sim *s, void *arg)
+{
+	struct peer_part *pp = arg;
+	struct post *po = pp->post;
+
+	if (--pp->parts)
+		return;
+	for (uint32_t i = 0; i < pp->count; i++) {
+		struct pc_op *op = &po->ops[po->order[pp->first + i]];
+
+		op->status = inproc_world_apply(po->sf->w->mem, op);
+	}
+	free(pp);
+	if (!--po->pending)
+		sim_wake(s, po->proc);
+}
+
+static int cmp_peer(const void *a, const void *b, void *ops)
+{
+	const struct pc_op *o = ops;
+	uint32_t x = o[*(const uint32_t *)a].peer, y = o[*(const uint32_t *)b].peer;
+
+	return x < y ? -1 : x > y ? 1 : (*(const uint32_t *)a > *(const uint32_t *)b) -
+					 (*(const uint32_t *)a < *(const uint32_t *)b);
+}
+
+static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
+{
+	struct sim_fabric *sf = to_sf(f);
+	struct sim_world *w = sf->w;
+	struct post po = { .sf = sf, .ops = ops };
+	uint32_t self = f->self;
+
+	if (!timed(sf)) {
+		for (size_t i = 0; i < n; i++)
+			ops[i].status = inproc_world_apply(w->mem, &ops[i]);
+		return 0;
+	}
+	po.order = malloc(n * sizeof(*po.order));
+	if (!po.order)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		po.order[i] = (uint32_t)i;
+	qsort_r(po.order, n, sizeof(*po.order), cmp_peer, ops);
+	po.proc = sim_self(w->s);
+	for (size_t i = 0; i < n;) {
+		uint32_t peer = ops[po.order[i]].peer, rails, nops;
+		double rd = 0, wr = 0;
+		struct peer_part *pp;
+		size_t j = i;
+
+		while (j < n && ops[po.order[j]].peer == peer) {
+			const struct pc_op *op = &ops[po.order[j]];
+			double b = (double)pc_op_bytes(op) + op->virt_len;
+
+			if (op->kind == PC_OP_READ)
+				rd += b;
+			else
+				wr += b;
+			j++;
+		}
+		pp = calloc(1, sizeof(*pp));
+		if (!pp)
+			abort();
+		pp->post = &po;
+		pp->first = (uint32_t)i;
+		pp->count = (uint32_t)(j - i);
+		nops = pp->count;
+		rails = net_rails(w->net, self, peer);
+		po.pending++;
+		/* Stripe over the rails: each carries its share of ops and bytes. */
+		for (uint32_t r = 0; r < rails; r++) {
+			uint32_t rail = (sf->rr + r) % rails, share = nops / rails + (r < nops % rails);
+
+			if (!share)
+				continue;
+			pp->parts += 2;
+			net_transfer(w->net, self, peer, self, rail, share, rd * share / nops, peer_through, pp);
+			net_transfer(w->net, self, self, peer, rail, share,
+				     wr * share / nops + MSG_OVERHEAD * share, peer_through, pp);
+		}
+		sf->rr++;
+		i = j;
+	}
+	if (po.pending)
+		sim_block(w->s);
+	free(po.order);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ RPCs */
+
+struct call {
+	struct sim_fabric *sf;
+	struct sim_proc *proc;
+	int pending;
+};
+
+struct rpc_run {
+	struct call *c;
+	struct pc_rpc *rpc;
+};
+
+static void answer_arrived(struct sim *s, void *arg)
+{
+	struct rpc_run *rr = arg;
+	struct call *c = rr->c;
+
+	free(rr);
+	if (!--c->pending)
+		sim_wake(s, c->proc);
+}
+
+/* The handler, as a process on the target node. */
+static void serve_rpc(void *arg)
+{
+	struct rpc_run *rr = arg;
+	struct sim_fabric *sf = rr->c->sf;
+	struct sim_world *w = sf->w;
+	uint32_t peer = rr->rpc->peer;
+
+	rr->rpc->status = inproc_world_call(w->mem, sf->base.self, rr->rpc);
+	w->rpc_bytes += (double)rr->rpc->resp.len;
+	net_transfer(w->net, sf->base.self, peer, sf->base.self, 0, 1,
+		     (double)rr->rpc->resp.len + MSG_OVERHEAD, answer_arrived, rr);
+}
+
+static void request_arrived(struct sim *s, void *arg)
+{
+	struct rpc_run *rr = arg;
+
+	if (!sim_spawn(s, serve_rpc, rr, rr->rpc->peer, true))
+		abort();
+}
+
+static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
+{
+	struct sim_fabric *sf = to_sf(f);
+	struct call c = { .sf = sf };
+
+	if (!timed(sf)) {
+		for (size_t i = 0; i < n; i++)
+			rpcs[i].status = inproc_world_call(sf->w->mem, f->self, &rpcs[i]);
+		return 0;
+	}
+	c.proc = sim_self(sf->w->s);
+	for (size_t i = 0; i < n; i++) {
+		struct rpc_run *rr = calloc(1, sizeof(*rr));
+
+		if (!rr)
+			abort();
+		rr->c = &c;
+		rr->rpc = &rpcs[i];
+		c.pending++;
+		sf->w->rpc_bytes += (double)rpcs[i].req_len;
+		net_transfer(sf->w->net, f->self, f->self, rpcs[i].peer, 0, 1,
+			     (double)rpcs[i].req_len + MSG_OVERHEAD, request_arrived, rr);
+	}
+	if (c.pending)
+		sim_block(sf->w->s);
+	return 0;
+}
+
+const struct pc_fabric_ops sim_fabric_ops = {
+	.size = sizeof(struct pc_fabric_ops),
+	.name = "sim",
+	.obj_size = sizeof(struct sim_fabric),
+	.open = sf_open,
+	.close = sf_close,
+	.reg = sf_reg,
+	.dereg = sf_dereg,
+	.serve = sf_serve,
+	.post = sf_post,
+	.call = sf_call,
+};

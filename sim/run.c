@@ -1,0 +1,394 @@
+/*
+ * run.c - one simulation run on the library's own stores.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <peercache/peercache.h>
+
+#include "keyhash.h"
+#include "run.h"
+#include "slotmap_int.h"
+#include "store.h"
+#include "world.h"
+
+struct cluster {
+	const struct run_cfg *cfg;
+	struct sim *s;
+	struct sim_world *w;
+	struct pc_store **st;
+	struct pc_fabric **fab;
+	bool *alive;
+	uint32_t *inflight;
+	uint64_t *owned;		/* pages looked up per owner */
+	uint32_t nn, next_node;
+	struct wl_gen *gen;
+	struct run_result *res;
+	uint32_t page_bytes;
+	uint64_t stop_ns;
+	double wall0;
+	uint64_t done_requests, expect_requests;
+	uint8_t *buf;			/* page bytes when payloads are kept */
+	char err[PC_ERR_MAX];
+	int failed;
+};
+
+struct req {
+	struct cluster *c;
+	uint32_t node;
+	uint32_t npages;
+	uint64_t *pages;
+	uint32_t *tokens;
+	bool prefix;
+	uint64_t t0;
+};
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int open_node(struct cluster *c, uint32_t i)
+{
+	struct pc_fabric_params fp = { .topo = c->cfg->topo, .self = i, .clock = sim_world_clock(c->w, i),
+				       .backend_arg = c->w };
+	struct pc_store_opts o = { .size = sizeof(o), .topo = c->cfg->topo,
+				   .node = c->cfg->topo->nodes[i].name,
+				   .clock = sim_world_clock(c->w, i), .payload_free = c->cfg->payload_free,
+				   .err = c->err, .errlen = sizeof(c->err) };
+	int ret = pc_fabric_open_ops(&sim_fabric_ops, &fp, &c->fab[i]);
+
+	if (ret) {
+		snprintf(c->err, sizeof(c->err), "node %s: sim fabric: %s", c->cfg->topo->nodes[i].name,
+			 strerror(-ret));
+		return ret;
+	}
+	o.use_fabric = c->fab[i];
+	ret = pc_store_open(&o, &c->st[i]);
+	if (ret) {
+		pc_fabric_close(c->fab[i]);
+		c->fab[i] = NULL;
+	}
+	return ret;
+}
+
+static void close_node(struct cluster *c, uint32_t i)
+{
+	pc_store_close(c->st[i]);
+	pc_fabric_close(c->fab[i]);
+	c->st[i] = NULL;
+	c->fab[i] = NULL;
+}
+
+static struct run_point *point_at(struct cluster *c, uint64_t t)
+{
+	uint64_t k;
+
+	if (!c->cfg->interval_ns)
+		return NULL;
+	k = t / c->cfg->interval_ns;
+	if (k >= c->res->nr_points) {
+		uint32_t n = (uint32_t)(k + 1) * 2;
+		struct run_point *p = realloc(c->res->series, n * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		memset(p + c->res->nr_points, 0, (n - c->res->nr_points) * sizeof(*p));
+		c->res->series = p;
+		c->res->nr_points = n;
+	}
+	return &c->res->series[k];
+}
+
+/* One request on its node: look the pages up, then store the ones that missed. */
+static void serve(void *arg)
+{
+	struct req *r = arg;
+	struct cluster *c = r->c;
+	struct pc_store *st = c->st[r->node];
+	struct pc_page *pg = calloc(r->npages, sizeof(*pg));
+	uint64_t *keys = r->pages, lat, tokens = 0, hit_tokens = 0, hit_pages = 0;
+	struct ring *ring = store_ring(st);
+	struct run_point *pt;
+	uint32_t i, miss_from = r->npages;
+
+	if (!pg) {
+		c->failed = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < r->npages; i++) {
+		pg[i] = (struct pc_page){ .key = &keys[i], .key_len = sizeof(keys[i]),
+					  .data = c->buf, .cap = c->page_bytes, .len = c->page_bytes };
+		c->owned[ring_owner_of(ring, keyhash_of(&keys[i], sizeof(keys[i])))]++;
+	}
+	r->t0 = sim_now(c->s);
+	pc_batch_get(st, pg, r->npages);
+	lat = sim_now(c->s) - r->t0;
+	/* With prefix semantics the lookup stops at the first miss. */
+	for (i = 0; i < r->npages; i++) {
+		tokens += r->tokens[i];
+		if (pg[i].status && miss_from == r->npages)
+			miss_from = i;
+		if (!pg[i].status && (!r->prefix || i < miss_from)) {
+			hit_pages++;
+			hit_tokens += r->tokens[i];
+		}
+	}
+	c->res->requests++;
+	c->res->pages += r->npages;
+	c->res->page_hits += hit_pages;
+	c->res->pages_host += hit_pages;
+	c->res->pages_miss += r->npages - hit_pages;
+	c->res->tokens += tokens;
+	c->res->token_hits += hit_tokens;
+	hist_add(&c->res->lat, lat);
+	pt = point_at(c, sim_now(c->s));
+	if (pt) {
+		pt->requests++;
+		pt->pages += r->npages;
+		pt->page_hits += hit_pages;
+		pt->tokens += tokens;
+		pt->token_hits += hit_tokens;
+		hist_add(&pt->lat, lat);
+	}
+	/* The serving engine computed what missed and publishes it. */
+	{
+		uint32_t from = r->prefix ? miss_from : 0, n = 0;
+
+		for (i = from; i < r->npages; i++) {
+			if (!r->prefix && !pg[i].status)
+				continue;
+			pg[n++] = (struct pc_page){ .key = &keys[i], .key_len = sizeof(keys[i]),
+						    .data = c->buf, .len = c->page_bytes };
+		}
+		if (n)
+			pc_batch_set(st, pg, n);
+	}
+out:
+	free(pg);
+	c->inflight[r->node]--;
+	c->done_requests++;
+	free(r->pages);
+	free(r->tokens);
+	free(r);
+}
+
+static uint32_t pick_node(struct cluster *c)
+{
+	for (uint32_t k = 0; k < c->nn; k++) {
+		uint32_t i = (c->next_node + k) % c->nn;
+
+		if (c->alive[i]) {
+			c->next_node = i + 1;
+			return i;
+		}
+	}
+	return 0;
+}
+
+static void arrival(struct sim *s, void *arg);
+
+/* Take the next request from the workload and schedule its arrival. */
+static void schedule_next(struct cluster *c)
+{
+	struct wl_req wr;
+	struct req *r;
+	int ret = wl_next(c->gen, &wr);
+
+	if (ret <= 0) {
+		if (ret < 0)
+			c->failed = ret;
+		return;
+	}
+	if (c->stop_ns && wr.t_ns > c->stop_ns)
+		return;
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->pages = malloc(wr.npages * sizeof(uint64_t))) ||
+	    !(r->tokens = malloc(wr.npages * sizeof(uint32_t)))) {
+		c->failed = -ENOMEM;
+		if (r)
+			free(r->pages);
+		free(r);
+		return;
+	}
+	r->c = c;
+	r->npages = wr.npages;
+	r->prefix = wr.prefix;
+	memcpy(r->pages, wr.pages, wr.npages * sizeof(uint64_t));
+	memcpy(r->tokens, wr.tokens, wr.npages * sizeof(uint32_t));
+	sim_at(c->s, wr.t_ns, arrival, r);
+}
+
+static void arrival(struct sim *s, void *arg)
+{
+	struct req *r = arg;
+	struct cluster *c = r->c;
+
+	r->node = pick_node(c);
+	c->inflight[r->node]++;
+	if (c->cfg->timing) {
+		if (!sim_spawn(s, serve, r, r->node, true))
+			c->failed = -ENOMEM;
+	} else {
+		serve(r);
+	}
+	if (c->cfg->progress && !(c->done_requests & 0x3fff))
+		c->cfg->progress(c->cfg->progress_arg,
+				 c->expect_requests ? (double)c->done_requests / (double)c->expect_requests :
+				 c->stop_ns ? (double)sim_now(s) / (double)c->stop_ns : 0,
+				 c->done_requests);
+	schedule_next(c);
+}
+
+struct membership {
+	struct cluster *c;
+	struct run_event ev;
+};
+
+/* A node leaves (its slots are gone, every ring drops it) or joins again empty. */
+static void change_membership(struct sim *s, void *arg)
+{
+	struct membership *m = arg;
+	struct cluster *c = m->c;
+	uint32_t node = m->ev.node;
+
+	(void)s;
+	if (!m->ev.join && c->alive[node]) {
+		c->alive[node] = false;
+		sim_world_set_down(c->w, node, true);
+		for (uint32_t i = 0; i < c->nn; i++)
+			if (c->st[i])
+				store_set_member(c->st[i], node, false);
+	} else if (m->ev.join && !c->alive[node]) {
+		/* A fresh process with empty slots, unless requests still run on the old one. */
+		if (!c->inflight[node]) {
+			close_node(c, node);
+			if (open_node(c, node)) {
+				c->failed = -EIO;
+				free(m);
+				return;
+			}
+		}
+		sim_world_set_down(c->w, node, false);
+		for (uint32_t i = 0; i < c->nn; i++) {
+			if (!c->st[i])
+				continue;
+			store_set_member(c->st[i], node, true);
+			for (uint32_t j = 0; j < c->nn; j++)	/* its own ring: who is out now */
+				if (i == node && !c->alive[j] && j != node)
+					store_set_member(c->st[i], j, false);
+		}
+		c->alive[node] = true;
+	}
+	free(m);
+}
+
+int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t errlen)
+{
+	const struct pc_topology *t = cfg->topo;
+	struct cluster c = { .cfg = cfg, .nn = t->nr_nodes, .res = res };
+	uint64_t max_owned = 0, sum_owned = 0;
+	int ret = -ENOMEM;
+
+	memset(res, 0, sizeof(*res));
+	c.wall0 = wall_now();
+	c.page_bytes = (uint32_t)(t->model.present ? t->model.page_bytes : t->store.slot_max_page_bytes);
+	c.stop_ns = cfg->duration_ns;
+	c.expect_requests = cfg->wl.requests;
+	c.s = sim_create(cfg->seed);
+	c.w = c.s ? sim_world_create(c.s, t, cfg->timing) : NULL;
+	c.st = calloc(c.nn, sizeof(*c.st));
+	c.fab = calloc(c.nn, sizeof(*c.fab));
+	c.alive = calloc(c.nn, sizeof(*c.alive));
+	c.inflight = calloc(c.nn, sizeof(*c.inflight));
+	c.owned = calloc(c.nn, sizeof(*c.owned));
+	if (!c.w || !c.st || !c.fab || !c.alive || !c.inflight || !c.owned)
+		goto out;
+	c.w->keep_data = !cfg->payload_free;
+	if (!cfg->payload_free) {
+		c.buf = calloc(1, c.page_bytes);
+		if (!c.buf)
+			goto out;
+	}
+	for (uint32_t i = 0; i < c.nn; i++) {
+		ret = open_node(&c, i);
+		if (ret) {
+			snprintf(err, errlen, "%s", c.err);
+			goto out;
+		}
+		c.alive[i] = true;
+	}
+	for (uint32_t i = 0; i < c.nn; i++) {
+		for (uint32_t k = 0; k < c.st[i]->sm->own.nr_classes; k++) {
+			res->slot_bytes += c.st[i]->sm->own.cls[k].g.bytes;
+			res->mem_bytes += slot_region_bytes(&c.st[i]->sm->own.cls[k].g);
+		}
+	}
+	ret = wl_open(&cfg->wl, cfg->seed ^ 0x776c, t->model.present ? t->model.tokens_per_page : 1,
+		      &c.gen, err, errlen);
+	if (ret)
+		goto out;
+	for (uint32_t e = 0; e < cfg->nr_events; e++) {
+		struct membership *m = calloc(1, sizeof(*m));
+
+		if (!m)
+			goto out;
+		m->c = &c;
+		m->ev = cfg->events[e];
+		sim_at(c.s, m->ev.t_ns, change_membership, m);
+	}
+	schedule_next(&c);
+	sim_run(c.s, UINT64_MAX);
+	if (c.failed) {
+		ret = c.failed;
+		snprintf(err, errlen, "simulation failed: %s", strerror(-ret));
+		goto out;
+	}
+	res->sim_s = (double)sim_now(c.s) / 1e9;
+	net_utilisation(c.w->net, (double)sim_now(c.s), &res->nic_util_mean, &res->nic_util_max);
+	for (uint32_t i = 0; i < c.nn; i++) {
+		struct pc_metrics m;
+
+		if (c.w->nvme[i]) {
+			double u = nvme_utilisation(c.w->nvme[i], (double)sim_now(c.s));
+
+			res->nvme_util_mean += u / c.nn;
+			res->nvme_util_max = u > res->nvme_util_max ? u : res->nvme_util_max;
+		}
+		pc_store_metrics(c.st[i], &m);
+		res->evictions += (double)m.evictions;
+		sum_owned += c.owned[i];
+		max_owned = c.owned[i] > max_owned ? c.owned[i] : max_owned;
+	}
+	res->bytes_moved = net_bytes(c.w->net);
+	res->load_max_over_mean = sum_owned ? (double)max_owned * c.nn / (double)sum_owned : 0;
+	ret = 0;
+out:
+	for (uint32_t i = 0; c.st && i < c.nn; i++)
+		if (c.st[i])
+			close_node(&c, i);
+	wl_close(c.gen);
+	sim_world_destroy(c.w);
+	sim_destroy(c.s);
+	free(c.st);
+	free(c.fab);
+	free(c.alive);
+	free(c.inflight);
+	free(c.owned);
+	free(c.buf);
+	res->wall_s = wall_now() - c.wall0;
+	return ret;
+}
+
+void run_result_free(struct run_result *r)
+{
+	free(r->series);
+	r->series = NULL;
+	r->nr_points = 0;
+}

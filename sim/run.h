@@ -1,0 +1,68 @@
+/*
+ * run.h - one simulation: a topology, a workload and a seed in; hit rates, latency
+ * percentiles, utilisations and a time series out. The cluster is the library's own
+ * stores (one per node) on the simulated fabric, storage and clocks; requests arrive
+ * from the workload and run as processes on the node they are given to (round
+ * robin over live nodes): a batch_get of the request's pages, then a batch_set of the
+ * pages that missed (the engine computed them), as a serving engine does.
+ *
+ * Not for: sweeps, seeds and files (pcsim.c).
+ */
+#ifndef PC_SIM_RUN_H
+#define PC_SIM_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <peercache/pc_topology.h>
+
+#include "hist.h"
+#include "workload.h"
+
+#define RUN_MAX_EVENTS 32
+
+struct run_event {
+	uint64_t t_ns;
+	uint32_t node;
+	bool join;			/* false: the node leaves */
+};
+
+struct run_cfg {
+	const struct pc_topology *topo;
+	struct wl_spec wl;
+	uint64_t seed;
+	bool timing;			/* false: hit rates only, no time model */
+	bool payload_free;
+	uint64_t duration_ns;		/* stop arrivals after this; 0: workload's end */
+	uint64_t interval_ns;		/* time series step; 0: no series */
+	struct run_event events[RUN_MAX_EVENTS];
+	uint32_t nr_events;
+	/* called now and then with the fraction done (by requests or time) */
+	void (*progress)(void *arg, double frac, uint64_t requests);
+	void *progress_arg;
+};
+
+struct run_point {			/* one time-series interval */
+	uint64_t requests, pages, page_hits, tokens, token_hits;
+	struct hist lat;
+};
+
+struct run_result {
+	uint64_t requests, pages, page_hits, tokens, token_hits;
+	uint64_t pages_host, pages_disk, pages_miss;	/* every page looked up, by where it was */
+	struct hist lat;		/* per-request lookup latency, ns */
+	double nic_util_mean, nic_util_max, nvme_util_mean, nvme_util_max;
+	double evictions, demotions, promotions;	/* totals */
+	double bytes_moved;
+	double load_max_over_mean;	/* pages owned per node: max / mean */
+	double sim_s, wall_s;
+	uint64_t slot_bytes;		/* cluster slot memory (nominal) */
+	uint64_t mem_bytes;		/* what the slot regions really take here */
+	struct run_point *series;
+	uint32_t nr_points;
+};
+
+int run_sim(const struct run_cfg *cfg, struct run_result *out, char *err, size_t errlen);
+void run_result_free(struct run_result *r);
+
+#endif

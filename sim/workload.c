@@ -1,0 +1,411 @@
+/*
+ * workload.c - the workload generators: Zipf, shared-prefix groups, Mooncake traces.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keyhash.h"
+#include "workload.h"
+
+#define BLOCK_TOKENS 512	/* a Mooncake hash id covers this many tokens */
+
+/* ------------------------------------------------------------------ Zipf */
+
+static double helper1(double x)	/* log1p(x) / x */
+{
+	return fabs(x) > 1e-8 ? log1p(x) / x : 1 - x / 2 + x * x / 3;
+}
+
+static double helper2(double x)	/* expm1(x) / x */
+{
+	return fabs(x) > 1e-8 ? expm1(x) / x : 1 + x / 2 + x * x / 6;
+}
+
+static double zh(const struct zipf *z, double x)	/* H(x), integral of x^-s */
+{
+	double lx = log(x);
+
+	return helper2((1 - z->s) * lx) * lx;
+}
+
+static double zh_inv(const struct zipf *z, double x)
+{
+	double t = x * (1 - z->s);
+
+	if (t < -1)
+		t = -1;
+	return exp(helper1(t) * x);
+}
+
+static double zhh(const struct zipf *z, double x)	/* h(x) = x^-s */
+{
+	return exp(-z->s * log(x));
+}
+
+void zipf_init(struct zipf *z, uint64_t n, double s)
+{
+	z->n = n;
+	z->s = s;
+	z->h_x1 = zh(z, 1.5) - 1.0;
+	z->h_n = zh(z, (double)n + 0.5);
+	z->sv = 2 - zh_inv(z, zh(z, 2.5) - zhh(z, 2));
+}
+
+uint64_t zipf_draw(const struct zipf *z, double (*rand01)(void *ctx), void *ctx)
+{
+	for (;;) {
+		double u = z->h_n + rand01(ctx) * (z->h_x1 - z->h_n), x = zh_inv(z, u);
+		uint64_t k = (uint64_t)(x + 0.5);
+
+		if (k < 1)
+			k = 1;
+		else if (k > z->n)
+			k = z->n;
+		/* accept: inside the hat's exact part, or under the density */
+		if ((double)k - x <= z->sv || u >= zh(z, (double)k + 0.5) - zhh(z, (double)k))
+			return k;
+	}
+}
+
+/* ------------------------------------------------------------------ parsing */
+
+static int kv(const char *k, const char *v, struct wl_spec *w, char *err, size_t errlen)
+{
+	char *end;
+	double d = strtod(v, &end);
+
+	if (!*v || *end) {
+		if (!strcmp(k, "file")) {
+			snprintf(w->trace, sizeof(w->trace), "%s", v);
+			return 0;
+		}
+		snprintf(err, errlen, "workload: %s=%s: expected a number", k, v);
+		return -EINVAL;
+	}
+	if (d < 0) {
+		snprintf(err, errlen, "workload: %s=%s: expected a number >= 0", k, v);
+		return -EINVAL;
+	}
+	if (!strcmp(k, "keys"))
+		w->keys = (uint64_t)d;
+	else if (!strcmp(k, "s"))
+		w->s = d;
+	else if (!strcmp(k, "pages"))
+		w->pages = (uint32_t)d;
+	else if (!strcmp(k, "requests"))
+		w->requests = (uint64_t)d;
+	else if (!strcmp(k, "rate"))
+		w->rate = d;
+	else if (!strcmp(k, "groups"))
+		w->groups = (uint32_t)d;
+	else if (!strcmp(k, "prompts"))
+		w->prompts = (uint32_t)d;
+	else if (!strcmp(k, "prefix"))
+		w->prefix = (uint32_t)d;
+	else if (!strcmp(k, "suffix"))
+		w->suffix = (uint32_t)d;
+	else if (!strcmp(k, "group_s"))
+		w->group_s = d;
+	else {
+		snprintf(err, errlen,
+			 "workload: unknown parameter '%s' (zipf: keys s pages requests rate; prefix: groups prompts prefix suffix group_s requests rate; mooncake: requests rate)",
+			 k);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int wl_parse(const char *text, struct wl_spec *w, char *err, size_t errlen)
+{
+	char buf[512], *save, *tok, *colon;
+	size_t len = strlen(text);
+
+	memset(w, 0, sizeof(*w));
+	snprintf(w->text, sizeof(w->text), "%s", text);
+	w->s = 1.0;
+	w->pages = 1;
+	w->requests = 100000;
+	if (len > 6 && !strcmp(text + len - 6, ".jsonl") && !strchr(text, ':')) {
+		w->kind = WL_TRACE;
+		w->requests = 0;
+		snprintf(w->trace, sizeof(w->trace), "%s", text);
+		return 0;
+	}
+	snprintf(buf, sizeof(buf), "%s", text);
+	colon = strchr(buf, ':');
+	if (!colon) {
+		snprintf(err, errlen,
+			 "workload '%s': expected zipf:..., prefix:..., mooncake:FILE or a .jsonl trace",
+			 text);
+		return -EINVAL;
+	}
+	*colon = 0;
+	if (!strcmp(buf, "zipf")) {
+		w->kind = WL_ZIPF;
+		w->keys = 100000;
+	} else if (!strcmp(buf, "prefix")) {
+		w->kind = WL_PREFIX;
+		w->groups = 16;
+		w->prompts = 64;
+		w->prefix = 8;
+		w->suffix = 4;
+	} else if (!strcmp(buf, "mooncake")) {
+		w->kind = WL_TRACE;
+		w->requests = 0;
+	} else {
+		snprintf(err, errlen, "workload '%s': unknown kind '%s'; use zipf, prefix or mooncake",
+			 text, buf);
+		return -EINVAL;
+	}
+	for (tok = strtok_r(colon + 1, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (!eq) {
+			if (w->kind == WL_TRACE && !w->trace[0]) {
+				snprintf(w->trace, sizeof(w->trace), "%s", tok);
+				continue;
+			}
+			snprintf(err, errlen, "workload '%s': '%s' is not key=value", text, tok);
+			return -EINVAL;
+		}
+		*eq = 0;
+		if (kv(tok, eq + 1, w, err, errlen))
+			return -EINVAL;
+	}
+	if (w->kind == WL_TRACE && !w->trace[0]) {
+		snprintf(err, errlen, "workload '%s': mooncake needs a trace file", text);
+		return -EINVAL;
+	}
+	if ((w->kind == WL_ZIPF && (!w->keys || !w->pages)) ||
+	    (w->kind == WL_PREFIX && (!w->groups || !w->prompts || !(w->prefix + w->suffix)))) {
+		snprintf(err, errlen, "workload '%s': keys, pages, groups, prompts and prefix+suffix must be positive",
+			 text);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ generation */
+
+struct wl_gen {
+	struct wl_spec spec;
+	uint64_t rng[4];
+	uint32_t tpp;			/* tokens per page */
+	struct zipf z, zg;
+	uint64_t made;
+	uint64_t t_ns;
+	FILE *trace;
+	char *line;
+	size_t line_cap;
+	uint64_t t0_ms;
+	bool have_t0;
+	uint64_t *pages;
+	uint32_t *tokens;
+	size_t cap;
+};
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rnd(struct wl_gen *g)
+{
+	uint64_t *r = g->rng, res = rotl(r[1] * 5, 7) * 9, t = r[1] << 17;
+
+	r[2] ^= r[0];
+	r[3] ^= r[1];
+	r[1] ^= r[2];
+	r[0] ^= r[3];
+	r[2] ^= t;
+	r[3] = rotl(r[3], 45);
+	return res;
+}
+
+static double u01(struct wl_gen *g)
+{
+	return (double)(rnd(g) >> 11) * 0x1.0p-53;
+}
+
+static double u01_cb(void *g)
+{
+	return u01(g);
+}
+
+/* Page ids: a hash of what the page is, so popularity does not cluster placement. */
+static uint64_t pid(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t v[3] = { a, b, c };
+
+	return XXH3_64bits(v, sizeof(v));
+}
+
+int wl_open(const struct wl_spec *spec, uint64_t seed, uint32_t tpp, struct wl_gen **out,
+	    char *err, size_t errlen)
+{
+	struct wl_gen *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	g->spec = *spec;
+	g->tpp = tpp ? tpp : 1;
+	for (int i = 0; i < 4; i++) {
+		uint64_t z = (seed += 0x9E3779B97F4A7C15ULL);
+
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+		g->rng[i] = z ^ (z >> 31);
+	}
+	if (spec->kind == WL_ZIPF)
+		zipf_init(&g->z, spec->keys, spec->s);
+	if (spec->kind == WL_PREFIX && spec->group_s > 0)
+		zipf_init(&g->zg, spec->groups, spec->group_s);
+	if (spec->kind == WL_TRACE) {
+		g->trace = fopen(spec->trace, "r");
+		if (!g->trace) {
+			snprintf(err, errlen, "workload: cannot open trace %s: %s", spec->trace,
+				 strerror(errno));
+			free(g);
+			return -ENOENT;
+		}
+	}
+	*out = g;
+	return 0;
+}
+
+void wl_close(struct wl_gen *g)
+{
+	if (!g)
+		return;
+	if (g->trace)
+		fclose(g->trace);
+	free(g->line);
+	free(g->pages);
+	free(g->tokens);
+	free(g);
+}
+
+static int reserve(struct wl_gen *g, size_t n)
+{
+	if (n <= g->cap)
+		return 0;
+	free(g->pages);
+	free(g->tokens);
+	g->cap = n * 2;
+	g->pages = malloc(g->cap * sizeof(*g->pages));
+	g->tokens = malloc(g->cap * sizeof(*g->tokens));
+	return g->pages && g->tokens ? 0 : -ENOMEM;
+}
+
+/* Poisson arrivals: exponential gaps of mean 1/rate. */
+static void next_arrival(struct wl_gen *g)
+{
+	g->t_ns += (uint64_t)(-log(1 - u01(g)) / g->spec.rate * 1e9);
+}
+
+static int trace_next(struct wl_gen *g, struct wl_req *r)
+{
+	for (;;) {
+		json_error_t jerr;
+		json_t *o, *ids;
+		long long ts, in;
+		size_t n, np = 0;
+
+		if (getline(&g->line, &g->line_cap, g->trace) < 0)
+			return 0;
+		o = json_loads(g->line, 0, &jerr);
+		if (!o)
+			continue;	/* a blank or broken line: skip it */
+		ts = json_integer_value(json_object_get(o, "timestamp"));
+		in = json_integer_value(json_object_get(o, "input_length"));
+		ids = json_object_get(o, "hash_ids");
+		n = json_array_size(ids);
+		if (!n || in <= 0) {
+			json_decref(o);
+			continue;
+		}
+		if (reserve(g, n * ((BLOCK_TOKENS + g->tpp - 1) / g->tpp + 1))) {
+			json_decref(o);
+			return -ENOMEM;
+		}
+		for (size_t b = 0; b < n; b++) {
+			uint64_t id = (uint64_t)json_integer_value(json_array_get(ids, b));
+			long long tok = b + 1 < n ? BLOCK_TOKENS : in - (long long)BLOCK_TOKENS * (long long)(n - 1);
+			uint32_t left = (uint32_t)(tok < 1 ? 1 : tok > BLOCK_TOKENS ? BLOCK_TOKENS : tok);
+
+			for (uint32_t j = 0; left; j++) {
+				uint32_t t = left < g->tpp ? left : g->tpp;
+
+				g->pages[np] = pid(id, j, 0x6d6f6f6e);
+				g->tokens[np++] = t;
+				left -= t;
+			}
+		}
+		json_decref(o);
+		if (!g->have_t0) {
+			g->t0_ms = (uint64_t)ts;
+			g->have_t0 = true;
+		}
+		if (g->spec.rate > 0)
+			next_arrival(g);
+		else
+			g->t_ns = ((uint64_t)ts - g->t0_ms) * 1000000ULL;
+		r->t_ns = g->t_ns;
+		r->npages = (uint32_t)np;
+		r->pages = g->pages;
+		r->tokens = g->tokens;
+		r->prefix = true;
+		return 1;
+	}
+}
+
+int wl_next(struct wl_gen *g, struct wl_req *r)
+{
+	const struct wl_spec *s = &g->spec;
+
+	if (s->requests && g->made >= s->requests)
+		return 0;
+	if (s->kind == WL_TRACE) {
+		int ret = trace_next(g, r);
+
+		g->made += ret > 0;
+		return ret;
+	}
+	if (s->rate > 0)
+		next_arrival(g);
+	if (s->kind == WL_ZIPF) {
+		if (reserve(g, s->pages))
+			return -ENOMEM;
+		for (uint32_t i = 0; i < s->pages; i++) {
+			g->pages[i] = pid(zipf_draw(&g->z, u01_cb, g), 0, 0x7a697066);
+			g->tokens[i] = g->tpp;
+		}
+		r->npages = s->pages;
+		r->prefix = false;
+	} else {
+		uint64_t grp = s->group_s > 0 ? zipf_draw(&g->zg, u01_cb, g) - 1 :
+						 rnd(g) % s->groups;
+		uint64_t prompt = rnd(g) % s->prompts;
+		uint32_t n = 0;
+
+		if (reserve(g, s->prefix + s->suffix))
+			return -ENOMEM;
+		for (uint32_t i = 0; i < s->prefix; i++)
+			g->pages[n++] = pid(grp, i, 0x70726566);
+		for (uint32_t i = 0; i < s->suffix; i++)
+			g->pages[n++] = pid(grp, ((uint64_t)prompt << 32) | i, 0x73756666);
+		for (uint32_t i = 0; i < n; i++)
+			g->tokens[i] = g->tpp;
+		r->npages = n;
+		r->prefix = true;
+	}
+	r->t_ns = g->t_ns;
+	r->pages = g->pages;
+	r->tokens = g->tokens;
+	g->made++;
+	return 1;
+}

@@ -1,0 +1,54 @@
+/*
+ * world.h - one simulated cluster: the engine, the network and NVMe models, the
+ * nodes' memory (an in-process fabric world, so region checks and one-sided ops are
+ * the library's own), and per-node clocks. The library's stores run on it through
+ * three ops tables: sim_fabric_ops, sim_storage_ops and the clocks below.
+ *
+ * Without timing (hit-rate-only mode) ops complete at once and time moves only with
+ * arrivals; with timing every fabric, storage and copy cost is modelled.
+ */
+#ifndef PC_SIM_WORLD_H
+#define PC_SIM_WORLD_H
+
+#include <peercache/pc_clock.h>
+#include <peercache/pc_fabric.h>
+#include <peercache/pc_storage.h>
+
+#include "engine.h"
+#include "nic.h"
+#include "nvme.h"
+
+struct inproc_world;
+
+struct sim_clock {
+	struct pc_clock base;
+	struct sim_world *w;
+	uint32_t node;
+	double copy_rate;		/* bytes per ns of a local memcpy */
+};
+
+struct sim_world {
+	struct sim *s;
+	const struct pc_topology *topo;
+	bool timing;
+	bool keep_data;			/* storage keeps block bytes (not payload-free) */
+	struct sim_net *net;
+	struct sim_nvme **nvme;		/* per node; NULL without NVMe */
+	struct inproc_world *mem;
+	struct sim_clock *clocks;	/* per node, and one more for clients */
+	double rpc_bytes;
+};
+
+struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, bool timing);
+void sim_world_destroy(struct sim_world *w);
+
+/* The clock of node (PC_PEER_NONE: a client's). */
+struct pc_clock *sim_world_clock(struct sim_world *w, uint32_t node);
+
+/* Take node out of the network (its ops and RPCs fail) or put it back. */
+void sim_world_set_down(struct sim_world *w, uint32_t node, bool down);
+
+extern const struct pc_fabric_ops sim_fabric_ops;
+extern const struct pc_storage_ops sim_storage_ops;
+
+#endif
