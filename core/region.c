@@ -7,96 +7,109 @@
 
 #include "region.h"
 
+static struct region_set *set_new(size_t n)
+{
+	struct region_set *s = calloc(1, sizeof(*s) + n * sizeof(s->v[0]));
+
+	if (s)
+		s->n = n;
+	return s;
+}
+
 int region_table_init(struct region_table *t)
 {
-	memset(t, 0, sizeof(*t));
-	return -pthread_rwlock_init(&t->lock, NULL);
+	t->cur = set_new(0);
+	if (!t->cur)
+		return -ENOMEM;
+	return -pthread_mutex_init(&t->lock, NULL);
 }
 
 void region_table_fini(struct region_table *t)
 {
-	free(t->v);
-	pthread_rwlock_destroy(&t->lock);
+	struct region_set *s = t->cur;
+
+	while (s) {
+		struct region_set *next = s->retired;
+
+		free(s);
+		s = next;
+	}
+	pthread_mutex_destroy(&t->lock);
 }
 
-static struct region_entry *find(struct region_table *t, uint32_t key)
+static const struct region_entry *find(const struct region_set *s, uint32_t key)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (t->v[i].key == key)
-			return &t->v[i];
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].key == key)
+			return &s->v[i];
 	return NULL;
+}
+
+/* Publish a new set; the old one stays reachable for readers until fini. */
+static void publish(struct region_table *t, struct region_set *s)
+{
+	s->retired = t->cur;
+	__atomic_store_n(&t->cur, s, __ATOMIC_RELEASE);
 }
 
 int region_table_add(struct region_table *t, struct pc_region *r, uint64_t rnd)
 {
 	uint32_t key = (uint32_t)rnd ? (uint32_t)rnd : (uint32_t)(rnd >> 32) | 1u;
+	struct region_set *s;
 	int ret = 0;
 
-	pthread_rwlock_wrlock(&t->lock);
+	pthread_mutex_lock(&t->lock);
 	/* Keys are random so that a key from before a restart is refused, not reused. */
-	while (!key || find(t, key))
+	while (!key || find(t->cur, key))
 		key = key * 2654435761u + 1;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 8;
-		struct region_entry *v = realloc(t->v, cap * sizeof(*v));
-
-		if (!v) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		t->v = v;
-		t->cap = cap;
+	s = set_new(t->cur->n + 1);
+	if (!s) {
+		ret = -ENOMEM;
+		goto out;
 	}
-	t->v[t->n++] = (struct region_entry){ .key = key, .access = r->access,
-					       .addr = r->addr, .len = r->len };
+	memcpy(s->v, t->cur->v, t->cur->n * sizeof(s->v[0]));
+	s->v[t->cur->n] = (struct region_entry){ .key = key, .access = r->access,
+						 .addr = r->addr, .len = r->len };
 	r->key = key;
+	publish(t, s);
 out:
-	pthread_rwlock_unlock(&t->lock);
+	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
 
 void region_table_del(struct region_table *t, uint32_t key)
 {
-	pthread_rwlock_wrlock(&t->lock);
-	for (size_t i = 0; i < t->n; i++) {
-		if (t->v[i].key == key) {
-			t->v[i] = t->v[--t->n];
-			break;
-		}
+	struct region_set *s;
+
+	pthread_mutex_lock(&t->lock);
+	if (find(t->cur, key) && (s = set_new(t->cur->n - 1))) {
+		size_t j = 0;
+
+		for (size_t i = 0; i < t->cur->n; i++)
+			if (t->cur->v[i].key != key)
+				s->v[j++] = t->cur->v[i];
+		publish(t, s);
 	}
-	pthread_rwlock_unlock(&t->lock);
+	pthread_mutex_unlock(&t->lock);
 }
 
 int region_table_check(struct region_table *t, uint32_t key, uint64_t raddr, uint64_t len,
 		       unsigned access, uint8_t **where)
 {
-	struct region_entry *e;
+	const struct region_entry *e = find(__atomic_load_n(&t->cur, __ATOMIC_ACQUIRE), key);
 	uint64_t base;
-	int ret = 0;
 
-	pthread_rwlock_rdlock(&t->lock);
-	e = find(t, key);
-	if (!e) {
-		ret = -ENOKEY;
-		goto out;
-	}
+	if (!e)
+		return -ENOKEY;
 	base = (uint64_t)(uintptr_t)e->addr;
-	if (raddr < base || len > e->len || raddr - base > e->len - len) {
-		ret = -EFAULT;
-		goto out;
-	}
-	if ((e->access & access) != access) {
-		ret = -EACCES;
-		goto out;
-	}
-	if (access == PC_ACCESS_REMOTE_ATOMIC && (len != 8 || raddr % 8)) {
-		ret = -EINVAL;
-		goto out;
-	}
+	if (raddr < base || len > e->len || raddr - base > e->len - len)
+		return -EFAULT;
+	if ((e->access & access) != access)
+		return -EACCES;
+	if (access == PC_ACCESS_REMOTE_ATOMIC && (len != 8 || raddr % 8))
+		return -EINVAL;
 	*where = e->addr + (raddr - base);
-out:
-	pthread_rwlock_unlock(&t->lock);
-	return ret;
+	return 0;
 }
 
 uint64_t region_cas(uint8_t *where, uint64_t compare, uint64_t swap)

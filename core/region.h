@@ -7,6 +7,10 @@
  * unknown, whose range leaves the region, or that needs an access right the region
  * was not registered with.
  *
+ * Readers never lock: the table is an immutable array behind an atomic pointer,
+ * replaced whole on (rare) registration changes; replaced arrays are kept until the
+ * table goes, since a reader may still be scanning one.
+ *
  * Not for: registration with hardware (verbs registers with the NIC itself).
  */
 #ifndef PC_REGION_H
@@ -25,10 +29,15 @@ struct region_entry {
 	size_t len;
 };
 
+struct region_set {
+	size_t n;
+	struct region_set *retired;	/* the set this one replaced */
+	struct region_entry v[];
+};
+
 struct region_table {
-	pthread_rwlock_t lock;
-	struct region_entry *v;
-	size_t n, cap;
+	pthread_mutex_t lock;		/* writers only */
+	struct region_set *cur;
 };
 
 int region_table_init(struct region_table *t);

@@ -42,7 +42,64 @@ void ring_destroy(struct ring *r)
 		return;
 	free(r->points);
 	free(r->nodes);
+	free(r->lut);
+	free(r->lut_owner);
 	free(r);
+}
+
+/* Index of the first point >= p, or nr_points past the last. */
+static size_t lower_bound(const struct ring *r, uint64_t p, size_t lo, size_t hi)
+{
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->points[mid].point < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Rebuild the jump table: about four ranges per point. */
+static int build_lut(struct ring *r)
+{
+	unsigned bits = 1;
+	size_t nr;
+	uint32_t *lut, *own;
+
+	while (bits < 30 && (1ULL << bits) < 4 * (uint64_t)r->nr_points)
+		bits++;
+	nr = (size_t)1 << bits;
+	lut = malloc(nr * sizeof(*lut));
+	own = malloc(nr * sizeof(*own));
+	if (!lut || !own) {
+		free(lut);
+		free(own);
+		return -ENOMEM;
+	}
+	for (size_t i = 0, p = 0; i < nr; i++) {
+		uint64_t start = (uint64_t)i << (64 - bits);
+
+		while (p < r->nr_points && r->points[p].point < start)
+			p++;
+		lut[i] = (uint32_t)p;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		size_t first = lut[i], next = i + 1 < nr ? lut[i + 1] : r->nr_points;
+
+		/* No point inside the range (and none at its start, which a lookup of
+		 * exactly that position would hit): the next point owns all of it. */
+		own[i] = RING_NONE;
+		if (r->nr_points && first == next)
+			own[i] = r->points[first == r->nr_points ? 0 : first].node;
+	}
+	free(r->lut);
+	free(r->lut_owner);
+	r->lut = lut;
+	r->lut_owner = own;
+	r->lut_bits = bits;
+	return 0;
 }
 
 struct ring *ring_dup(const struct ring *r)
@@ -61,6 +118,10 @@ struct ring *ring_dup(const struct ring *r)
 	memcpy(d->nodes, r->nodes, r->nr_nodes * sizeof(*d->nodes));
 	d->nr_points = r->nr_points;
 	d->nr_nodes = r->nr_nodes;
+	if (build_lut(d)) {
+		ring_destroy(d);
+		return NULL;
+	}
 	return d;
 }
 
@@ -110,7 +171,7 @@ int ring_add(struct ring *r, uint32_t node, const char *name)
 		nodes[i] = nodes[i - 1];
 	nodes[i] = node;
 	r->nr_nodes++;
-	return 0;
+	return build_lut(r);
 }
 
 int ring_remove(struct ring *r, uint32_t node)
@@ -127,26 +188,21 @@ int ring_remove(struct ring *r, uint32_t node)
 		if (r->nodes[i] != node)
 			r->nodes[j++] = r->nodes[i];
 	r->nr_nodes = (uint32_t)j;
-	return 0;
+	return build_lut(r);
 }
 
-/* Index of the first point >= p, wrapping to 0 past the last. */
+/* Index of the first point >= p, wrapping to 0 past the last. The jump table
+ * brackets it: between the first point of p's range and that of the next. */
 static size_t successor(const struct ring *r, uint64_t p)
 {
-	size_t lo = 0, hi = r->nr_points;
+	size_t k = (size_t)(p >> (64 - r->lut_bits)), lo = r->lut[k];
+	size_t hi = k + 1 < ((size_t)1 << r->lut_bits) ? r->lut[k + 1] : r->nr_points;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->points[mid].point < p)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = lower_bound(r, p, lo, hi);
 	return lo == r->nr_points ? 0 : lo;
 }
 
-uint32_t ring_owner_at(const struct ring *r, uint64_t point)
+uint32_t ring_owner_slow(const struct ring *r, uint64_t point)
 {
 	if (!r->nr_points)
 		return RING_NONE;

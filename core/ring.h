@@ -32,6 +32,11 @@ struct ring {
 	size_t nr_points;
 	struct ring_point *points;	/* sorted by point, then node */
 	uint32_t *nodes;		/* member node ids, ascending */
+	/* A jump table over the top lut_bits of a position: the first point at or after
+	 * the start of each range, so a lookup scans one or two points, not log2(n). */
+	uint32_t *lut;
+	uint32_t *lut_owner;		/* the owner of a range no point splits, else RING_NONE */
+	unsigned lut_bits;
 };
 
 /* An empty ring. NULL on ENOMEM or vnodes == 0. */
@@ -47,7 +52,15 @@ int ring_remove(struct ring *r, uint32_t node);
 int ring_contains(const struct ring *r, uint32_t node);
 
 /* The node owning ring position point, or RING_NONE for an empty ring. */
-uint32_t ring_owner_at(const struct ring *r, uint64_t point);
+uint32_t ring_owner_slow(const struct ring *r, uint64_t point);
+
+static inline uint32_t ring_owner_at(const struct ring *r, uint64_t point)
+{
+	/* Most ranges of the jump table hold no point: one load answers. */
+	uint32_t o = r->lut_owner ? r->lut_owner[point >> (64 - r->lut_bits)] : RING_NONE;
+
+	return o != RING_NONE ? o : ring_owner_slow(r, point);
+}
 
 /* The owner of a key hash. */
 static inline uint32_t ring_owner_of(const struct ring *r, struct pc_keyhash h)

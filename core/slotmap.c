@@ -29,15 +29,17 @@ static int resolve_policy(const struct slot_geometry *g, enum pc_read_policy p)
  * small page is a TLB miss; populated now, as pinning for RDMA would, because
  * faulting pages in on first write made early writes several times slower.
  */
-static int map_slots(uint8_t **out, size_t bytes)
+static int map_slots(uint8_t **out, size_t bytes, bool populate)
 {
 	uint8_t *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (m == MAP_FAILED)
 		return -ENOMEM;
-	madvise(m, bytes, MADV_HUGEPAGE);
-	for (size_t off = 0; off < bytes; off += 4096)
-		m[off] = 0;
+	if (populate) {
+		madvise(m, bytes, MADV_HUGEPAGE);
+		for (size_t off = 0; off < bytes; off += 4096)
+			m[off] = 0;
+	}
 	*out = m;
 	return 0;
 }
@@ -64,7 +66,8 @@ static int own_slots(struct slotmap *sm)
 		if (sm->payload_free)
 			slot_geometry_drop_payload(&k->g);
 		bytes = slot_region_bytes(&k->g);
-		ret = map_slots(&sm->mem[c], bytes);
+		/* Payload-free slots (the simulator) are small and touched sparsely. */
+		ret = map_slots(&sm->mem[c], bytes, !sm->payload_free);
 		if (ret)
 			return ret;
 		/* Readers read slots and the index; remote writers write both and may
@@ -261,8 +264,8 @@ int sm_key_init(struct slotmap *sm, struct sm_kc *k, struct pc_page *pg)
 void sm_bind_layouts(struct slotmap *sm, void *keys, size_t stride, size_t n)
 {
 	uint32_t nn = sm->st->topo->nr_nodes;
-	uint8_t *want = calloc(nn, 1);
-	int *err = calloc(nn, sizeof(*err));
+	uint8_t *want = NULL;
+	int *err = NULL;
 	bool missing = false;
 
 	for (size_t i = 0; i < n; i++) {
@@ -271,10 +274,19 @@ void sm_bind_layouts(struct slotmap *sm, void *keys, size_t stride, size_t n)
 		if (k->state != SM_PENDING)
 			continue;
 		k->lay = sm_layout_of(sm, k->owner);
-		if (!k->lay && want)
-			want[k->owner] = 1, missing = true;
+		missing |= !k->lay;
 	}
-	if (missing && err)
+	if (!missing)
+		return;
+	want = calloc(nn, 1);
+	err = calloc(nn, sizeof(*err));
+	for (size_t i = 0; want && i < n; i++) {
+		struct sm_kc *k = SM_KC(keys, stride, i);
+
+		if (k->state == SM_PENDING && !k->lay)
+			want[k->owner] = 1;
+	}
+	if (want && err)
 		fetch_layouts(sm, want, err);
 	for (size_t i = 0; i < n; i++) {
 		struct sm_kc *k = SM_KC(keys, stride, i);

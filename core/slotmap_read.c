@@ -199,9 +199,10 @@ static void phase1_eval(struct gkey *k)
 	finish(k, miss);
 }
 
-/* Which classes to read for a key, how, and where its buffers are. nremote is the
- * number of remote keys the batch reads in this pass. */
-static int plan_key(struct gkey *k, size_t nremote)
+/* Which classes to read for a key and how; returns the bytes of landing space it
+ * needs (index blocks, a whole bucket). nremote is the number of remote keys the
+ * batch reads in this pass. */
+static size_t plan_key(struct gkey *k, size_t nremote)
 {
 	const struct sm_layout *lay = k->kc.lay;
 	uint64_t want = k->expect ? k->expect : k->maxlen;
@@ -230,49 +231,57 @@ static int plan_key(struct gkey *k, size_t nremote)
 		k->policy = nremote <= 2 ? PC_READ_PREDICT : PC_READ_INDEX;
 	if (k->policy == PC_READ_BUCKET)
 		need += lay->cls[k->c0].g.ways * lay->cls[k->c0].g.mem_stride;
-	free(k->idx[0]);
-	k->idx[0] = malloc(need ? need : 1);
-	if (!k->idx[0])
-		return -ENOMEM;
-	for (int c = 0, off = 0; c <= k->c0; c++) {
-		k->idx[c] = k->idx[0] + off;
+	return need;
+}
+
+/* Point a key's index blocks and bucket scratch into the pass's landing space. */
+static void place_key(struct gkey *k, uint8_t *at)
+{
+	const struct sm_layout *lay = k->kc.lay;
+
+	for (int c = 0; c <= k->c0; c++) {
+		k->idx[c] = at;
 		if (k->mask >> c & 1)
-			off += (int)lay->cls[c].g.index_stride;
-		if (c == k->c0)
-			k->scratch = k->idx[0] + off;
+			at += lay->cls[c].g.index_stride;
 	}
-	return 0;
+	k->scratch = at;
 }
 
 /* One pass over the pending keys: local lookups, phase 1, phase 2. */
 static void get_pass(struct slotmap *sm, struct gkey *keys, size_t n, uint64_t *bytes)
 {
 	struct pc_store *st = sm->st;
-	struct pc_op *ops = calloc(n * (2 + PC_MAX_CLASSES) + 1, sizeof(*ops));
+	struct pc_op *ops = malloc((n * (2 + PC_MAX_CLASSES) + 1) * sizeof(*ops));
+	uint8_t *arena = NULL;
+	size_t nremote = 0, need = 0, *at = malloc((n ? n : 1) * sizeof(*at));
 	uint32_t nops = 0;
-	size_t nremote = 0;
 
-	if (!ops) {
+	if (ops)
+		sm_bind_layouts(sm, keys, sizeof(*keys), n);
+	for (size_t i = 0; ops && at && i < n; i++)
+		nremote += keys[i].kc.state == SM_PENDING && keys[i].kc.owner != st->self;
+	/* One landing area for the whole pass, carved per key. */
+	for (size_t i = 0; ops && at && i < n; i++) {
+		at[i] = need;
+		if (keys[i].kc.state == SM_PENDING)
+			need += plan_key(&keys[i], nremote);
+	}
+	if (ops && at)
+		arena = malloc(need ? need : 1);
+	if (!arena) {
 		for (size_t i = 0; i < n; i++)
 			if (keys[i].kc.state == SM_PENDING)
 				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
+		free(ops);
+		free(at);
 		return;
 	}
-	sm_bind_layouts(sm, keys, sizeof(*keys), n);
-	for (size_t i = 0; i < n; i++)
-		nremote += keys[i].kc.state == SM_PENDING && keys[i].kc.owner != st->self;
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 
 		if (k->kc.state != SM_PENDING)
 			continue;
-		if (plan_key(k, nremote)) {
-			k->kc.err = -ENOMEM;
-			k->kc.state = SM_DONE;
-			continue;
-		}
-		if (k->kc.state != SM_PENDING)
-			continue;
+		place_key(k, arena + at[i]);
 		if (k->kc.owner == st->self) {
 			get_local(sm, k, bytes);
 			continue;
@@ -337,6 +346,8 @@ static void get_pass(struct slotmap *sm, struct gkey *keys, size_t n, uint64_t *
 		finish(k, v);
 	}
 	free(ops);
+	free(arena);
+	free(at);
 }
 
 static void count_verdict(struct pc_store *st, const struct gkey *k)
@@ -407,7 +418,6 @@ int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
 next:
 		if (k->kc.pg->status)
 			k->kc.pg->len = 0;
-		free(k->idx[0]);
 	}
 	METRIC_ADD(st, read_requests, n);
 	METRIC_ADD(st, bytes_read, bytes);

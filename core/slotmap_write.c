@@ -220,10 +220,17 @@ static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys
 			continue;
 		cl = &k->kc.lay->cls[k->cls];
 		b->op0 = nops;
-		for (uint32_t w = 0; w < cl->g.ways; w++)
-			ops[nops++] = sm_op(PC_OP_READ, k->kc.lay, sm_slot_addr(cl, b->bucket, w), cl->rkey,
-						 b->raw + w * SLOT_HEADER_BYTES, SLOT_HEADER_BYTES);
-		b->nops = cl->g.ways;
+		if (slot_has_payload(&cl->g)) {
+			for (uint32_t w = 0; w < cl->g.ways; w++)
+				ops[nops++] = sm_op(PC_OP_READ, k->kc.lay, sm_slot_addr(cl, b->bucket, w),
+						    cl->rkey, b->raw + w * SLOT_HEADER_BYTES,
+						    SLOT_HEADER_BYTES);
+			b->nops = cl->g.ways;
+		} else {	/* headers alone lie side by side: one read */
+			ops[nops++] = sm_op(PC_OP_READ, k->kc.lay, sm_slot_addr(cl, b->bucket, 0), cl->rkey,
+					    b->raw, cl->g.ways * SLOT_HEADER_BYTES);
+			b->nops = 1;
+		}
 	}
 	if (nops)
 		store_post(st, ops, nops);
@@ -239,7 +246,7 @@ static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys
 				b->err = e;
 		}
 		if (b->nops && !b->err && !b->stale) {
-			for (uint32_t x = 0; x < b->nops; x++)
+			for (uint32_t x = 0; x < b->ways; x++)
 				slot_header_decode(b->raw + x * SLOT_HEADER_BYTES, &b->dec[x]);
 			b->decoded = true;
 		}
