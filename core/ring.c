@@ -33,12 +33,13 @@ struct ring *ring_create(uint32_t vnodes)
 	if (!r)
 		return NULL;
 	r->vnodes = vnodes;
+	r->refs = 1;
 	return r;
 }
 
 void ring_destroy(struct ring *r)
 {
-	if (!r)
+	if (!r || --r->refs)
 		return;
 	free(r->points);
 	free(r->nodes);
@@ -142,36 +143,50 @@ int ring_contains(const struct ring *r, uint32_t node)
 	return 0;
 }
 
-int ring_add(struct ring *r, uint32_t node, const char *name)
+static int node_cmp(const void *a, const void *b)
 {
-	size_t np = r->nr_points + r->vnodes;
-	struct ring_point *pts;
-	uint32_t *nodes, i;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	if (ring_contains(r, node))
-		return -EEXIST;
-	pts = realloc(r->points, np * sizeof(*pts));
+	return x < y ? -1 : x > y;
+}
+
+int ring_add_many(struct ring *r, const uint32_t *add, const char *const *names, size_t n)
+{
+	size_t np = r->nr_points + (size_t)r->vnodes * n;
+	struct ring_point *pts;
+	uint32_t *nodes;
+
+	for (size_t k = 0; k < n; k++) {
+		if (ring_contains(r, add[k]))
+			return -EEXIST;
+		for (size_t j = 0; j < k; j++)
+			if (add[j] == add[k])
+				return -EEXIST;
+	}
+	pts = realloc(r->points, (np ? np : 1) * sizeof(*pts));
 	if (!pts)
 		return -ENOMEM;
 	r->points = pts;
-	nodes = realloc(r->nodes, (r->nr_nodes + 1) * sizeof(*nodes));
+	nodes = realloc(r->nodes, (r->nr_nodes + n + 1) * sizeof(*nodes));
 	if (!nodes)
 		return -ENOMEM;
 	r->nodes = nodes;
-
 	/* A node's points depend on its name only, never on the other members. */
-	for (i = 0; i < r->vnodes; i++) {
-		pts[r->nr_points + i].point = vnode_point(name, i);
-		pts[r->nr_points + i].node = node;
+	for (size_t k = 0; k < n; k++) {
+		for (uint32_t i = 0; i < r->vnodes; i++) {
+			pts[r->nr_points].point = vnode_point(names[k], i);
+			pts[r->nr_points++].node = add[k];
+		}
+		nodes[r->nr_nodes++] = add[k];
 	}
-	r->nr_points = np;
-	qsort(pts, np, sizeof(*pts), point_cmp);
-
-	for (i = r->nr_nodes; i > 0 && nodes[i - 1] > node; i--)
-		nodes[i] = nodes[i - 1];
-	nodes[i] = node;
-	r->nr_nodes++;
+	qsort(pts, r->nr_points, sizeof(*pts), point_cmp);
+	qsort(nodes, r->nr_nodes, sizeof(*nodes), node_cmp);
 	return build_lut(r);
+}
+
+int ring_add(struct ring *r, uint32_t node, const char *name)
+{
+	return ring_add_many(r, &node, &name, 1);
 }
 
 int ring_remove(struct ring *r, uint32_t node)

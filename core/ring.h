@@ -27,6 +27,7 @@ struct ring_point {
 
 struct ring {
 	struct ring *retired_next;	/* a store's list of replaced rings */
+	uint32_t refs;			/* holders; ring_destroy frees at the last */
 	uint32_t vnodes;		/* points per node */
 	uint32_t nr_nodes;
 	size_t nr_points;
@@ -39,14 +40,25 @@ struct ring {
 	unsigned lut_bits;
 };
 
-/* An empty ring. NULL on ENOMEM or vnodes == 0. */
+/* An empty ring with one holder. NULL on ENOMEM or vnodes == 0. */
 struct ring *ring_create(uint32_t vnodes);
+/* Drop a holder; the last one frees the ring. */
 void ring_destroy(struct ring *r);
 /* A deep copy, NULL on ENOMEM. */
 struct ring *ring_dup(const struct ring *r);
 
 /* Add node id under name. 0, -EEXIST or -ENOMEM (the ring is unchanged on error). */
 int ring_add(struct ring *r, uint32_t node, const char *name);
+/* Add nodes[0..n) under names[i] with one sort: building a 512-node ring one add at
+ * a time re-sorts it 512 times. 0, -EEXIST or -ENOMEM. */
+int ring_add_many(struct ring *r, const uint32_t *nodes, const char *const *names, size_t n);
+
+/* Another holder of r (rings are read-only once built and may be shared). */
+static inline struct ring *ring_ref(struct ring *r)
+{
+	r->refs++;
+	return r;
+}
 /* Remove node id. 0 or -ENOENT. */
 int ring_remove(struct ring *r, uint32_t node);
 int ring_contains(const struct ring *r, uint32_t node);

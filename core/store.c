@@ -221,8 +221,22 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 		ret = -ENOMEM;
 		goto err_topo;
 	}
-	for (uint32_t i = 0; i < st->topo->nr_nodes; i++) {
-		ret = ring_add(st->ring, i, st->topo->nodes[i].name);
+	if (o->ring) {		/* a ring the caller built once for many stores */
+		ring_destroy(st->ring);
+		st->ring = ring_ref(o->ring);
+	} else {
+		uint32_t *ids = malloc(st->topo->nr_nodes * sizeof(*ids));
+		const char **names = malloc(st->topo->nr_nodes * sizeof(*names));
+
+		ret = ids && names ? 0 : -ENOMEM;
+		for (uint32_t i = 0; !ret && i < st->topo->nr_nodes; i++) {
+			ids[i] = i;
+			names[i] = st->topo->nodes[i].name;
+		}
+		if (!ret)
+			ret = ring_add_many(st->ring, ids, names, st->topo->nr_nodes);
+		free(ids);
+		free(names);
 		if (ret)
 			goto err_ring;
 	}

@@ -10,6 +10,7 @@
 #include <peercache/peercache.h>
 
 #include "keyhash.h"
+#include "ring.h"
 #include "run.h"
 #include "slotmap_int.h"
 #include "store.h"
@@ -17,6 +18,7 @@
 
 struct cluster {
 	const struct run_cfg *cfg;
+	struct ring *ring;		/* built once, shared by every store */
 	struct sim *s;
 	struct sim_world *w;
 	struct pc_store **st;
@@ -61,6 +63,7 @@ static int open_node(struct cluster *c, uint32_t i)
 	struct pc_store_opts o = { .size = sizeof(o), .topo = c->cfg->topo,
 				   .node = c->cfg->topo->nodes[i].name,
 				   .clock = sim_world_clock(c->w, i), .payload_free = c->cfg->payload_free,
+				   .ring = c->ring,
 				   .err = c->err, .errlen = sizeof(c->err) };
 	int ret = pc_fabric_open_ops(&sim_fabric_ops, &fp, &c->fab[i]);
 
@@ -317,6 +320,21 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 		if (!c.buf)
 			goto out;
 	}
+	c.ring = ring_create(t->store.vnodes);
+	{
+		uint32_t *ids = malloc(c.nn * sizeof(*ids));
+		const char **names = malloc(c.nn * sizeof(*names));
+
+		for (uint32_t i = 0; ids && names && i < c.nn; i++) {
+			ids[i] = i;
+			names[i] = t->nodes[i].name;
+		}
+		ret = c.ring && ids && names ? ring_add_many(c.ring, ids, names, c.nn) : -ENOMEM;
+		free(ids);
+		free(names);
+		if (ret)
+			goto out;
+	}
 	for (uint32_t i = 0; i < c.nn; i++) {
 		ret = open_node(&c, i);
 		if (ret) {
@@ -377,6 +395,7 @@ out:
 		if (c.st[i])
 			close_node(&c, i);
 	wl_close(c.gen);
+	ring_destroy(c.ring);
 	sim_world_destroy(c.w);
 	sim_destroy(c.s);
 	free(c.st);

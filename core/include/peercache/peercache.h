@@ -39,6 +39,7 @@ PC_API const char *pc_version(void);
 
 struct pc_store;
 struct pc_topology;
+struct ring;
 struct pc_fabric;
 struct pc_clock;
 
@@ -57,6 +58,7 @@ struct pc_store_opts {
 	void *backend_arg;		/* for fabrics that take one (in-process world) */
 	bool payload_free;		/* simulations: keep slot headers only; a hit gives
 					 * status and length, never bytes (data may be NULL) */
+	struct ring *ring;		/* simulations: share one built ring (internal) */
 	char *err;			/* receives a one-line error when open fails */
 	size_t errlen;
 };
