@@ -134,6 +134,15 @@ static void serve(void *arg)
 	r->t0 = sim_now(c->s);
 	pc_batch_get(st, pg, r->npages);
 	lat = sim_now(c->s) - r->t0;
+	if (c->cfg->on_request) {
+		int *status = malloc(r->npages * sizeof(int));
+
+		for (i = 0; status && i < r->npages; i++)
+			status[i] = pg[i].status;
+		if (status)
+			c->cfg->on_request(c->cfg->on_request_arg, r->t0, keys, status, r->npages, lat);
+		free(status);
+	}
 	/* With prefix semantics the lookup stops at the first miss. */
 	for (i = 0; i < r->npages; i++) {
 		tokens += r->tokens[i];

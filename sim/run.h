@@ -37,6 +37,10 @@ struct run_cfg {
 	uint64_t interval_ns;		/* time series step; 0: no series */
 	struct run_event events[RUN_MAX_EVENTS];
 	uint32_t nr_events;
+	/* called after each request with its pages' lookup statuses (0 hit) */
+	void (*on_request)(void *arg, uint64_t t_ns, const uint64_t *pages, const int *status,
+			   uint32_t n, uint64_t latency_ns);
+	void *on_request_arg;
 	/* called now and then with the fraction done (by requests or time) */
 	void (*progress)(void *arg, double frac, uint64_t requests);
 	void *progress_arg;

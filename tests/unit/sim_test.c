@@ -1,0 +1,474 @@
+/*
+ * sim_test.c - the simulator checked against results known in closed form, and
+ * against itself: deterministic runs; a FIFO station's mean wait against
+ * Pollaczek-Khinchine and a processor-sharing station's sojourn against
+ * E[S] / (1 - rho); an NVMe device at queue depth 1 as an M/D/1 queue; W-way bucket
+ * overflow of the real slot code against the Poisson formula E[(X-W)+] / (aW); the
+ * slotmap's insertion-order eviction against the FIFO characteristic-time
+ * approximation; and the infinite-cache prefix hit rate of a generated Mooncake trace
+ * against an exact count made here.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <peercache/peercache.h>
+#include <peercache/pc_topology.h>
+
+#include "engine.h"
+#include "inproc/inproc.h"
+#include "nvme.h"
+#include "port.h"
+#include "run.h"
+#include "testutil.h"
+#include "workload.h"
+
+static bool slow(void)
+{
+	return getenv("PC_TEST_UNDER_VALGRIND") != NULL;
+}
+
+/* ---------------------------------------------------------------- determinism */
+
+struct trace {
+	uint64_t t[64];
+	int who[64];
+	int n;
+};
+
+struct actor {
+	struct sim *s;
+	struct trace *tr;
+	int id;
+};
+
+static void actor(void *arg)
+{
+	struct actor *a = arg;
+
+	for (int i = 0; i < 5; i++) {
+		sim_sleep(a->s, 1 + sim_random(a->s) % 1000);
+		if (a->tr->n < 64) {
+			a->tr->t[a->tr->n] = sim_now(a->s);
+			a->tr->who[a->tr->n++] = a->id;
+		}
+	}
+}
+
+static void run_actors(uint64_t seed, struct trace *tr)
+{
+	struct sim *s = sim_create(seed);
+	struct actor a[4];
+
+	memset(tr, 0, sizeof(*tr));
+	for (int i = 0; i < 4; i++) {
+		a[i] = (struct actor){ .s = s, .tr = tr, .id = i };
+		CU_ASSERT_PTR_NOT_NULL(sim_spawn(s, actor, &a[i], 0, true));
+	}
+	sim_run(s, UINT64_MAX);
+	CU_ASSERT_EQUAL(sim_procs(s), 0);
+	sim_destroy(s);
+}
+
+static void test_determinism(void)
+{
+	struct trace a, b, c;
+
+	run_actors(7, &a);
+	run_actors(7, &b);
+	run_actors(8, &c);
+	CU_ASSERT_EQUAL(a.n, 20);
+	CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof(a)), 0);
+	CU_ASSERT_NOT_EQUAL(memcmp(&a, &c, sizeof(a)), 0);
+	for (int i = 1; i < a.n; i++)
+		CU_ASSERT(a.t[i] >= a.t[i - 1]);	/* virtual time never goes back */
+}
+
+/* ---------------------------------------------------------------- queues */
+
+struct qrun {
+	struct sim *s;
+	struct port *p;
+	struct sim_nvme *d;
+	double lambda;			/* arrivals per ns */
+	double mean_s;			/* mean service, ns */
+	bool exp_service;
+	uint64_t left;
+	double sum_sojourn;
+	uint64_t done;
+	double io_bytes;
+};
+
+struct qjob {
+	struct qrun *q;
+	uint64_t t0;
+};
+
+static double expo(struct sim *s, double mean)
+{
+	return -log(1 - sim_uniform(s)) * mean;
+}
+
+static void job_done(struct sim *s, void *arg)
+{
+	struct qjob *j = arg;
+
+	j->q->sum_sojourn += (double)(sim_now(s) - j->t0);
+	j->q->done++;
+	free(j);
+}
+
+static void arrive(struct sim *s, void *arg)
+{
+	struct qrun *q = arg;
+	struct qjob *j = malloc(sizeof(*j));
+
+	j->q = q;
+	j->t0 = sim_now(s);
+	if (q->d)
+		nvme_io(q->d, false, q->io_bytes, job_done, j);
+	else
+		port_submit(q->p, q->exp_service ? expo(s, q->mean_s) : q->mean_s, job_done, j);
+	if (--q->left)
+		sim_at(s, sim_now(s) + (uint64_t)expo(s, 1 / q->lambda), arrive, q);
+}
+
+/* Mean sojourn of n jobs through a station (rate 1 byte/ns: work = service ns). */
+static double mean_sojourn(enum port_disc disc, double rho, double mean_s, bool exp_service,
+			   uint64_t n, uint64_t seed)
+{
+	struct qrun q = { .s = sim_create(seed), .lambda = rho / mean_s, .mean_s = mean_s,
+			  .exp_service = exp_service, .left = n };
+
+	q.p = port_create(q.s, 1.0, disc, 1);
+	sim_at(q.s, 0, arrive, &q);
+	sim_run(q.s, UINT64_MAX);
+	port_destroy(q.p);
+	sim_destroy(q.s);
+	return q.sum_sojourn / (double)q.done;
+}
+
+static void test_fifo_pk(void)
+{
+	static const double rhos[] = { 0.5, 0.7, 0.9 };
+	const double S = 1000;	/* ns */
+	uint64_t n = slow() ? 20000 : 400000;
+
+	printf("\n");
+	for (int e = 0; e < 2; e++) {
+		for (int i = 0; i < 3; i++) {
+			double rho = rhos[i], lambda = rho / S;
+			double es2 = e ? 2 * S * S : S * S;	/* exponential : deterministic */
+			double pk = lambda * es2 / (2 * (1 - rho));
+			double wq = mean_sojourn(PORT_FIFO, rho, S, e, n, 11 + (uint64_t)i) - S;
+
+			printf("  FIFO M/%c/1 rho %.1f: mean wait %.1f ns, Pollaczek-Khinchine %.1f ns (%+.1f%%)\n",
+			       e ? 'M' : 'D', rho, wq, pk, 100 * (wq / pk - 1));
+			if (!slow())
+				CU_ASSERT(fabs(wq / pk - 1) <= 0.05);
+		}
+	}
+}
+
+static void test_ps_sojourn(void)
+{
+	static const double rhos[] = { 0.5, 0.7, 0.9 };
+	const double S = 1000;
+	uint64_t n = slow() ? 20000 : 400000;
+
+	printf("\n");
+	for (int i = 0; i < 3; i++) {
+		double t = mean_sojourn(PORT_PS, rhos[i], S, true, n, 21 + (uint64_t)i);
+		double want = S / (1 - rhos[i]);
+
+		printf("  PS M/M/1 rho %.1f: mean sojourn %.1f ns, E[S]/(1-rho) %.1f ns (%+.1f%%)\n",
+		       rhos[i], t, want, 100 * (t / want - 1));
+		if (!slow())
+			CU_ASSERT(fabs(t / want - 1) <= 0.05);
+	}
+}
+
+/* An NVMe device at queue depth 1: each command holds the device for its latency
+ * and its transfer, so it is an M/D/1 queue with S = L + bytes / rate. */
+static void test_nvme_md1(void)
+{
+	struct pc_nvme cfg = { .capacity = 1ULL << 30, .read_mbps = 2000, .write_mbps = 1000,
+			       .iops = 0, .latency_us = 20, .queue_depth = 1 };
+	const double bytes = 16384, S = 20000 + bytes / 2.0;	/* 2000 MB/s = 2 bytes/ns */
+	uint64_t n = slow() ? 20000 : 300000;
+
+	printf("\n");
+	for (int i = 0; i < 3; i++) {
+		double rho = 0.5 + 0.2 * i, lambda = rho / S;
+		struct qrun q = { .s = sim_create(31 + (uint64_t)i), .lambda = lambda, .left = n,
+				  .io_bytes = bytes };
+		double wq, pk = lambda * S * S / (2 * (1 - rho));
+
+		q.d = nvme_create(q.s, &cfg);
+		sim_at(q.s, 0, arrive, &q);
+		sim_run(q.s, UINT64_MAX);
+		wq = q.sum_sojourn / (double)q.done - S;
+		printf("  NVMe qd1 rho %.1f: mean wait %.1f us, Pollaczek-Khinchine %.1f us (%+.1f%%)\n",
+		       rho, wq / 1000, pk / 1000, 100 * (wq / pk - 1));
+		if (!slow())
+			CU_ASSERT(fabs(wq / pk - 1) <= 0.05);
+		nvme_destroy(q.d);
+		sim_destroy(q.s);
+	}
+}
+
+/* ---------------------------------------------------------------- placement */
+
+static struct pc_store *one_node(const char *store, struct inproc_world **w, struct pc_topology **t)
+{
+	char text[512], err[PC_ERR_MAX];
+	struct pc_store *s = NULL;
+	struct pc_store_opts o = { .size = sizeof(o), .node = "n0", .fabric = "inproc",
+				   .payload_free = true, .err = err, .errlen = sizeof(err) };
+
+	snprintf(text, sizeof(text), "store: {%s}\nnodes:\n  - {name: n0, address: 127.0.0.1}\n", store);
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", t, err, sizeof(err)), 0);
+	*w = inproc_world_create(1);
+	o.topo = *t;
+	o.backend_arg = *w;
+	if (pc_store_open(&o, &s))
+		printf("\n  %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	return s;
+}
+
+static void close_node(struct pc_store *s, struct inproc_world *w, struct pc_topology *t)
+{
+	pc_store_close(s);
+	inproc_world_destroy(w);
+	pc_topology_free(t);
+}
+
+/* Keys 0..n-1 through batches of 64: set, or count the ones present. */
+static uint64_t through(struct pc_store *s, uint64_t first, uint64_t n, bool set)
+{
+	struct pc_page pg[64];
+	uint64_t keys[64], present = 0;
+
+	for (uint64_t i = 0; i < n; i += 64) {
+		uint32_t m = (uint32_t)(n - i < 64 ? n - i : 64);
+
+		for (uint32_t k = 0; k < m; k++) {
+			keys[k] = first + i + k;
+			pg[k] = (struct pc_page){ .key = &keys[k], .key_len = 8, .len = 4096, .cap = 4096 };
+		}
+		present += (uint64_t)(set ? pc_batch_set(s, pg, m) : pc_batch_get(s, pg, m));
+	}
+	return present;
+}
+
+/* E[(X - W)+] and Var[(X - W)+] for X ~ Poisson(m). */
+static void poisson_overflow(double m, uint32_t w, double *mean, double *var)
+{
+	double p = exp(-m), e = 0, e2 = 0;
+
+	for (uint32_t x = 0; x < 1000; x++) {
+		if (x > w) {
+			e += (x - w) * p;
+			e2 += (double)(x - w) * (x - w) * p;
+		}
+		p *= m / (x + 1);
+	}
+	*mean = e;
+	*var = e2 - e * e;
+}
+
+static void test_bucket_overflow(void)
+{
+	static const uint32_t ways[] = { 1, 4, 8, 16 };
+	static const double loads[] = { 0.7, 0.9 };
+	uint32_t slots = slow() ? 4096 : 65536;
+
+	printf("\n");
+	for (int i = 0; i < 4; i++) {
+		for (int j = 0; j < 2; j++) {
+			uint32_t w = ways[i], nb = slots / w;
+			uint64_t n = (uint64_t)(loads[j] * w * nb), present;
+			double mean, var, lost, want, sigma;
+			struct inproc_world *wd;
+			struct pc_topology *t;
+			struct pc_store *s;
+			char store[256];
+
+			snprintf(store, sizeof(store),
+				 "slot_size_classes: [4KiB], slot_ways: %u, slot_num_buckets: %u", w, nb);
+			s = one_node(store, &wd, &t);
+			through(s, 1000000ULL * (w + 10 * j), n, true);
+			present = through(s, 1000000ULL * (w + 10 * j), n, false);
+			poisson_overflow(loads[j] * w, w, &mean, &var);
+			lost = (double)(n - present) / (double)n;
+			want = mean / (loads[j] * w);
+			sigma = sqrt(var * nb) / (double)n;
+			printf("  W=%2u a=%.1f: %llu keys into %u x %u: lost %.4f, Poisson %.4f (+- %.4f)\n",
+			       w, loads[j], (unsigned long long)n, nb, w, lost, want, sigma);
+			CU_ASSERT(fabs(lost - want) <= 4 * sigma + 1e-4);
+			close_node(s, wd, t);
+		}
+	}
+}
+
+/* Slotmap evicts by write order (one-sided reads cannot refresh a stamp): under
+ * independent Zipf requests, insert on miss, it is FIFO. Compare with the
+ * characteristic-time approximation for FIFO (h_i = l_i T / (1 + l_i T), sum = C). */
+static double fifo_approx(uint64_t keys, double s, double cap)
+{
+	double lo = 0, hi = 1e12, *p = malloc(keys * sizeof(double)), z = 0, h = 0;
+
+	for (uint64_t k = 0; k < keys; k++)
+		z += p[k] = pow((double)k + 1, -s);
+	for (uint64_t k = 0; k < keys; k++)
+		p[k] /= z;
+	for (int it = 0; it < 200; it++) {
+		double T = (lo + hi) / 2, occ = 0;
+
+		for (uint64_t k = 0; k < keys; k++)
+			occ += p[k] * T / (1 + p[k] * T);
+		if (occ < cap)
+			lo = T;
+		else
+			hi = T;
+	}
+	for (uint64_t k = 0; k < keys; k++)
+		h += p[k] * p[k] * lo / (1 + p[k] * lo);
+	free(p);
+	return h;
+}
+
+static double u01(void *ctx)
+{
+	return sim_uniform(ctx);
+}
+
+static void test_fifo_hit_rate(void)
+{
+	static const uint32_t ways[] = { 4, 8, 16 };
+	const uint64_t keys = 20000, slots = 2048;
+	const double s_exp = 0.9;
+	uint64_t reqs = slow() ? 20000 : 400000;
+	double want = fifo_approx(keys, s_exp, (double)slots);
+
+	printf("\n");
+	for (int i = 0; i < 3; i++) {
+		struct inproc_world *wd;
+		struct pc_topology *t;
+		struct pc_store *st;
+		struct sim *rng = sim_create(5);
+		struct zipf z;
+		uint64_t hits = 0, counted = 0;
+		char store[256];
+
+		snprintf(store, sizeof(store),
+			 "slot_size_classes: [4KiB], slot_ways: %u, slot_num_buckets: %llu", ways[i],
+			 (unsigned long long)(slots / ways[i]));
+		st = one_node(store, &wd, &t);
+		zipf_init(&z, keys, s_exp);
+		for (uint64_t r = 0; r < reqs; r++) {
+			uint64_t key = zipf_draw(&z, u01, rng) * 0x9E3779B97F4A7C15ULL;
+			struct pc_page pg = { .key = &key, .key_len = 8, .len = 4096, .cap = 4096 };
+			bool hit = pc_batch_get(st, &pg, 1) == 1;
+
+			if (!hit) {
+				pg = (struct pc_page){ .key = &key, .key_len = 8, .len = 4096 };
+				pc_batch_set(st, &pg, 1);
+			}
+			if (r >= reqs / 4) {	/* after warm-up */
+				hits += hit;
+				counted++;
+			}
+		}
+		printf("  slotmap %2u-way, %llu slots, Zipf(%.1f) over %llu keys: hit rate %.4f; fully associative FIFO (characteristic time) %.4f\n",
+		       ways[i], (unsigned long long)slots, s_exp, (unsigned long long)keys,
+		       (double)hits / (double)counted, want);
+		if (!slow() && ways[i] == 16)
+			CU_ASSERT(fabs((double)hits / (double)counted - want) <= 0.02);
+		sim_destroy(rng);
+		close_node(st, wd, t);
+	}
+}
+
+/* ---------------------------------------------------------------- prefix trace */
+
+static void test_prefix_exact(void)
+{
+	char path[256], text[512], err[PC_ERR_MAX];
+	struct pc_topology *t = NULL;
+	struct run_cfg cfg = { .timing = false, .payload_free = true };
+	struct run_result r;
+	uint64_t *seen = calloc(1 << 16, sizeof(uint64_t)), tokens = 0, hit = 0;
+	struct sim *rng = sim_create(99);
+	uint32_t nseen = 0, nreq = slow() ? 100 : 2000;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/trace.jsonl", pc_test_tmpdir());
+	f = fopen(path, "w");
+	for (uint32_t q = 0; q < nreq; q++) {
+		/* a conversation's earlier blocks, then new ones; the last block partial */
+		uint64_t conv = sim_random(rng) % 50, shared = sim_random(rng) % 6, fresh = 1 + sim_random(rng) % 4;
+		uint64_t n = shared + fresh, in = (n - 1) * 512 + 1 + sim_random(rng) % 512;
+		uint64_t rtokens = 0, rhit = 0;
+		bool miss = false;
+
+		fprintf(f, "{\"timestamp\": %u, \"input_length\": %llu, \"output_length\": 10, \"hash_ids\": [",
+			q * 10, (unsigned long long)in);
+		for (uint64_t b = 0; b < n; b++) {
+			uint64_t id = b < shared ? conv * 1000 + b : 1000000 + (uint64_t)q * 10 + b;
+			uint64_t tok = b + 1 < n ? 512 : in - 512 * (n - 1);
+			bool known = false;
+
+			fprintf(f, "%s%llu", b ? ", " : "", (unsigned long long)id);
+			for (uint32_t k = 0; k < nseen && !known; k++)
+				known = seen[k] == id;
+			miss |= !known;
+			rtokens += tok;
+			if (!miss)
+				rhit += tok;
+			if (!known)
+				seen[nseen++] = id;
+		}
+		fprintf(f, "]}\n");
+		tokens += rtokens;
+		hit += rhit;
+	}
+	fclose(f);
+	/* one page per 512-token block; a cache far larger than the trace */
+	snprintf(text, sizeof(text),
+		 "store: {slot_size_classes: [8KiB], slot_ways: 16, slot_num_buckets: 65536}\n"
+		 "model: {layers: 1, kv_heads: 1, head_dim: 8, dtype: int8, tokens_per_page: 512}\n"
+		 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n");
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(wl_parse(path, &cfg.wl, err, sizeof(err)), 0);
+	cfg.topo = t;
+	cfg.seed = 1;
+	if (run_sim(&cfg, &r, err, sizeof(err)))
+		printf("\n  %s\n", err);
+	printf("\n  %u requests: simulated token hits %llu of %llu, exact count %llu of %llu (evictions %.0f)\n",
+	       nreq, (unsigned long long)r.token_hits, (unsigned long long)r.tokens,
+	       (unsigned long long)hit, (unsigned long long)tokens, r.evictions);
+	CU_ASSERT_EQUAL(r.tokens, tokens);
+	CU_ASSERT_EQUAL(r.token_hits, hit);
+	CU_ASSERT_EQUAL(r.evictions, 0);
+	run_result_free(&r);
+	pc_topology_free(t);
+	sim_destroy(rng);
+	free(seen);
+}
+
+static CU_TestInfo tests[] = {
+	{ "engine: deterministic for a seed", test_determinism },
+	{ "FIFO station vs Pollaczek-Khinchine", test_fifo_pk },
+	{ "processor sharing vs E[S]/(1-rho)", test_ps_sojourn },
+	{ "NVMe at queue depth 1 vs M/D/1", test_nvme_md1 },
+	{ "W-way bucket overflow vs Poisson", test_bucket_overflow },
+	{ "slotmap hit rate vs FIFO approximation", test_fifo_hit_rate },
+	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
+	CU_TEST_INFO_NULL,
+};
+
+PC_TEST_MAIN({ "sim", NULL, NULL, NULL, NULL, tests })
