@@ -29,17 +29,8 @@
 #include "proto.h"
 #include "store.h"
 #include "tcp/tcp_proto.h"
+#include "cluster.h"
 #include "testutil.h"
-
-#define NODES 3
-
-struct ecl {
-	char path[512];
-	struct pc_topology *topo;
-	uint16_t port0;
-	pid_t pcd[NODES];
-	struct pc_store *n0;
-};
 
 static const char *pcd_bin(void)
 {
@@ -64,112 +55,10 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int can_connect(uint16_t port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
-
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	ok = !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	close(fd);
-	return ok;
-}
-
-static pid_t spawn_pcd(struct ecl *E, uint32_t i)
-{
-	char log[600], name[8];
-	pid_t pid;
-
-	snprintf(name, sizeof(name), "n%u", i);
-	snprintf(log, sizeof(log), "%s/pcd-%s.log", pc_test_tmpdir(), name);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		dup2(fd, 2);
-		execl(pcd_bin(), "pcd", "--topology", E->path, "--node", name, (char *)NULL);
-		_exit(127);
-	}
-	for (int k = 0; k < 250; k++) {
-		if (can_connect(E->port0 + (uint16_t)i))
-			return pid;
-		if (waitpid(pid, NULL, WNOHANG) == pid)
-			return -1;
-		usleep(20000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	return -1;
-}
-
-static void stop_pcd(struct ecl *E, uint32_t i, int sig)
-{
-	int status;
-
-	if (E->pcd[i] <= 0)
-		return;
-	kill(E->pcd[i], sig);
-	waitpid(E->pcd[i], &status, 0);
-	if (sig == SIGTERM)
-		CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);	/* clean shutdown */
-	E->pcd[i] = 0;
-}
-
-static struct pc_store *open_store(struct ecl *E, const char *node)
-{
-	char err[PC_ERR_MAX];
-	struct pc_store_opts o = { .size = sizeof(o), .topo = E->topo, .node = node,
-				   .err = err, .errlen = sizeof(err) };
-	struct pc_store *s = NULL;
-
-	if (pc_store_open(&o, &s))
-		printf("\n  open: %s\n", err);
-	return s;
-}
-
-/* n0 here, n1 and n2 as pcd, on free loopback ports. */
+/* n0 in this process, n1 and n2 as pcd. */
 static struct ecl *up(const char *store)
 {
-	struct ecl *E = calloc(1, sizeof(*E));
-	char err[PC_ERR_MAX];
-
-	for (int attempt = 0; attempt < 10; attempt++) {
-		FILE *f;
-		bool ok = true;
-
-		E->port0 = (uint16_t)(20000 + (rand() ^ getpid() * 31) % 40000);
-		snprintf(E->path, sizeof(E->path), "%s/e2e-%u.yaml", pc_test_tmpdir(), E->port0);
-		f = fopen(E->path, "w");
-		fprintf(f, "name: e2e\nstore: {protocol: %s, fallback: none, timeout_ms: 1000, %s}\nnodes:\n",
-			protocol(), store);
-		for (uint32_t i = 0; i < NODES; i++)
-			fprintf(f, "  - {name: n%u, address: 127.0.0.1, port: %u}\n", i, E->port0 + i);
-		fclose(f);
-		if (pc_topology_load(E->path, &E->topo, err, sizeof(err))) {
-			printf("\n  %s\n", err);
-			CU_FAIL_FATAL("bad test topology");
-		}
-		for (uint32_t i = 1; i < NODES && ok; i++)
-			ok = (E->pcd[i] = spawn_pcd(E, i)) > 0;
-		if (ok)
-			E->n0 = open_store(E, "n0");
-		if (ok && E->n0)
-			return E;
-		for (uint32_t i = 1; i < NODES; i++)
-			stop_pcd(E, i, SIGKILL);
-		pc_topology_free(E->topo);
-	}
-	CU_FAIL_FATAL("could not start the cluster");
-	return NULL;
-}
-
-static void down(struct ecl *E)
-{
-	pc_store_close(E->n0);
-	for (uint32_t i = 1; i < NODES; i++)
-		stop_pcd(E, i, SIGTERM);
-	pc_topology_free(E->topo);
-	free(E);
+	return ecl_up(pcd_bin(), protocol(), store, true);
 }
 
 static void fill(uint8_t *p, size_t len, const char *key, uint32_t v)
@@ -256,7 +145,7 @@ static int in_child(struct ecl *E, int (*fn)(struct ecl *, struct pc_store *, vo
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
-		struct pc_store *s = open_store(E, NULL);
+		struct pc_store *s = ecl_open_store(E, NULL);
 		int rc = s ? fn(E, s, arg) : 99;
 
 		pc_store_close(s);
@@ -302,7 +191,7 @@ static void test_roundtrip(void)
 	/* two other processes read every page back */
 	CU_ASSERT_EQUAL(in_child(E, reader, &a), 0);
 	CU_ASSERT_EQUAL(in_child(E, reader, &a), 0);
-	down(E);
+	ecl_down(E);
 }
 
 static void test_misses_and_exists(void)
@@ -339,7 +228,7 @@ static void test_misses_and_exists(void)
 	CU_ASSERT_EQUAL(m1.bytes_read - m0.bytes_read, 8 * 4 * 64);
 	CU_ASSERT_EQUAL(m1.round_trips - m0.round_trips, 1);
 	CU_ASSERT(m1.miss_length >= 8 && m1.miss_absent >= 8);
-	down(E);
+	ecl_down(E);
 }
 
 static void test_buckets_and_oversize(void)
@@ -371,7 +260,7 @@ static void test_buckets_and_oversize(void)
 		pc_store_metrics(E->n0, &m);
 		CU_ASSERT_EQUAL(m.skipped_oversize, 1);
 	}
-	down(E);
+	ecl_down(E);
 }
 
 /* ---------------------------------------------------------------- against pcd */
@@ -422,7 +311,7 @@ static void test_bad_frames_live(void)
 		/* pcd keeps serving everyone else */
 		CU_ASSERT_EQUAL(get(E->n0, keys, 4, 12288, 12288, 1, st), 4);
 	}
-	down(E);
+	ecl_down(E);
 }
 
 /* Ops outside the region, with a wrong key: refused by pcd, which goes on serving. */
@@ -461,7 +350,7 @@ static void test_refused_ops_live(void)
 	CU_ASSERT_EQUAL(ops[2].status, 0);
 	pc_msg_free(&r.resp);
 	pc_fabric_close(f);
-	down(E);
+	ecl_down(E);
 }
 
 /* A peer stalled (SIGSTOP) or killed in the middle of batches: callers return
@@ -518,7 +407,7 @@ static void test_peer_killed_mid_batch(void)
 	usleep(1500000);
 	kill(E->pcd[2], SIGCONT);
 	usleep(200000);
-	stop_pcd(E, 2, SIGKILL);		/* killed, mid-batch */
+	ecl_stop_pcd(E, 2, SIGKILL);		/* killed, mid-batch */
 	usleep(500000);
 	L.stop = 1;
 	pthread_join(t, NULL);
@@ -528,14 +417,14 @@ static void test_peer_killed_mid_batch(void)
 	CU_ASSERT_EQUAL(L.wrong, 0);
 	CU_ASSERT(L.n2_failed > 0);
 	/* restarted under the same name: used again (after the connect back-off) */
-	E->pcd[2] = spawn_pcd(E, 2);
+	E->pcd[2] = ecl_spawn_pcd(E, 2);
 	CU_ASSERT_FATAL(E->pcd[2] > 0);
 	usleep(250000);
 	t0 = now_s();
 	CU_ASSERT_EQUAL(put(E->n0, keys, 64, 65536, 2, NULL), 64);
 	CU_ASSERT_EQUAL(get(E->n0, keys, 64, 65536, 65536, 2, st), 64);
 	printf("  after the restart: all 64 keys written and read back in %.3f s\n", now_s() - t0);
-	down(E);
+	ecl_down(E);
 }
 
 /* Writers from two stores and readers racing them on one bucket of a remote owner:
@@ -578,7 +467,7 @@ static void *race(void *p)
 static void test_concurrent_readers_writers(void)
 {
 	struct ecl *E = up("slot_size_classes: [2KiB], slot_ways: 2, slot_num_buckets: 1, global_segment_size: 1MiB");
-	struct pc_store *cl[3] = { open_store(E, NULL), open_store(E, NULL), open_store(E, NULL) };
+	struct pc_store *cl[3] = { ecl_open_store(E, NULL), ecl_open_store(E, NULL), ecl_open_store(E, NULL) };
 	char keys[6][32];
 	volatile int stop = 0;
 	struct racer r[4];
@@ -609,7 +498,7 @@ static void test_concurrent_readers_writers(void)
 	CU_ASSERT(writes > 0 && hits > 0);
 	for (int i = 0; i < 3; i++)
 		pc_store_close(cl[i]);
-	down(E);
+	ecl_down(E);
 }
 
 static CU_TestInfo tests[] = {

@@ -1,0 +1,34 @@
+/*
+ * cluster.h - a 3-node cluster on loopback for end-to-end tests: a topology file on
+ * free ports, pcd processes for some nodes, and stores opened in the test process.
+ */
+#ifndef PC_TEST_CLUSTER_H
+#define PC_TEST_CLUSTER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <peercache/peercache.h>
+#include <peercache/pc_topology.h>
+
+#define NODES 3
+
+struct ecl {
+	char path[512];
+	struct pc_topology *topo;
+	uint16_t port0;
+	pid_t pcd[NODES];
+	struct pc_store *n0;		/* node n0 in this process, when embedded */
+};
+
+/* Start the cluster: pcd (binary pcd) for nodes 1 and 2, and for node 0 too unless
+ * embed_n0, in which case this process opens n0 itself. store is the inside of the
+ * topology's store section; protocol tcp, rxe, ... Fails the test when it cannot. */
+struct ecl *ecl_up(const char *pcd, const char *protocol, const char *store, bool embed_n0);
+void ecl_down(struct ecl *E);
+pid_t ecl_spawn_pcd(struct ecl *E, uint32_t i);
+void ecl_stop_pcd(struct ecl *E, uint32_t i, int sig);
+/* A store on the cluster: node name, or NULL for a client. NULL on failure. */
+struct pc_store *ecl_open_store(struct ecl *E, const char *node);
+
+#endif
