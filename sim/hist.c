@@ -3,18 +3,25 @@
 
 #include "hist.h"
 
+/* Bucket p = 0 holds 0..31 exactly; for larger v with its top bit at b, the shift
+ * b - 5 keeps the top bit and the five below it: p = shift + 1, s = those five bits. */
 static void where(uint64_t v, int *p, int *s)
 {
+	int shift;
+
 	if (v < HIST_SUB) {
 		*p = 0;
 		*s = (int)v;
 		return;
 	}
-	*p = 63 - __builtin_clzll(v) - 4;	/* v >= 32: top bit at 5 or more */
-	if (*p >= HIST_POW)
+	shift = 63 - __builtin_clzll(v) - 5;
+	if (shift + 1 >= HIST_POW) {	/* beyond the range: the last bucket */
 		*p = HIST_POW - 1;
-	*s = (int)((v >> (*p)) - HIST_SUB) & (HIST_SUB - 1);
-	*p += 1;
+		*s = HIST_SUB - 1;
+		return;
+	}
+	*p = shift + 1;
+	*s = (int)(v >> shift) & (HIST_SUB - 1);
 }
 
 static uint64_t value_of(int p, int s)

@@ -364,8 +364,9 @@ int main(int argc, char **argv)
 			struct run_result r;
 
 			cfg.seed = 1 + (uint64_t)sd;
+			/* the series: --interval, else a hundredth of --duration, else 1 s */
 			cfg.interval_ns = interval > 0 ? (uint64_t)(interval * 1e9) :
-					  duration > 0 ? (uint64_t)(duration * 1e7) : 0;
+					  duration > 0 ? (uint64_t)(duration * 1e7) : 1000000000ULL;
 			snprintf(label, sizeof(label), "config %d/%d seed %d/%d", k + 1, total, sd + 1, seeds);
 			if (run_sim(&cfg, &r, err, sizeof(err)))
 				die("config %d seed %d: %s", k, sd + 1, err);

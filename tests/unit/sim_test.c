@@ -18,6 +18,7 @@
 #include <peercache/pc_topology.h>
 
 #include "engine.h"
+#include "hist.h"
 #include "inproc/inproc.h"
 #include "nvme.h"
 #include "port.h"
@@ -84,6 +85,25 @@ static void test_determinism(void)
 	CU_ASSERT_NOT_EQUAL(memcmp(&a, &c, sizeof(a)), 0);
 	for (int i = 1; i < a.n; i++)
 		CU_ASSERT(a.t[i] >= a.t[i - 1]);	/* virtual time never goes back */
+}
+
+/* ---------------------------------------------------------------- histogram */
+
+static void test_hist(void)
+{
+	static struct hist h;
+	static const double qs[] = { 0.01, 0.5, 0.9, 0.99, 0.999 };
+
+	memset(&h, 0, sizeof(h));
+	for (uint64_t v = 1; v <= 100000; v++)
+		hist_add(&h, v * 37);
+	for (int i = 0; i < 5; i++) {
+		double want = qs[i] * 100000 * 37, got = (double)hist_quantile(&h, qs[i]);
+
+		CU_ASSERT(fabs(got / want - 1) < 0.03);
+	}
+	CU_ASSERT_EQUAL(hist_quantile(&h, 1.0), 3700000);
+	CU_ASSERT_EQUAL(h.n, 100000);
 }
 
 /* ---------------------------------------------------------------- queues */
@@ -462,6 +482,7 @@ static void test_prefix_exact(void)
 
 static CU_TestInfo tests[] = {
 	{ "engine: deterministic for a seed", test_determinism },
+	{ "latency histogram quantiles within 3%", test_hist },
 	{ "FIFO station vs Pollaczek-Khinchine", test_fifo_pk },
 	{ "processor sharing vs E[S]/(1-rho)", test_ps_sojourn },
 	{ "NVMe at queue depth 1 vs M/D/1", test_nvme_md1 },
