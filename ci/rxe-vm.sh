@@ -6,7 +6,8 @@
 # lo, and runs:
 #   1. tcp_test rxe        the fabric conformance suite on the rxe backend
 #   2. e2e_test pcd rxe    the slotmap e2e suite across processes over rxe
-#   3. ib_read_lat / ib_read_bw next to pcbench over rxe (ratios for the notes)
+#   3. ib_read_bw (bandwidth, and one READ in flight) next to pcbench over rxe
+#   4. pcdemo: three node processes over rxe
 # It prints one line RXE: PASS or RXE: FAIL and exits 0, 1 (test failure), 2
 # (setup: no download, VM did not report) or 77 (skipped: no qemu and not root).
 # The VM's CPU is QEMU's plain qemu64: under TCG it runs rdma_rxe and our code about

@@ -12,6 +12,7 @@
 #include <ucontext.h>
 
 #include "engine.h"
+#include "rng.h"
 
 #define STACK_BYTES (256u << 10)
 
@@ -34,7 +35,7 @@ struct sim_proc {
 
 struct sim {
 	uint64_t now, seq, events_run;
-	uint64_t rng[4];
+	struct rng rng;
 	struct event *heap;
 	size_t n, cap;
 	ucontext_t sched;
@@ -44,27 +45,14 @@ struct sim {
 	uint32_t alive;
 };
 
-static inline uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
 uint64_t sim_random(struct sim *s)
 {
-	uint64_t *r = s->rng, res = rotl(r[1] * 5, 7) * 9, t = r[1] << 17;
-
-	r[2] ^= r[0];
-	r[3] ^= r[1];
-	r[1] ^= r[2];
-	r[0] ^= r[3];
-	r[2] ^= t;
-	r[3] = rotl(r[3], 45);
-	return res;
+	return rng_next(&s->rng);
 }
 
 double sim_uniform(struct sim *s)
 {
-	return (double)(sim_random(s) >> 11) * 0x1.0p-53;
+	return rng_u01(&s->rng);
 }
 
 struct sim *sim_create(uint64_t seed)
@@ -73,14 +61,7 @@ struct sim *sim_create(uint64_t seed)
 
 	if (!s)
 		return NULL;
-	/* splitmix64 to spread the seed over the generator's state */
-	for (int i = 0; i < 4; i++) {
-		uint64_t z = (seed += 0x9E3779B97F4A7C15ULL);
-
-		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-		z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-		s->rng[i] = z ^ (z >> 31);
-	}
+	rng_seed(&s->rng, seed);
 	return s;
 }
 

@@ -30,6 +30,23 @@
 #include "run.h"
 #include "tool_common.h"
 
+static const char usage[] =
+	"usage: pcsim --topology FILE --workload SPEC|TRACE --out DIR [options]\n"
+	"  --set key=value          override a topology field (as pcd)\n"
+	"  --sweep key=v1,v2,...    run every value; several sweeps multiply\n"
+	"  --seeds N                runs per configuration (default 1)\n"
+	"  --mode timing|hitrate    timing (default) models NICs and NVMe; hitrate only counts hits\n"
+	"  --duration S             stop after S simulated seconds\n"
+	"  --interval S             timeseries interval (default 1)\n"
+	"  --event leave:NODE@S     a node leaves (or join:NODE@S rejoins) at S seconds\n"
+	"  --find \"hit>=0.8,p99<=2ms\"  report the smallest configuration that meets both\n"
+	"  --with-payload           store real page bytes (default: payload-free)\n"
+	"workloads:\n"
+	"  zipf:keys=N,s=A,pages=P,requests=R,rate=PER_S\n"
+	"  prefix:groups=G,prompts=P,prefix=PAGES,suffix=PAGES,group_s=A,requests=R,rate=PER_S\n"
+	"  mooncake:FILE[,requests=R,rate=PER_S]   or a .jsonl trace path\n"
+	"DIR gets summary.csv, timeseries.csv, latency.csv, config-K.yaml, find.txt and PNG plots.\n";
+
 #define MAX_SWEEPS 8
 #define MAX_VALUES 64
 
@@ -295,7 +312,7 @@ int main(int argc, char **argv)
 		case 'f': parse_find(optarg, &fnd); break;
 		case 'P': cfg.payload_free = false; break;
 		case 'h':
-			printf("see the comment at the top of sim/pcsim.c, or README.md\n");
+			fputs(usage, stdout);
 			return 0;
 		default:
 			die("%s: unknown flag or missing value; see --help", argv[optind - 1]);

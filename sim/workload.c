@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "keyhash.h"
+#include "rng.h"
 #include "workload.h"
 
 #define BLOCK_TOKENS 512	/* a Mooncake hash id covers this many tokens */
@@ -193,7 +194,7 @@ int wl_parse(const char *text, struct wl_spec *w, char *err, size_t errlen)
 
 struct wl_gen {
 	struct wl_spec spec;
-	uint64_t rng[4];
+	struct rng rng;
 	uint32_t tpp;			/* tokens per page */
 	struct zipf z, zg;
 	uint64_t made;
@@ -208,27 +209,14 @@ struct wl_gen {
 	size_t cap;
 };
 
-static inline uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
 static uint64_t rnd(struct wl_gen *g)
 {
-	uint64_t *r = g->rng, res = rotl(r[1] * 5, 7) * 9, t = r[1] << 17;
-
-	r[2] ^= r[0];
-	r[3] ^= r[1];
-	r[1] ^= r[2];
-	r[0] ^= r[3];
-	r[2] ^= t;
-	r[3] = rotl(r[3], 45);
-	return res;
+	return rng_next(&g->rng);
 }
 
 static double u01(struct wl_gen *g)
 {
-	return (double)(rnd(g) >> 11) * 0x1.0p-53;
+	return rng_u01(&g->rng);
 }
 
 static double u01_cb(void *g)
@@ -253,13 +241,7 @@ int wl_open(const struct wl_spec *spec, uint64_t seed, uint32_t tpp, struct wl_g
 		return -ENOMEM;
 	g->spec = *spec;
 	g->tpp = tpp ? tpp : 1;
-	for (int i = 0; i < 4; i++) {
-		uint64_t z = (seed += 0x9E3779B97F4A7C15ULL);
-
-		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-		z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-		g->rng[i] = z ^ (z >> 31);
-	}
+	rng_seed(&g->rng, seed);
 	if (spec->kind == WL_ZIPF)
 		zipf_init(&g->z, spec->keys, spec->s);
 	if (spec->kind == WL_PREFIX && spec->group_s > 0)

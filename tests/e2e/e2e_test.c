@@ -61,27 +61,6 @@ static struct ecl *up(const char *store)
 	return ecl_up(pcd_bin(), protocol(), store, true);
 }
 
-static void fill(uint8_t *p, size_t len, const char *key, uint32_t v)
-{
-	uint64_t x = XXH3_64bits(key, strlen(key)) ^ v;
-
-	for (size_t i = 0; i < len; i++) {
-		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		p[i] = (uint8_t)(x >> 56);
-	}
-}
-
-static int same(const uint8_t *p, size_t len, const char *key, uint32_t v)
-{
-	uint8_t *w = malloc(len ? len : 1);
-	int ok;
-
-	fill(w, len, key, v);
-	ok = !memcmp(w, p, len);
-	free(w);
-	return ok;
-}
-
 static uint32_t owner(struct ecl *E, const char *key)
 {
 	return ring_owner_of(E->n0->ring, keyhash_of(key, strlen(key)));
@@ -102,7 +81,7 @@ static int put(struct pc_store *s, char (*keys)[32], size_t n, size_t len, uint3
 	int ret;
 
 	for (size_t i = 0; i < n; i++) {
-		fill(buf + i * len, len, keys[i], v);
+		pc_test_fill(buf + i * len, len, keys[i], v);
 		pg[i] = (struct pc_page){ .key = keys[i], .key_len = strlen(keys[i]),
 					  .data = buf + i * len, .len = len };
 	}
@@ -128,7 +107,7 @@ static int get(struct pc_store *s, char (*keys)[32], size_t n, size_t len, size_
 	ret = pc_batch_get(s, pg, n);
 	for (size_t i = 0; i < n; i++) {
 		st[i] = pg[i].status;
-		if (!st[i] && !same(pg[i].data, pg[i].len, keys[i], v))
+		if (!st[i] && !pc_test_page_ok(pg[i].data, pg[i].len, keys[i], v))
 			st[i] = -EBADMSG;
 	}
 	free(buf);
@@ -265,16 +244,6 @@ static void test_buckets_and_oversize(void)
 
 /* ---------------------------------------------------------------- against pcd */
 
-static int raw_connect(uint16_t port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	CU_ASSERT_EQUAL_FATAL(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
-}
-
 static int closed_soon(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -303,7 +272,7 @@ static void test_bad_frames_live(void)
 		key_on(E, 1, "bf", &j, keys[i]);
 	CU_ASSERT_EQUAL(put(E->n0, keys, 4, 12288, 1, NULL), 4);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int fd = raw_connect(E->port0 + 1);
+		int fd = pc_test_connect(E->port0 + 1);
 
 		send(fd, &bad[i], sizeof(bad[i]), MSG_NOSIGNAL);
 		CU_ASSERT_TRUE(closed_soon(fd));
@@ -449,13 +418,13 @@ static void *race(void *p)
 				      .len = sizeof(buf), .cap = sizeof(buf) };
 
 		if (r->writer) {
-			fill(buf, sizeof(buf), r->keys[k], (uint32_t)rand_r(&seed) % 4);
+			pc_test_fill(buf, sizeof(buf), r->keys[k], (uint32_t)rand_r(&seed) % 4);
 			pc_batch_set(r->s, &pg, 1);
 		} else if (pc_batch_get(r->s, &pg, 1) == 1) {
 			int ok = 0;
 
 			for (uint32_t v = 0; v < 4; v++)
-				ok |= same(buf, sizeof(buf), r->keys[k], v);
+				ok |= pc_test_page_ok(buf, sizeof(buf), r->keys[k], v);
 			r->bad += !ok;
 			r->hits++;
 		}

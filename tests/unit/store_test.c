@@ -78,28 +78,6 @@ static void down(struct cluster *C)
 	free(C);
 }
 
-/* Page content derived from key and version: a reader can check every byte. */
-static void fill(uint8_t *p, size_t len, const char *key, uint32_t version)
-{
-	uint64_t x = XXH3_64bits(key, strlen(key)) ^ version;
-
-	for (size_t i = 0; i < len; i++) {
-		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		p[i] = (uint8_t)(x >> 56);
-	}
-}
-
-static int check(const uint8_t *p, size_t len, const char *key, uint32_t version)
-{
-	uint8_t *want = malloc(len ? len : 1);
-	int ok;
-
-	fill(want, len, key, version);
-	ok = !memcmp(p, want, len);
-	free(want);
-	return ok;
-}
-
 static uint32_t owner_of(struct cluster *C, const char *key)
 {
 	return ring_owner_of(C->s[0]->ring, keyhash_of(key, strlen(key)));
@@ -153,7 +131,7 @@ static void batch_free(struct batch *b)
 static void batch_for_set(struct batch *b, uint32_t v)
 {
 	for (size_t i = 0; i < b->n; i++) {
-		fill(b->buf + i * b->len, b->len, b->keys[i], v);
+		pc_test_fill(b->buf + i * b->len, b->len, b->keys[i], v);
 		b->pg[i] = (struct pc_page){ .key = b->keys[i], .key_len = strlen(b->keys[i]),
 					     .data = b->buf + i * b->len, .len = b->len };
 	}
@@ -195,7 +173,7 @@ static void test_roundtrip(void)
 		for (size_t i = 0; i < b->n; i++) {
 			CU_ASSERT_EQUAL(b->pg[i].status, 0);
 			CU_ASSERT_EQUAL(b->pg[i].len, 12288);
-			CU_ASSERT(check(b->buf + i * b->len, 12288, b->keys[i], 1));
+			CU_ASSERT(pc_test_page_ok(b->buf + i * b->len, 12288, b->keys[i], 1));
 		}
 		m1 = metrics(C->s[r]);
 		CU_ASSERT_EQUAL(m1.hits - m0.hits, 64);
@@ -226,7 +204,7 @@ static void test_clean_miss_and_length(void)
 	struct pc_page get = { .key = "nope", .key_len = 4, .data = out, .cap = sizeof(out) };
 	struct pc_metrics m;
 
-	fill(page, sizeof(page), "A", 1);
+	pc_test_fill(page, sizeof(page), "A", 1);
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &set, 1), 1);
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], &get, 1), 0);
 	CU_ASSERT_EQUAL(get.status, -ENOENT);
@@ -243,7 +221,7 @@ static void test_clean_miss_and_length(void)
 	get = (struct pc_page){ .key = "A", .key_len = 1, .data = out, .cap = sizeof(out) };
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], &get, 1), 1);
 	CU_ASSERT_EQUAL(get.len, 12288);
-	CU_ASSERT(check(out, 12288, "A", 1));
+	CU_ASSERT(pc_test_page_ok(out, 12288, "A", 1));
 	m = metrics(C->s[1]);
 	CU_ASSERT_EQUAL(m.miss_absent, 1);
 	CU_ASSERT_EQUAL(m.miss_length, 2);
@@ -318,7 +296,7 @@ static void test_same_bucket_batch(void)
 	batch_for_get(b, 4096);
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[0], b->pg, 4), 4);
 	for (int i = 0; i < 4; i++)
-		CU_ASSERT(check(b->buf + i * 4096, 4096, b->keys[i], 7));
+		CU_ASSERT(pc_test_page_ok(b->buf + i * 4096, 4096, b->keys[i], 7));
 	/* five in one batch: four ways, the fifth is refused, none evicts another */
 	down(C);
 	C = up(2, "slot_size_classes: [4KiB], slot_ways: 4, slot_num_buckets: 1, global_segment_size: 1MiB");
@@ -356,15 +334,15 @@ static void test_eviction(void)
 	batch_for_get(b, 4096);
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[0], b->pg, 3), 2);
 	CU_ASSERT_EQUAL(b->pg[0].status, -ENOENT);		/* the oldest was evicted */
-	CU_ASSERT(check(b->buf + 4096, 4096, b->keys[1], 1));
-	CU_ASSERT(check(b->buf + 8192, 4096, b->keys[2], 1));
+	CU_ASSERT(pc_test_page_ok(b->buf + 4096, 4096, b->keys[1], 1));
+	CU_ASSERT(pc_test_page_ok(b->buf + 8192, 4096, b->keys[2], 1));
 	/* rewriting a key replaces it in place: no second copy, no eviction */
 	batch_for_set(b, 2);
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &b->pg[2], 1), 1);
 	CU_ASSERT_EQUAL(metrics(C->s[0]).evictions, 1);
 	batch_for_get(b, 4096);
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], &b->pg[1], 2), 2);
-	CU_ASSERT(check(b->buf + 8192, 4096, b->keys[2], 2));
+	CU_ASSERT(pc_test_page_ok(b->buf + 8192, 4096, b->keys[2], 2));
 	batch_free(b);
 	down(C);
 }
@@ -377,13 +355,13 @@ static void test_duplicate_in_batch(void)
 				{ .key = "dup", .key_len = 3, .data = p2, .len = sizeof(p2) } };
 	struct pc_page g = { .key = "dup", .key_len = 3, .data = out, .cap = sizeof(out) };
 
-	fill(p1, sizeof(p1), "dup", 1);
-	fill(p2, sizeof(p2), "dup", 2);
+	pc_test_fill(p1, sizeof(p1), "dup", 1);
+	pc_test_fill(p2, sizeof(p2), "dup", 2);
 	for (uint32_t w = 0; w < 2; w++) {
 		CU_ASSERT_EQUAL(pc_batch_set(C->s[w], s, 2), 2);
 		CU_ASSERT_EQUAL(pc_batch_get(C->s[1 - w], &g, 1), 1);
 		CU_ASSERT_EQUAL(g.len, 200);
-		CU_ASSERT(check(out, 200, "dup", 2));
+		CU_ASSERT(pc_test_page_ok(out, 200, "dup", 2));
 	}
 	down(C);
 }
@@ -401,7 +379,7 @@ static void test_oversize_and_classes(void)
 
 		sprintf(key, "size-%zu", sizes[i]);
 		p.key_len = strlen(key);
-		fill(buf, sizes[i], key, 1);
+		pc_test_fill(buf, sizes[i], key, 1);
 		CU_ASSERT_EQUAL(pc_batch_set(C->s[i % 3], &p, 1), i < 5 ? 1 : 0);
 		if (i == 5)
 			CU_ASSERT_EQUAL(p.status, -EFBIG);
@@ -416,7 +394,7 @@ static void test_oversize_and_classes(void)
 		g.key_len = strlen(key);
 		CU_ASSERT_EQUAL(pc_batch_get(C->s[(i + 1) % 3], &g, 1), 1);
 		CU_ASSERT_EQUAL(g.len, sizes[i]);
-		CU_ASSERT(check(out, sizes[i], key, 1));
+		CU_ASSERT(pc_test_page_ok(out, sizes[i], key, 1));
 		/* with the expected length: exactly its class */
 		g.len = sizes[i];
 		CU_ASSERT_EQUAL(pc_batch_get(C->s[(i + 2) % 3], &g, 1), 1);
@@ -469,7 +447,7 @@ static void test_read_amplification(void)
 		       (double)(m1.bytes_read - m0.bytes_read) / (double)(m1.hit_bytes - m0.hit_bytes));
 		for (size_t i = 0; i < keys; i++)
 			if (!b->pg[i].status)
-				CU_ASSERT(check(b->buf + i * len, len, b->keys[i], 1));
+				CU_ASSERT(pc_test_page_ok(b->buf + i * len, len, b->keys[i], 1));
 		CU_ASSERT(m1.hits - m0.hits >= stored - m1.evictions);
 		/* index (and auto, which picks it for batches) move little more than the page */
 		if (p >= 2)
@@ -516,7 +494,7 @@ static void test_failed_bucket_read(void)
 	/* the one slot still holds the first key, untouched */
 	batch_for_get(b, 4096);
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], b->pg, 2), 1);
-	CU_ASSERT(check(b->buf, 4096, b->keys[0], 1));
+	CU_ASSERT(pc_test_page_ok(b->buf, 4096, b->keys[0], 1));
 	CU_ASSERT_EQUAL(b->pg[1].status, -ENOENT);
 	C->s[0]->fabric->fault = NULL;
 	batch_free(b);
@@ -594,7 +572,7 @@ static void test_restarted_owner(void)
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], b->pg, 8), 8);
 	batch_for_get(b, 4096);
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], b->pg, 8), 8);
-	CU_ASSERT(check(b->buf, 4096, b->keys[0], 2));
+	CU_ASSERT(pc_test_page_ok(b->buf, 4096, b->keys[0], 2));
 	batch_free(b);
 	down(C);
 }
@@ -619,7 +597,7 @@ static void test_owner_down(void)
 			CU_ASSERT_EQUAL(b->pg[i].status, -ECONNREFUSED);
 		} else {
 			CU_ASSERT_EQUAL(b->pg[i].status, 0);
-			CU_ASSERT(check(b->buf + i * 4096, 4096, b->keys[i], 1));
+			CU_ASSERT(pc_test_page_ok(b->buf + i * 4096, 4096, b->keys[i], 1));
 		}
 	}
 	m = metrics(C->s[1]);
@@ -646,7 +624,7 @@ static void test_cas_claim(void)
 	batch_for_get(b, 8192);
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], b->pg, 32), 32);
 	for (int i = 0; i < 32; i++)
-		CU_ASSERT(check(b->buf + i * 8192, 8192, b->keys[i], 4));
+		CU_ASSERT(pc_test_page_ok(b->buf + i * 8192, 8192, b->keys[i], 4));
 	batch_free(b);
 	down(C);
 }
@@ -675,7 +653,7 @@ static void *race(void *p)
 		struct pc_page pg = { .key = r->keys[k], .key_len = strlen(r->keys[k]), .data = buf };
 
 		if (r->writer) {
-			fill(buf, 2048, r->keys[k], v);
+			pc_test_fill(buf, 2048, r->keys[k], v);
 			pg.len = 2048;
 			pc_batch_set(r->C->s[r->node], &pg, 1);
 		} else {
@@ -685,7 +663,7 @@ static void *race(void *p)
 				int ok = 0;
 
 				for (uint32_t x = 0; x < 4; x++)
-					ok |= check(buf, 2048, r->keys[k], x);
+					ok |= pc_test_page_ok(buf, 2048, r->keys[k], x);
 				r->bad += !ok;
 				r->hits++;
 			}
@@ -747,7 +725,7 @@ static void *threads_body(void *p)
 		if (pc_batch_get(s, b->pg, 32) != 32)
 			fails++;
 		for (int i = 0; i < 32; i++)
-			fails += !check(b->buf + i * 4096, 4096, b->keys[i], (uint32_t)round);
+			fails += !pc_test_page_ok(b->buf + i * 4096, 4096, b->keys[i], (uint32_t)round);
 	}
 	batch_free(b);
 	return (void *)(intptr_t)fails;
@@ -787,11 +765,11 @@ static void test_client_and_open_errors(void)
 				   .errlen = sizeof(err) };
 
 	CU_ASSERT_EQUAL(pc_store_node(cl), -1);
-	fill(page, 100, "c", 1);
+	pc_test_fill(page, 100, "c", 1);
 	CU_ASSERT_EQUAL(pc_batch_set(cl, &p, 1), 1);
 	p = (struct pc_page){ .key = "c", .key_len = 1, .data = out, .cap = 100 };
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[0], &p, 1), 1);
-	CU_ASSERT(check(out, 100, "c", 1));
+	CU_ASSERT(pc_test_page_ok(out, 100, "c", 1));
 	pc_store_close(cl);
 	CU_ASSERT_EQUAL(pc_store_open(&o, &s), -EINVAL);
 	printf("\n  %s\n", err);

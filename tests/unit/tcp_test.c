@@ -237,16 +237,6 @@ static void test_refusals_keep_connection(void)
 
 /* ------------------------------------------------------------ malformed frames */
 
-static int raw_connect(uint16_t port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	CU_ASSERT_EQUAL_FATAL(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
-}
-
 static void raw_hello(int fd, uint32_t expect)
 {
 	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
@@ -318,7 +308,7 @@ static void test_bad_frames(void)
 
 	printf("\n");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int fd = raw_connect(N->port0 + 1);
+		int fd = pc_test_connect(N->port0 + 1);
 		uint8_t rd[16];
 		struct pc_op good = { .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
 				      .raddr = at(N, 1, 0), .local = rd, .len = 16 };
@@ -356,7 +346,7 @@ static void test_truncated(void)
 	uint8_t junk[500], rd[8];
 	struct pc_op good = { .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
 			      .raddr = at(N, 1, 600), .local = rd, .len = 8 };
-	int fd = raw_connect(N->port0 + 1);
+	int fd = pc_test_connect(N->port0 + 1);
 
 	memset(junk, 0x5a, sizeof(junk));
 	raw_hello(fd, 1);

@@ -1,10 +1,14 @@
 /*
  * testutil.c - runs CUnit suites and says loudly when nothing ran.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <peercache/peercache.h>
 
@@ -23,6 +27,39 @@ static void rm_tmpdir(void)
 		if (system(cmd))
 			fprintf(stderr, "could not remove %s\n", tmpdir);
 	}
+}
+
+void pc_test_fill(uint8_t *p, size_t len, const char *key, uint32_t version)
+{
+	uint64_t x = XXH3_64bits(key, strlen(key)) ^ version;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		p[i] = (uint8_t)(x >> 56);
+	}
+}
+
+int pc_test_page_ok(const uint8_t *p, size_t len, const char *key, uint32_t version)
+{
+	uint8_t *want = malloc(len ? len : 1);
+	int ok;
+
+	if (!want)
+		return 0;
+	pc_test_fill(want, len, key, version);
+	ok = !memcmp(p, want, len);
+	free(want);
+	return ok;
+}
+
+int pc_test_connect(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	CU_ASSERT_EQUAL_FATAL(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
 }
 
 const char *pc_test_tmpdir(void)

@@ -4,6 +4,9 @@
 #ifndef PC_TESTUTIL_H
 #define PC_TESTUTIL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 
@@ -17,6 +20,14 @@ int pc_test_main(int argc, char **argv, CU_SuiteInfo *suites);
 
 /* A directory for this test's files, removed at exit. */
 const char *pc_test_tmpdir(void);
+
+/* Page content derived from a key and a version, so a reader can check every byte:
+ * fill writes it, pc_test_page_ok says whether p holds exactly that. */
+void pc_test_fill(uint8_t *p, size_t len, const char *key, uint32_t version);
+int pc_test_page_ok(const uint8_t *p, size_t len, const char *key, uint32_t version);
+
+/* A TCP connection to 127.0.0.1:port, for tests that speak raw frames (fatal on failure). */
+int pc_test_connect(uint16_t port);
 
 #define PC_TEST_MAIN(...)                                        \
 	int main(int argc, char **argv)                          \
