@@ -1,6 +1,8 @@
 /*
  * tcp_server.c - the node's server thread: emulates one-sided READ/WRITE/CAS on the
- * registered regions and answers RPCs, for every connection, from one epoll loop.
+ * registered regions for every connection from one epoll loop, and hands RPCs to a
+ * few worker threads, so that a handler may take its time (disk I/O) or pull from
+ * the caller with one-sided READs while one-sided ops keep being served.
  *
  * Every op passes the region table (key, bounds, rights) before memory is touched;
  * a refused op gets its own error status. Anything malformed - bad magic or version,
@@ -26,6 +28,7 @@
 
 #define RX_CHUNK (1u << 20)	/* grow receive buffers as bytes arrive, not as announced */
 #define DISCARD_BYTES 65536
+#define RPC_WORKERS 4		/* RPC handlers that may run at once */
 
 enum rx_state { RX_HDR, RX_BODY, RX_PAYLOAD };
 
@@ -48,6 +51,8 @@ struct sconn {
 	/* the response being sent */
 	struct pc_msg out;
 	struct pc_msg rpc_resp;
+	int32_t rpc_status;
+	struct sconn *rpc_next;		/* on the job or the done queue while parked */
 	struct iovec *iov;
 	size_t iovcnt, iovcap, iov_i;
 	bool sending;
@@ -58,9 +63,17 @@ struct tcp_server {
 	struct tcp_fabric *tf;
 	pc_rpc_handler *handler;
 	void *handler_arg;
-	int lfd, epfd, wakefd;
+	int lfd, epfd, wakefd, donefd;
 	pthread_t thread;
 	struct sconn *conns;
+	/* RPCs: a connection with a request is parked (out of epoll) on jobs, a worker
+	 * runs the handler and moves it to done, the loop answers and resumes it. */
+	pthread_mutex_t rpc_lock;
+	pthread_cond_t rpc_cond;
+	struct sconn *jobs, **jobs_tail, *done;
+	bool stopping;
+	pthread_t workers[RPC_WORKERS];
+	int nr_workers;
 	uint8_t discard[DISCARD_BYTES];
 };
 
@@ -201,26 +214,95 @@ static int on_hello(struct tcp_server *s, struct sconn *c)
 	return 0;
 }
 
+/* An RPC request is in: park the connection (no reads until it is answered) and
+ * queue it for a worker. */
 static int on_rpc(struct tcp_server *s, struct sconn *c)
 {
-	int32_t status;
-
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	c->rpc_resp.len = 0;
-	if (!s->handler)
-		status = -EOPNOTSUPP;
-	else
-		status = s->handler(s->handler_arg, c->peer, (uint16_t)c->hdr.count,
-				    c->body.data, c->hdr.body_len, &c->rpc_resp);
-	pc_stat_add(&stats(s)->served_rpcs, 1);
+	c->rpc_next = NULL;
+	pthread_mutex_lock(&s->rpc_lock);
+	*s->jobs_tail = c;
+	s->jobs_tail = &c->rpc_next;
+	pthread_cond_signal(&s->rpc_cond);
+	pthread_mutex_unlock(&s->rpc_lock);
+	return 0;
+}
+
+static void *rpc_worker(void *arg)
+{
+	struct tcp_server *s = arg;
+	uint64_t one = 1;
+
+	pthread_setname_np(pthread_self(), "pc-tcp-rpc");
+	pthread_mutex_lock(&s->rpc_lock);
+	for (;;) {
+		struct sconn *c;
+
+		while (!s->jobs && !s->stopping)
+			pthread_cond_wait(&s->rpc_cond, &s->rpc_lock);
+		if (s->stopping)
+			break;
+		c = s->jobs;
+		s->jobs = c->rpc_next;
+		if (!s->jobs)
+			s->jobs_tail = &s->jobs;
+		pthread_mutex_unlock(&s->rpc_lock);
+
+		c->rpc_status = s->handler ?
+			s->handler(s->handler_arg, c->peer, (uint16_t)c->hdr.count, c->body.data,
+				   c->hdr.body_len, &c->rpc_resp) : -EOPNOTSUPP;
+		pc_stat_add(&stats(s)->served_rpcs, 1);
+
+		pthread_mutex_lock(&s->rpc_lock);
+		c->rpc_next = s->done;
+		s->done = c;
+		if (write(s->donefd, &one, sizeof(one)) != sizeof(one))
+			pc_err("tcp server: cannot wake the server thread: %s", strerror(errno));
+	}
+	pthread_mutex_unlock(&s->rpc_lock);
+	return NULL;
+}
+
+/* Answer a connection whose RPC a worker finished, and read on. 0 or -errno to close. */
+static int rpc_answer(struct tcp_server *s, struct sconn *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+	int32_t status = c->rpc_status;
+	int ret;
+
 	if (c->rpc_resp.len > TCP_MAX_RPC_BODY) {
 		status = -EMSGSIZE;
 		c->rpc_resp.len = 0;
 	}
+	c->rx = RX_HDR;
+	c->got = 0;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->fd, &ev))
+		return -errno;
 	if (start_response(c, TCP_RPC_RESP, c->hdr.count, status, c->rpc_resp.len) ||
 	    iov_push(c, c->out.data, c->out.len) ||
 	    iov_push(c, c->rpc_resp.data, c->rpc_resp.len))
 		return -ENOMEM;
-	return 0;
+	ret = flush(s, c);
+	return ret == -EAGAIN ? 0 : ret;
+}
+
+static void rpc_answer_done(struct tcp_server *s)
+{
+	struct sconn *c, *next;
+	uint64_t v;
+
+	if (read(s->donefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		pc_err("tcp server: eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&s->rpc_lock);
+	c = s->done;
+	s->done = NULL;
+	pthread_mutex_unlock(&s->rpc_lock);
+	for (; c; c = next) {
+		next = c->rpc_next;
+		if (rpc_answer(s, c))
+			conn_close(s, c);
+	}
 }
 
 /* All descriptors are in: check the frame adds up, then check every op. */
@@ -366,8 +448,7 @@ static int on_body(struct tcp_server *s, struct sconn *c)
 		ret = on_hello(s, c);
 		break;
 	case TCP_RPC:
-		ret = on_rpc(s, c);
-		break;
+		return on_rpc(s, c);	/* parked: rpc_answer() resumes it */
 	default:
 		ret = on_ops_desc(s, c);
 		if (ret)
@@ -421,6 +502,12 @@ static int rx_payload(struct tcp_server *s, struct sconn *c)
 	return ret == -EAGAIN ? 0 : ret;
 }
 
+/* A connection whose RPC is with a worker: the loop must not touch it. */
+static bool parked(const struct sconn *c)
+{
+	return c->rx == RX_BODY && c->hdr.type == TCP_RPC && c->got == c->body_need;
+}
+
 /* Read and act until the socket is drained or a response is waiting to go out. */
 static int on_readable(struct tcp_server *s, struct sconn *c)
 {
@@ -439,6 +526,8 @@ static int on_readable(struct tcp_server *s, struct sconn *c)
 					return ret;
 				if (c->rx == RX_BODY && !c->body_need && (ret = on_body(s, c)))
 					return ret;
+				if (parked(c))
+					return 0;
 				continue;
 			}
 			break;
@@ -455,6 +544,8 @@ static int on_readable(struct tcp_server *s, struct sconn *c)
 				c->body.len = c->got;
 				if (c->got == c->body_need && (ret = on_body(s, c)))
 					return ret;
+				if (parked(c))
+					return 0;
 				continue;
 			}
 			break;
@@ -521,6 +612,10 @@ static void *server_main(void *arg)
 
 			if (evs[i].data.ptr == s)
 				return NULL;	/* woken to stop */
+			if (evs[i].data.ptr == &s->donefd) {
+				rpc_answer_done(s);
+				continue;
+			}
 			if (!c) {
 				on_accept(s);
 				continue;
@@ -535,6 +630,16 @@ static void *server_main(void *arg)
 				conn_close(s, c);
 		}
 	}
+}
+
+static void stop_workers(struct tcp_server *s)
+{
+	pthread_mutex_lock(&s->rpc_lock);
+	s->stopping = true;
+	pthread_cond_broadcast(&s->rpc_cond);
+	pthread_mutex_unlock(&s->rpc_lock);
+	while (s->nr_workers)
+		pthread_join(s->workers[--s->nr_workers], NULL);
 }
 
 int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
@@ -552,7 +657,10 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 	s->tf = tf;
 	s->handler = h;
 	s->handler_arg = arg;
-	s->lfd = s->epfd = s->wakefd = -1;
+	s->lfd = s->epfd = s->wakefd = s->donefd = -1;
+	pthread_mutex_init(&s->rpc_lock, NULL);
+	pthread_cond_init(&s->rpc_cond, NULL);
+	s->jobs_tail = &s->jobs;
 	ret = tcp_resolve(node->address, node->port, &ss, &len);
 	if (ret)
 		goto err;
@@ -564,7 +672,8 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 		goto err_errno;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->epfd < 0 || s->wakefd < 0)
+	s->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->epfd < 0 || s->wakefd < 0 || s->donefd < 0)
 		goto err_errno;
 	ev.data.ptr = NULL;
 	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev))
@@ -572,6 +681,14 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 	ev.data.ptr = s;
 	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wakefd, &ev))
 		goto err_errno;
+	ev.data.ptr = &s->donefd;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->donefd, &ev))
+		goto err_errno;
+	for (; s->nr_workers < RPC_WORKERS; s->nr_workers++) {
+		ret = -pthread_create(&s->workers[s->nr_workers], NULL, rpc_worker, s);
+		if (ret)
+			goto err;
+	}
 	ret = -pthread_create(&s->thread, NULL, server_main, s);
 	if (ret)
 		goto err;
@@ -580,12 +697,17 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 err_errno:
 	ret = -errno;
 err:
+	stop_workers(s);
+	if (s->donefd >= 0)
+		close(s->donefd);
 	if (s->wakefd >= 0)
 		close(s->wakefd);
 	if (s->epfd >= 0)
 		close(s->epfd);
 	if (s->lfd >= 0)
 		close(s->lfd);
+	pthread_cond_destroy(&s->rpc_cond);
+	pthread_mutex_destroy(&s->rpc_lock);
 	free(s);
 	return ret;
 }
@@ -597,10 +719,14 @@ void tcp_server_stop(struct tcp_server *s)
 	if (write(s->wakefd, &one, sizeof(one)) != sizeof(one))
 		pc_err("tcp server: cannot wake the server thread: %s", strerror(errno));
 	pthread_join(s->thread, NULL);
+	stop_workers(s);	/* handlers running now finish; queued requests are dropped */
 	while (s->conns)
 		conn_close(s, s->conns);
+	close(s->donefd);
 	close(s->wakefd);
 	close(s->epfd);
 	close(s->lfd);
+	pthread_cond_destroy(&s->rpc_cond);
+	pthread_mutex_destroy(&s->rpc_lock);
 	free(s);
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +31,52 @@ struct net {
 	struct pc_fabric *f[NODES];
 	struct pc_region r[NODES];
 	uint8_t *mem[NODES];
+	volatile int released;		/* OP_WAIT returns once this is set */
 };
+
+enum { OP_FAIL = 13, OP_PULL = 20, OP_WAIT = 21 };
+
+/* OP_PULL: READ the caller's memory named in the request and answer with it. */
+struct pull_req {
+	uint32_t rkey, len;
+	uint64_t raddr;
+};
+
+static struct net *the_net;
 
 static int echo(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
 		struct pc_msg *resp)
 {
-	(void)arg;
-	(void)from;
-	if (opcode == 13)
+	struct pc_fabric *self = the_net->f[(uintptr_t)arg];
+	struct pull_req pr;
+
+	switch (opcode) {
+	case OP_FAIL:
 		return -ENOTSUP;
-	return pc_msg_append(resp, req, len);
+	case OP_PULL: {
+		struct pc_op op = { .kind = PC_OP_READ, .peer = from };
+
+		if (len != sizeof(pr))
+			return -EPROTO;
+		memcpy(&pr, req, sizeof(pr));
+		if (pc_msg_reserve(resp, pr.len))
+			return -ENOMEM;
+		op.rkey = pr.rkey;
+		op.raddr = pr.raddr;
+		op.local = resp->data;
+		op.len = pr.len;
+		if (pc_fabric_post(self, &op, 1) || op.status)
+			return op.status ? op.status : -EIO;
+		resp->len = pr.len;
+		return 0;
+	}
+	case OP_WAIT:
+		for (int i = 0; i < 1000 && !the_net->released; i++)
+			usleep(1000);
+		return the_net->released ? 0 : -ETIMEDOUT;
+	default:
+		return pc_msg_append(resp, req, len);
+	}
 }
 
 static const char *fabric_name = "tcp";
@@ -69,7 +106,7 @@ static int node_up(struct net *N, uint32_t i)
 						PC_ACCESS_REMOTE_ATOMIC };
 	ret = pc_fabric_reg(N->f[i], &N->r[i]);
 	if (!ret)
-		ret = pc_fabric_serve(N->f[i], echo, NULL);
+		ret = pc_fabric_serve(N->f[i], echo, (void *)(uintptr_t)i);
 	if (ret) {
 		pc_fabric_close(N->f[i]);
 		N->f[i] = NULL;
@@ -93,6 +130,7 @@ static struct net *net_up(int all)
 	char text[512], err[PC_ERR_MAX];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(N);
+	the_net = N;
 	for (uint32_t i = 0; i < NODES; i++) {
 		N->mem[i] = aligned_alloc(4096, MEM);
 		memset(N->mem[i], (int)i + 1, MEM);
@@ -177,7 +215,7 @@ static void test_rpc(void)
 	struct net *N = net_up(0);
 	struct pc_rpc r[3] = {
 		{ .peer = 1, .opcode = 5, .req = "ping", .req_len = 4 },
-		{ .peer = 0, .opcode = 13, .req = "x", .req_len = 1 },
+		{ .peer = 0, .opcode = OP_FAIL, .req = "x", .req_len = 1 },
 		{ .peer = 1, .opcode = 6, .req = NULL, .req_len = 0 },
 	};
 
@@ -190,6 +228,59 @@ static void test_rpc(void)
 	CU_ASSERT_EQUAL(r[2].resp.len, 0);
 	for (int i = 0; i < 3; i++)
 		pc_msg_free(&r[i].resp);
+	net_down(N);
+}
+
+/* A handler may pull from its caller with one-sided READs (stage_put does). */
+static void test_rpc_pulls(void)
+{
+	struct net *N = net_up(0);
+	struct pull_req pr = { .rkey = N->r[0].key, .len = 50000, .raddr = at(N, 0, 12345) };
+	struct pc_rpc r = { .peer = 1, .opcode = OP_PULL, .req = &pr, .req_len = sizeof(pr) };
+
+	for (uint32_t i = 0; i < pr.len; i++)
+		N->mem[0][12345 + i] = (uint8_t)(i * 7);
+	CU_ASSERT_EQUAL(pc_fabric_call(N->f[0], &r, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(r.status, 0);
+	CU_ASSERT_EQUAL_FATAL(r.resp.len, pr.len);
+	CU_ASSERT_EQUAL(memcmp(r.resp.data, N->mem[0] + 12345, pr.len), 0);
+	pc_msg_free(&r.resp);
+	net_down(N);
+}
+
+static void *call_wait(void *arg)
+{
+	struct net *N = arg;
+	struct pc_rpc *r = calloc(1, sizeof(*r));
+
+	r->peer = 1;
+	r->opcode = OP_WAIT;
+	pc_fabric_call(N->f[2], r, 1);
+	return r;
+}
+
+/* While a handler runs, the node keeps serving one-sided ops (the handler here
+ * returns only after a READ of the same node completed). */
+static void test_rpc_does_not_block_ops(void)
+{
+	struct net *N = net_up(1);
+	uint8_t buf[4096];
+	struct pc_op op = { .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
+			    .raddr = at(N, 1, 0), .local = buf, .len = sizeof(buf) };
+	struct pc_rpc *r;
+	pthread_t t;
+
+	N->released = 0;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, call_wait, N), 0);
+	usleep(50000);		/* the handler is waiting now */
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, 0);
+	CU_ASSERT_EQUAL(buf[0], 2);
+	N->released = 1;
+	pthread_join(t, (void **)&r);
+	CU_ASSERT_EQUAL(r->status, 0);
+	pc_msg_free(&r->resp);
+	free(r);
 	net_down(N);
 }
 
@@ -508,6 +599,8 @@ static void test_large(void)
 static CU_TestInfo tests[] = {
 	{ "one batch across peers: READ, WRITE, CAS", test_batch },
 	{ "RPC: body, handler error, empty body", test_rpc },
+	{ "an RPC handler pulls from its caller", test_rpc_pulls },
+	{ "one-sided ops are served while a handler runs", test_rpc_does_not_block_ops },
 	{ "refused ops, then served again", test_refusals_keep_connection },
 	{ "dead and stalled peers fail within the timeout", test_dead_and_stalled },
 	{ "a stalled peer mid-batch fails only its ops", test_stalled_mid_batch },

@@ -96,10 +96,11 @@ struct pc_rpc {
 	int status;			/* out: 0, the handler's -errno, or a transport -errno */
 };
 
-/* Serves one request. Runs on a backend thread (tcp/verbs), in the caller's thread
- * (in-process) or on a simulated process; it may call storage ops but must not block
- * on its own fabric. from is the caller's node index or PC_PEER_NONE. Returns 0 or
- * -errno, which the caller sees as pc_rpc.status. */
+/* Serves one request. Runs on a backend worker thread (tcp/verbs: several at once,
+ * while one-sided ops keep being served), in the caller's thread (in-process) or on
+ * a simulated process. It may call storage ops and post one-sided ops, including to
+ * the caller (a node that pulls staged data). from is the caller's node index or
+ * PC_PEER_NONE. Returns 0 or -errno, which the caller sees as pc_rpc.status. */
 typedef int pc_rpc_handler(void *arg, uint32_t from, uint16_t opcode,
 			   const void *req, size_t req_len, struct pc_msg *resp);
 
