@@ -12,6 +12,41 @@
 
 enum pc_rpc_opcode {
 	PC_RPC_LAYOUT = 1,		/* () -> struct proto_layout + classes */
+	/* The tiered pool (tier.c); keys are 64-bit block hashes. */
+	PC_RPC_TIER_OFFER = 2,		/* proto_tier_keys -> u8 wanted[n] (1: not held) */
+	PC_RPC_TIER_QUERY = 3,		/* proto_tier_keys -> u8 where[n] (enum pc_where) */
+	PC_RPC_TIER_PUT = 4,		/* proto_tier_xfer + blk[n] -> i32 status[n]; the
+					 * peer pulls each block from the caller's region */
+	PC_RPC_TIER_FETCH = 5,		/* proto_tier_keys -> proto_tier_xfer + blk[n]: a
+					 * lease and where each block sits for a READ */
+	PC_RPC_TIER_RELEASE = 6,	/* u64 lease -> () */
+	PC_RPC_TIER_STATS = 7,		/* () -> struct pc_tier_metrics */
+};
+
+#define PROTO_TIER_MAX_BLOCKS 4096	/* per request */
+
+struct proto_tier_keys {
+	uint32_t n;
+	uint32_t lease_ms;		/* FETCH: lease length (0 = the peer's default) */
+	/* then uint64_t hash[n] */
+};
+
+/* PUT request: the caller's region the blocks sit in. FETCH response: the lease and
+ * the peer's pool region. */
+struct proto_tier_xfer {
+	uint32_t n;
+	uint32_t rkey;
+	uint64_t incarnation;		/* of the region owner's fabric endpoint */
+	uint64_t lease;			/* FETCH: the lease to RELEASE; PUT: 0 */
+	/* then struct proto_tier_blk[n] */
+};
+
+struct proto_tier_blk {
+	uint64_t hash;
+	uint64_t addr;
+	uint64_t sum;			/* disk_sum() of the bytes */
+	uint32_t len;
+	int32_t status;			/* FETCH response: 0 or -errno (-ENOENT: not held) */
 };
 
 #define PROTO_LAYOUT_MAGIC 0x594c4350u	/* "PCLY" */

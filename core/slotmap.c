@@ -4,8 +4,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
+#include "hostmem.h"
 #include "log.h"
 #include "proto.h"
 #include "slotmap_int.h"
@@ -21,27 +21,6 @@ static int resolve_policy(const struct slot_geometry *g, enum pc_read_policy p)
 	if (g->page_bytes >= (1u << 20))
 		return PC_READ_INDEX;
 	return PC_READ_AUTO;
-}
-
-/*
- * Fresh anonymous memory is zero: every slot starts empty. Huge pages where the
- * kernel offers them, since readers and writers land on random buckets and each
- * small page is a TLB miss; populated now, as pinning for RDMA would, because
- * faulting pages in on first write made early writes several times slower.
- */
-static int map_slots(uint8_t **out, size_t bytes, bool populate)
-{
-	uint8_t *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (m == MAP_FAILED)
-		return -ENOMEM;
-	if (populate) {
-		madvise(m, bytes, MADV_HUGEPAGE);
-		for (size_t off = 0; off < bytes; off += 4096)
-			m[off] = 0;
-	}
-	*out = m;
-	return 0;
 }
 
 static int own_slots(struct slotmap *sm)
@@ -66,8 +45,9 @@ static int own_slots(struct slotmap *sm)
 		if (sm->payload_free)
 			slot_geometry_drop_payload(&k->g);
 		bytes = slot_region_bytes(&k->g);
-		/* Payload-free slots (the simulator) are small and touched sparsely. */
-		ret = map_slots(&sm->mem[c], bytes, !sm->payload_free);
+		/* Fresh memory is zero: every slot starts empty. Payload-free slots (the
+		 * simulator) are small and touched sparsely: not populated. */
+		ret = hostmem_map(&sm->mem[c], bytes, !sm->payload_free);
 		if (ret)
 			return ret;
 		/* Readers read slots and the index; remote writers write both and may
@@ -100,8 +80,7 @@ void slotmap_close(struct slotmap *sm)
 	for (uint32_t c = 0; c < PC_MAX_CLASSES; c++) {
 		if (sm->reg[c].len)
 			pc_fabric_dereg(sm->st->fabric, &sm->reg[c]);
-		if (sm->mem[c])
-			munmap(sm->mem[c], slot_region_bytes(&sm->own.cls[c].g));
+		hostmem_unmap(sm->mem[c], slot_region_bytes(&sm->own.cls[c].g));
 	}
 	for (uint32_t i = 0; sm->layouts && i < sm->st->topo->nr_nodes; i++)
 		if (sm->layouts[i] && sm->layouts[i] != &sm->own)

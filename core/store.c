@@ -17,6 +17,7 @@
 #include "proto.h"
 #include "slotmap.h"
 #include "store.h"
+#include "tier.h"
 
 int store_post(struct pc_store *st, struct pc_op *ops, size_t n)
 {
@@ -125,11 +126,16 @@ static int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req,
 {
 	struct pc_store *st = arg;
 
-	(void)from;
-	(void)req;
 	switch (opcode) {
 	case PC_RPC_LAYOUT:
 		return len ? -EPROTO : slotmap_layout_rpc(st->sm, resp);
+	case PC_RPC_TIER_OFFER:
+	case PC_RPC_TIER_QUERY:
+	case PC_RPC_TIER_PUT:
+	case PC_RPC_TIER_FETCH:
+	case PC_RPC_TIER_RELEASE:
+	case PC_RPC_TIER_STATS:
+		return st->tier ? tier_rpc(st->tier, from, opcode, req, len, resp) : -EOPNOTSUPP;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -191,6 +197,7 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 	st->clock = o->clock ? o->clock : pc_clock_posix();
 	st->payload_free = o->payload_free;
 	pthread_rwlock_init(&st->bufs_lock, NULL);
+	pthread_mutex_init(&st->stage_lock, NULL);
 	if (o->topo) {
 		st->topo = pc_topology_dup(o->topo);
 		ret = st->topo ? 0 : -ENOMEM;
@@ -258,6 +265,19 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 			   o->node ? o->node : "-", strerror(-ret));
 		goto err_fabric;
 	}
+	if (st->self != PC_PEER_NONE && st->topo->store.tier_host_blocks) {
+		struct tier_params tp = { .fabric = st->fabric, .clock = st->clock,
+					  .cfg = &st->topo->store,
+					  .disk_dir = st->topo->nodes[st->self].nvme.path,
+					  .storage = o->storage, .storage_arg = o->backend_arg,
+					  .payload_free = st->payload_free };
+
+		ret = tier_open(&tp, &st->tier, err, sizeof(err));
+		if (ret) {
+			open_error(o, "%s: node %s: %s", st->topo->source, o->node, err);
+			goto err_slotmap;
+		}
+	}
 	if (st->self != PC_PEER_NONE) {
 		ret = pc_fabric_serve(st->fabric, store_rpc, st);
 		if (ret) {
@@ -265,11 +285,13 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 
 			open_error(o, "%s: node %s: cannot serve on %s port %u: %s", st->topo->source,
 				   n->name, n->address, n->port, strerror(-ret));
-			goto err_slotmap;
+			goto err_tier;
 		}
 	}
 	*out = st;
 	return 0;
+err_tier:
+	tier_close(st->tier);
 err_slotmap:
 	slotmap_close(st->sm);
 err_fabric:
@@ -281,6 +303,7 @@ err_topo:
 	pc_topology_free(st->topo);
 err_free:
 	pthread_rwlock_destroy(&st->bufs_lock);
+	pthread_mutex_destroy(&st->stage_lock);
 	free(st);
 	return ret;
 }
@@ -292,6 +315,8 @@ void pc_store_close(struct pc_store *st)
 	/* Stop answering peers before the slots they address go away. */
 	if (st->self != PC_PEER_NONE)
 		pc_fabric_serve(st->fabric, NULL, NULL);
+	tier_close(st->tier);
+	store_stages_free(st);
 	slotmap_close(st->sm);
 	while (st->bufs)
 		pc_store_unregister(st, st->bufs->r.addr);
@@ -306,6 +331,7 @@ void pc_store_close(struct pc_store *st)
 	}
 	pc_topology_free(st->topo);
 	pthread_rwlock_destroy(&st->bufs_lock);
+	pthread_mutex_destroy(&st->stage_lock);
 	free(st);
 }
 

@@ -15,6 +15,16 @@
 #include "ring.h"
 
 struct slotmap;
+struct tier;
+
+/* Staging memory a client exposes for stage_put (peers READ it); reused, never held
+ * by more than one call at a time. */
+struct store_stage {
+	struct pc_region r;
+	uint8_t *mem;
+	size_t bytes;
+	struct store_stage *next;
+};
 
 /* Caller memory registered for zero-copy payloads. */
 struct store_buf {
@@ -31,6 +41,9 @@ struct pc_store {
 	struct ring *ring;		/* replaced whole on membership change */
 	struct ring *retired;		/* earlier rings, freed at close (readers may hold them) */
 	struct slotmap *sm;
+	struct tier *tier;		/* the tiered pool this node serves, or NULL */
+	pthread_mutex_t stage_lock;	/* guards the list only, never held across a call */
+	struct store_stage *stages;	/* idle staging areas */
 	bool payload_free;		/* headers only, pages not stored (simulator) */
 	struct pc_metrics metrics;	/* updated with atomics */
 	pthread_rwlock_t bufs_lock;
@@ -55,5 +68,8 @@ const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t le
 /* A fabric phase issued on behalf of a batch: counted as one round trip. */
 int store_post(struct pc_store *st, struct pc_op *ops, size_t n);
 int store_call(struct pc_store *st, struct pc_rpc *rpcs, size_t n);
+
+/* tier_client.c: drop the staging areas (at close). */
+void store_stages_free(struct pc_store *st);
 
 #endif

@@ -43,6 +43,12 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, timeout_ms, FT_U32, 1, 3600000),
 	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1),
 	FENUM(struct pc_store_cfg, slot_read_policy, read_policy_names),
+	F(struct pc_store_cfg, tier_host_blocks, FT_U32, 0, 1u << 30),
+	F(struct pc_store_cfg, tier_disk_blocks, FT_U32, 0, 1u << 30),
+	F(struct pc_store_cfg, tier_block_bytes, FT_SIZE, 0, GiB),
+	F(struct pc_store_cfg, tier_free_percent, FT_U32, 0, 50),
+	F(struct pc_store_cfg, tier_inclusive, FT_BOOL, 0, 1),
+	F(struct pc_store_cfg, tier_lease_ms, FT_U32, 1, 3600000),
 };
 
 static const struct field model_fields[] = {
@@ -448,6 +454,8 @@ void topology_set_defaults(struct pc_topology *t)
 	s->global_segment_size = 1ULL << 30;
 	s->vnodes = 128;
 	s->timeout_ms = 2000;
+	s->tier_free_percent = 5;
+	s->tier_lease_ms = 30000;
 	memset(&t->model, 0, sizeof(t->model));
 	strcpy(t->model.dtype, "bf16");
 	t->model.tokens_per_page = 1;
@@ -561,12 +569,30 @@ static int validate_nodes(struct pc_topology *t, char *err, size_t errlen)
 	return 0;
 }
 
+/* The tiered pool: its block is the model's page unless given. */
+static int validate_tier(struct pc_topology *t, char *err, size_t errlen)
+{
+	struct pc_store_cfg *s = &t->store;
+	struct pc_mark top = { 1, 1 };
+
+	if (!s->tier_block_bytes)
+		s->tier_block_bytes = t->model.present ? t->model.page_bytes :
+							 s->size_classes[s->nr_classes - 1];
+	if (s->tier_disk_blocks && !s->tier_host_blocks)
+		FAIL_AT(top,
+			"store.tier_disk_blocks: %u disk blocks but no host blocks; the disk pool holds what the host pool evicts, so set store.tier_host_blocks too",
+			s->tier_disk_blocks);
+	return 0;
+}
+
 int topology_validate(struct pc_topology *t, char *err, size_t errlen)
 {
 	int ret = validate_store(t, err, errlen);
 
 	if (!ret)
 		ret = validate_model(t, err, errlen);
+	if (!ret)
+		ret = validate_tier(t, err, errlen);
 	if (!ret)
 		ret = validate_nodes(t, err, errlen);
 	return ret;

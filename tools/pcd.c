@@ -2,7 +2,11 @@
  * pcd - the peercache peer daemon: serves one node's slots to the cluster.
  *
  *   pcd --topology FILE --node NAME [--set key=value ...] [--protocol tcp|rdma|rxe]
- *       [--stats SECONDS]
+ *       [--host-blocks N] [--disk-blocks N] [--disk-dir PATH] [--stats SECONDS]
+ *
+ * --host-blocks/--disk-blocks/--disk-dir set store.tier_host_blocks,
+ * store.tier_disk_blocks and nodes.nvme.path: a tiered pool of N host blocks that
+ * spills to N disk blocks in an unlinked file in PATH.
  *
  * Logs to stderr. SIGTERM or SIGINT shuts it down cleanly (slots released,
  * connections closed, a last metrics line). A bad flag or topology is one line on
@@ -21,10 +25,11 @@
 
 static const char usage[] =
 	"usage: pcd --topology FILE --node NAME [--set key=value ...] [--protocol tcp|rdma|rxe]\n"
-	"           [--stats SECONDS]\n";
+	"           [--host-blocks N] [--disk-blocks N] [--disk-dir PATH] [--stats SECONDS]\n";
 
 static void log_metrics(const char *node, struct pc_store *s)
 {
+	struct pc_tier_metrics tm;
 	struct pc_metrics m;
 
 	pc_store_metrics(s, &m);
@@ -34,6 +39,14 @@ static void log_metrics(const char *node, struct pc_store *s)
 		(unsigned long long)m.read_requests, (unsigned long long)m.hits,
 		(unsigned long long)m.bytes_read, (unsigned long long)m.evictions,
 		(unsigned long long)m.layout_fetches);
+	if (!pc_tier_metrics(s, &tm))
+		fprintf(stderr,
+			"pcd %s: tier resident_committed_blocks=%u resident_disk_blocks=%u free_host_blocks=%u evicted_blocks=%llu demoted_blocks=%llu promoted_blocks=%llu dropped_blocks=%llu corrupt_on_promote=%llu spill_failures=%llu lease_expired=%llu\n",
+			node, tm.resident_committed_blocks, tm.resident_disk_blocks, tm.free_host_blocks,
+			(unsigned long long)tm.evicted_blocks, (unsigned long long)tm.demoted_blocks,
+			(unsigned long long)tm.promoted_blocks, (unsigned long long)tm.dropped_blocks,
+			(unsigned long long)tm.corrupt_on_promote, (unsigned long long)tm.spill_failures,
+			(unsigned long long)tm.lease_expired);
 }
 
 int main(int argc, char **argv)
@@ -44,11 +57,15 @@ int main(int argc, char **argv)
 		{ "set", required_argument, NULL, 's' },
 		{ "protocol", required_argument, NULL, 'p' },
 		{ "stats", required_argument, NULL, 'S' },
+		{ "host-blocks", required_argument, NULL, 'H' },
+		{ "disk-blocks", required_argument, NULL, 'D' },
+		{ "disk-dir", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *path = NULL, *node = NULL, *protocol = NULL;
-	char **sets = calloc((size_t)argc, sizeof(char *)), err[PC_ERR_MAX], tag[96];
+	char **sets = calloc((size_t)argc + 3, sizeof(char *)), err[PC_ERR_MAX], tag[96];
+	char host_set[64], disk_set[64], dir_set[PC_PATH_MAX + 32];
 	struct pc_store_opts o = { .size = sizeof(o), .err = err, .errlen = sizeof(err) };
 	struct pc_topology *t;
 	struct pc_store *s;
@@ -57,7 +74,7 @@ int main(int argc, char **argv)
 	int c, nsets = 0, sig, idx;
 
 	opterr = 0;	/* one line of our own instead of getopt's */
-	while ((c = getopt_long(argc, argv, "t:n:s:p:S:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:n:s:p:S:H:D:d:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			path = optarg;
@@ -73,6 +90,23 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			every.tv_sec = (time_t)tool_uint("pcd", "--stats", optarg);
+			break;
+		case 'H':
+			snprintf(host_set, sizeof(host_set), "store.tier_host_blocks=%llu",
+				 (unsigned long long)tool_uint("pcd", "--host-blocks", optarg));
+			sets[nsets++] = host_set;
+			break;
+		case 'D':
+			snprintf(disk_set, sizeof(disk_set), "store.tier_disk_blocks=%llu",
+				 (unsigned long long)tool_uint("pcd", "--disk-blocks", optarg));
+			sets[nsets++] = disk_set;
+			break;
+		case 'd':
+			if (snprintf(dir_set, sizeof(dir_set), "nodes.nvme.path=%s", optarg) >=
+			    (int)sizeof(dir_set))
+				tool_die("pcd", "--disk-dir %s: longer than %d characters", optarg,
+					 PC_PATH_MAX - 1);
+			sets[nsets++] = dir_set;
 			break;
 		case 'h':
 			fputs(usage, stdout);

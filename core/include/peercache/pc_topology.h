@@ -93,6 +93,14 @@ struct pc_store_cfg {
 	enum pc_read_policy slot_read_policy;
 	bool classes_explicit;			/* slot_size_classes was given */
 	struct pc_mark classes_mark;
+	/* The tiered pool each node serves (offer/query/stage_put/fetch): host blocks in
+	 * pinned memory that spill to disk blocks in an unlinked file in nvme.path. */
+	uint32_t tier_host_blocks;		/* 0 = no tiered pool */
+	uint32_t tier_disk_blocks;		/* 0 = evicted blocks are dropped */
+	uint64_t tier_block_bytes;		/* 0 = the model's page, else the largest class */
+	uint32_t tier_free_percent;		/* background demotion keeps this share free */
+	bool tier_inclusive;			/* promoted blocks keep their disk copy */
+	uint32_t tier_lease_ms;			/* a fetch's lease expires after this */
 };
 
 /* Model shape: page bytes = 2 (K and V) x layers x kv_heads x head_dim x dtype bytes

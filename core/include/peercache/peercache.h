@@ -42,6 +42,7 @@ struct pc_topology;
 struct ring;
 struct pc_fabric;
 struct pc_clock;
+struct pc_storage_ops;
 
 /* How to open a store. Zero what you do not set; size must be sizeof(struct
  * pc_store_opts), so that later fields can be added. */
@@ -59,6 +60,7 @@ struct pc_store_opts {
 	bool payload_free;		/* simulations: keep slot headers only; a hit gives
 					 * status and length, never bytes (data may be NULL) */
 	struct ring *ring;		/* simulations: share one built ring (internal) */
+	const struct pc_storage_ops *storage;	/* disk backend; NULL: files (posix) */
 	char *err;			/* receives a one-line error when open fails */
 	size_t errlen;
 };
@@ -146,6 +148,78 @@ PC_API void pc_store_unregister(struct pc_store *s, void *buf);
 
 /* Index of this store's node in the topology, or -1 for a client. */
 PC_API int pc_store_node(const struct pc_store *s);
+
+/* ------------------------------------------------------------------ tiered pools */
+
+/*
+ * A node whose topology sets store.tier_host_blocks also serves a tiered pool (the
+ * KVBM G2PB peer): blocks named by 64-bit hashes (a sequence hash) in pinned host
+ * memory, in access order, whose least recently used blocks slide down to a disk pool
+ * (store.tier_disk_blocks, in an unlinked file in the node's nvme.path) and back up
+ * when fetched, checksum-verified both ways. A client asks one node at a time:
+ *
+ *   offer:  which of these blocks does the node not hold yet (on host or disk)?
+ *   put:    the node pulls the blocks from this store's staging memory with one-sided
+ *           READs, verifies each checksum and commits it (stage_put);
+ *   fetch:  the node promotes disk-resident blocks, leases them all, and this store
+ *           reads them one-sided into the caller's buffers, verifies, releases.
+ *
+ * A block that cannot be had (never stored, dropped, corrupt on disk) is a clean
+ * miss (-ENOENT); bytes that fail their checksum are never returned as a hit.
+ */
+enum pc_where { PC_WHERE_NONE = 0, PC_WHERE_HOST = 1, PC_WHERE_DISK = 2 };
+
+struct pc_block {
+	uint64_t hash;
+	void *data;		/* put: the bytes; fetch: where they go */
+	size_t len;		/* put: their length; fetch: in: expected (0: any up to
+				 * cap), out: the block's length */
+	size_t cap;		/* fetch: bytes data holds */
+	int status;		/* out: 0; -ENOENT a miss; -EFBIG over the block size;
+				 * -ENOSPC the node's pool is full of leased blocks;
+				 * -EBADMSG bytes failed their checksum; other -errno:
+				 * the node could not be reached */
+};
+
+/* Which blocks node does not hold: wanted[i] true. Returns how many, or -errno. */
+PC_API int pc_tier_offer(struct pc_store *s, uint32_t node, const uint64_t *hashes, size_t n,
+			 bool *wanted);
+/* Where each block is on node (enum pc_where). Returns how many it holds, or -errno. */
+PC_API int pc_tier_query(struct pc_store *s, uint32_t node, const uint64_t *hashes, size_t n,
+			 uint8_t *where);
+/* Store blocks on node (those it holds already count as stored). This store must be
+ * a node (peers pull from nodes they can address). Returns how many are stored. */
+PC_API int pc_tier_put(struct pc_store *s, uint32_t node, struct pc_block *blocks, size_t n);
+/* Read blocks back from node. Returns the number of hits. */
+PC_API int pc_tier_fetch(struct pc_store *s, uint32_t node, struct pc_block *blocks, size_t n);
+
+/* This node's tiered pool, in the vocabulary of its log lines. */
+struct pc_tier_metrics {
+	uint64_t offers, offered_blocks, offered_new;
+	uint64_t puts, put_blocks, put_bytes, put_duplicates, put_bad_checksum, put_failures;
+	uint64_t fetches, fetch_blocks, fetch_host, fetch_disk, fetch_miss;
+	uint64_t evicted_blocks;	/* left host memory to make room */
+	uint64_t demoted_blocks;	/* ... with a copy on disk */
+	uint64_t demote_batches, demote_ns;
+	uint64_t background_demoted;	/* demoted by the free-block watermark */
+	uint64_t promoted_blocks, promote_batches, promote_ns;
+	uint64_t dropped_blocks;	/* left host memory with no disk copy */
+	uint64_t disk_dropped;		/* the disk pool's own LRU tail, gone */
+	uint64_t corrupt_on_promote;	/* disk copies that failed their checksum */
+	uint64_t spill_failures;	/* demotions that failed (EIO, ENOSPC): dropped */
+	uint64_t leases, lease_expired;
+	uint64_t checksum_ns, disk_io_ns;
+	/* now */
+	uint32_t host_blocks, disk_blocks;
+	uint32_t resident_committed_blocks;	/* on host */
+	uint32_t resident_disk_blocks;
+	uint32_t free_host_blocks, leased_blocks;
+};
+
+/* -ENOENT when this store serves no tiered pool. */
+PC_API int pc_tier_metrics(struct pc_store *s, struct pc_tier_metrics *out);
+/* The same, of another node, asked over the network. */
+PC_API int pc_tier_node_metrics(struct pc_store *s, uint32_t node, struct pc_tier_metrics *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,444 @@
+/*
+ * disk.c - the disk pool (see disk.h): blocks in an unlinked file, checksums beside
+ * them in memory, LRU order, batched I/O through the storage ops.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disk.h"
+#include "log.h"
+
+#define NONE UINT32_MAX
+
+/* For the two timers updated outside the lock. */
+static void stat_add(uint64_t *c, uint64_t v)
+{
+	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+
+uint64_t disk_sum(struct pc_keyhash key, const void *data, size_t len)
+{
+	return xxh3_payload(data, len, key.lo ^ key.hi);
+}
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+	return a > 1 ? (v + a - 1) / a * a : v;
+}
+
+uint64_t disk_file_bytes(uint32_t nr_blocks, uint32_t block_bytes, size_t align)
+{
+	return (uint64_t)nr_blocks * round_up(block_bytes, align ? align : 1);
+}
+
+int disk_open(struct pc_storage *stg, uint32_t nr_blocks, uint32_t block_bytes,
+	      bool payload_free, struct disk_pool **out)
+{
+	struct disk_pool *d;
+
+	if (!nr_blocks || !block_bytes)
+		return -EINVAL;
+	if (stg->bytes < disk_file_bytes(nr_blocks, block_bytes, stg->align))
+		return -ENOSPC;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->stg = stg;
+	d->clock = stg->clock;
+	d->nr_blocks = nr_blocks;
+	d->block_bytes = block_bytes;
+	d->stride = round_up(block_bytes, stg->align);
+	d->payload_free = payload_free;
+	d->meta = calloc(nr_blocks, sizeof(*d->meta));
+	d->free_list = malloc(nr_blocks * sizeof(*d->free_list));
+	if (!d->meta || !d->free_list || keymap_init(&d->map, nr_blocks)) {
+		disk_close(d);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	/* hand out low blocks first: a young pool's writes stay together */
+	for (uint32_t i = 0; i < nr_blocks; i++)
+		d->free_list[i] = nr_blocks - 1 - i;
+	d->nr_free = nr_blocks;
+	d->lru_head = d->lru_tail = NONE;
+	*out = d;
+	return 0;
+}
+
+void disk_close(struct disk_pool *d)
+{
+	if (!d)
+		return;
+	if (d->meta)
+		pthread_mutex_destroy(&d->lock);
+	keymap_fini(&d->map);
+	free(d->meta);
+	free(d->free_list);
+	free(d);
+}
+
+/* ------------------------------------------------------------------ metadata (locked) */
+
+static void lru_unlink(struct disk_pool *d, uint32_t i)
+{
+	struct disk_meta *m = &d->meta[i];
+
+	if (m->prev != NONE)
+		d->meta[m->prev].next = m->next;
+	else
+		d->lru_head = m->next;
+	if (m->next != NONE)
+		d->meta[m->next].prev = m->prev;
+	else
+		d->lru_tail = m->prev;
+	m->prev = m->next = NONE;
+}
+
+static void lru_push(struct disk_pool *d, uint32_t i)
+{
+	struct disk_meta *m = &d->meta[i];
+
+	m->prev = NONE;
+	m->next = d->lru_head;
+	if (d->lru_head != NONE)
+		d->meta[d->lru_head].prev = i;
+	d->lru_head = i;
+	if (d->lru_tail == NONE)
+		d->lru_tail = i;
+}
+
+static void block_free(struct disk_pool *d, uint32_t i)
+{
+	d->meta[i].state = DISK_FREE;
+	d->free_list[d->nr_free++] = i;
+}
+
+/* Take block i out of the map (and the LRU when valid). It returns to the free list
+ * now, or when its last reader or writer is done with it. */
+static void block_forget(struct disk_pool *d, uint32_t i)
+{
+	struct disk_meta *m = &d->meta[i];
+	uint32_t cur;
+
+	if (keymap_get(&d->map, m->key, &cur) && cur == i)
+		keymap_del(&d->map, m->key);
+	if (m->state == DISK_VALID) {
+		lru_unlink(d, i);
+		d->nr_valid--;
+	}
+	m->state = DISK_WRITING;	/* not valid; not free while pinned */
+	m->key = (struct pc_keyhash){ 0 };
+	if (!m->readers)
+		block_free(d, i);
+}
+
+static bool in_map(struct disk_pool *d, uint32_t i)
+{
+	uint32_t cur;
+
+	return keymap_get(&d->map, d->meta[i].key, &cur) && cur == i;
+}
+
+/* A free block, dropping the least recently used block nobody is reading. */
+static uint32_t block_alloc(struct disk_pool *d)
+{
+	for (uint32_t i = d->lru_tail; !d->nr_free && i != NONE; i = d->meta[i].prev) {
+		if (d->meta[i].readers)
+			continue;
+		block_forget(d, i);
+		d->stats.dropped++;
+	}
+	return d->nr_free ? d->free_list[--d->nr_free] : NONE;
+}
+
+/* ------------------------------------------------------------------ I/O */
+
+static bool needs_bounce(const struct disk_pool *d, const void *p, size_t len)
+{
+	size_t a = d->stg->align;
+
+	return !d->payload_free && a > 1 && ((uintptr_t)p % a || len % a);
+}
+
+/* Point each transfer at the caller's buffer or at its share of one bounce area. */
+static int io_setup(struct disk_pool *d, struct disk_blk *b, const uint32_t *blk, size_t n,
+		    struct pc_io *io, uint8_t **bounce)
+{
+	size_t a = d->stg->align, need = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (blk[i] != NONE && needs_bounce(d, b[i].data, b[i].len))
+			need += round_up(b[i].len, a);
+	*bounce = NULL;
+	if (need && !(*bounce = aligned_alloc(a, need)))
+		return -ENOMEM;
+	need = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (blk[i] == NONE)
+			continue;
+		io[i].off = (uint64_t)blk[i] * d->stride;
+		io[i].len = round_up(b[i].len, a);
+		io[i].buf = d->payload_free ? NULL : b[i].data;
+		if (needs_bounce(d, b[i].data, b[i].len)) {
+			io[i].buf = *bounce + need;
+			need += io[i].len;
+		}
+	}
+	return 0;
+}
+
+/* Transfers of the blocks that have one, packed, in one storage call. */
+static int io_run(struct disk_pool *d, struct pc_io *io, const uint32_t *blk, size_t n, bool write)
+{
+	struct pc_io *packed = malloc((n ? n : 1) * sizeof(*packed));
+	size_t k = 0;
+	uint64_t t0;
+	int ret;
+
+	if (!packed)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (blk[i] != NONE)
+			packed[k++] = io[i];
+	t0 = pc_clock_now(d->clock);
+	ret = k ? (write ? pc_storage_write(d->stg, packed, k) : pc_storage_read(d->stg, packed, k)) : 0;
+	stat_add(&d->stats.io_ns, pc_clock_now(d->clock) - t0);
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (blk[i] != NONE)
+			io[i].status = ret ? ret : packed[k++].status;
+	free(packed);
+	return 0;
+}
+
+int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
+{
+	uint32_t *blk = malloc((n ? n : 1) * sizeof(*blk));
+	struct pc_io *io = calloc(n ? n : 1, sizeof(*io));
+	uint8_t *bounce = NULL;
+	uint64_t t0;
+	int stored = 0, ret;
+
+	if (!blk || !io) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* Checksums first, outside the lock: they are most of the CPU a put costs. */
+	t0 = pc_clock_now(d->clock);
+	for (size_t i = 0; i < n; i++)
+		b[i].sum = d->payload_free || b[i].len > d->block_bytes ? 0 :
+			   disk_sum(b[i].key, b[i].data, b[i].len);
+	stat_add(&d->stats.sum_ns, pc_clock_now(d->clock) - t0);
+
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t old;
+
+		blk[i] = NONE;
+		b[i].status = 0;
+		if (b[i].len > d->block_bytes) {
+			b[i].status = -EFBIG;
+			continue;
+		}
+		if (keymap_get(&d->map, b[i].key, &old))
+			block_forget(d, old);	/* replaced: the new bytes win */
+		blk[i] = block_alloc(d);
+		if (blk[i] == NONE) {
+			b[i].status = -ENOSPC;	/* every block is being read */
+			continue;
+		}
+		d->meta[blk[i]] = (struct disk_meta){ .key = b[i].key, .sum = b[i].sum, .len = b[i].len,
+						      .state = DISK_WRITING, .readers = 1,
+						      .prev = NONE, .next = NONE };
+		keymap_put(&d->map, b[i].key, blk[i]);
+	}
+	pthread_mutex_unlock(&d->lock);
+
+	ret = io_setup(d, b, blk, n, io, &bounce);
+	for (size_t i = 0; !ret && i < n; i++)
+		if (blk[i] != NONE && io[i].buf && io[i].buf != b[i].data) {
+			memcpy(io[i].buf, b[i].data, b[i].len);
+			memset((uint8_t *)io[i].buf + b[i].len, 0, io[i].len - b[i].len);
+		}
+	if (!ret)
+		io_run(d, io, blk, n, true);
+
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct disk_meta *m;
+
+		if (blk[i] == NONE)
+			continue;
+		m = &d->meta[blk[i]];
+		m->readers--;
+		b[i].status = ret ? ret : io[i].status;
+		if (!in_map(d, blk[i])) {		/* replaced or removed meanwhile */
+			if (!m->readers && m->state != DISK_FREE)
+				block_free(d, blk[i]);
+			if (!b[i].status)
+				b[i].status = -ECANCELED;
+			continue;
+		}
+		if (b[i].status) {
+			d->stats.write_errors++;
+			block_forget(d, blk[i]);
+			continue;
+		}
+		m->state = DISK_VALID;
+		lru_push(d, blk[i]);
+		d->nr_valid++;
+		d->stats.writes++;
+		d->stats.write_bytes += b[i].len;
+		stored++;
+	}
+	pthread_mutex_unlock(&d->lock);
+out:
+	if (ret)
+		for (size_t i = 0; i < n; i++)
+			b[i].status = b[i].status ? b[i].status : ret;
+	free(bounce);
+	free(io);
+	free(blk);
+	return ret ? ret : stored;
+}
+
+int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take)
+{
+	uint32_t *blk = malloc((n ? n : 1) * sizeof(*blk));
+	struct pc_io *io = calloc(n ? n : 1, sizeof(*io));
+	uint8_t *bounce = NULL;
+	int got = 0, ret;
+	uint64_t t0;
+
+	if (!blk || !io) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct disk_meta *m;
+
+		blk[i] = NONE;
+		b[i].status = -ENOENT;
+		if (!keymap_get(&d->map, b[i].key, &blk[i]) || d->meta[blk[i]].state != DISK_VALID) {
+			blk[i] = NONE;
+			continue;
+		}
+		m = &d->meta[blk[i]];
+		if (m->len > b[i].cap) {
+			b[i].status = -EMSGSIZE;
+			blk[i] = NONE;
+			continue;
+		}
+		b[i].status = 0;
+		b[i].len = m->len;
+		b[i].sum = m->sum;
+		m->readers++;
+		lru_unlink(d, blk[i]);
+		lru_push(d, blk[i]);
+	}
+	pthread_mutex_unlock(&d->lock);
+
+	ret = io_setup(d, b, blk, n, io, &bounce);
+	if (!ret)
+		io_run(d, io, blk, n, false);
+	t0 = pc_clock_now(d->clock);
+	for (size_t i = 0; !ret && i < n; i++) {
+		if (blk[i] == NONE || (b[i].status = io[i].status))
+			continue;
+		if (d->payload_free)
+			continue;
+		if (io[i].buf != b[i].data)
+			memcpy(b[i].data, io[i].buf, b[i].len);
+		if (disk_sum(b[i].key, b[i].data, b[i].len) != b[i].sum)
+			b[i].status = -EBADMSG;
+	}
+	stat_add(&d->stats.sum_ns, pc_clock_now(d->clock) - t0);
+
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct disk_meta *m;
+
+		if (blk[i] == NONE)
+			continue;
+		m = &d->meta[blk[i]];
+		m->readers--;
+		if (ret)
+			b[i].status = ret;
+		if (!in_map(d, blk[i])) {	/* removed or replaced while we read */
+			if (!m->readers && m->state != DISK_FREE)
+				block_free(d, blk[i]);
+			if (!b[i].status)
+				b[i].status = -ENOENT;
+			continue;
+		}
+		if (b[i].status == -EBADMSG)
+			d->stats.corrupt++;
+		else if (b[i].status)
+			d->stats.read_errors++;
+		else {
+			d->stats.reads++;
+			d->stats.read_bytes += b[i].len;
+			got++;
+		}
+		if (b[i].status || take)
+			block_forget(d, blk[i]);
+	}
+	pthread_mutex_unlock(&d->lock);
+out:
+	if (ret)
+		for (size_t i = 0; i < n; i++)
+			b[i].status = ret;
+	free(bounce);
+	free(io);
+	free(blk);
+	return ret ? ret : got;
+}
+
+bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_t *sum)
+{
+	uint32_t i;
+	bool found;
+
+	pthread_mutex_lock(&d->lock);
+	found = keymap_get(&d->map, key, &i) && d->meta[i].state == DISK_VALID;
+	if (found) {
+		if (len)
+			*len = d->meta[i].len;
+		if (sum)
+			*sum = d->meta[i].sum;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return found;
+}
+
+bool disk_remove(struct disk_pool *d, struct pc_keyhash key)
+{
+	uint32_t i;
+	bool found;
+
+	pthread_mutex_lock(&d->lock);
+	found = keymap_get(&d->map, key, &i);
+	if (found)
+		block_forget(d, i);
+	pthread_mutex_unlock(&d->lock);
+	return found;
+}
+
+uint32_t disk_used(struct disk_pool *d)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&d->lock);
+	n = d->nr_valid;
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+void disk_get_stats(struct disk_pool *d, struct disk_stats *out)
+{
+	pthread_mutex_lock(&d->lock);
+	*out = d->stats;
+	pthread_mutex_unlock(&d->lock);
+}

@@ -1,0 +1,379 @@
+/*
+ * pool.c - the host pool's metadata: blocks, LRU, leases (see pool.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostmem.h"
+#include "pool.h"
+
+#define NONE POOL_NONE
+
+int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, bool payload_free,
+	      struct host_pool **out)
+{
+	struct host_pool *p;
+	int ret = -ENOMEM;
+
+	if (!nr_blocks || !block_bytes)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->clock = clock;
+	p->nr_blocks = nr_blocks;
+	p->block_bytes = block_bytes;
+	p->stride = ((uint64_t)block_bytes + 4095) / 4096 * 4096;
+	pthread_mutex_init(&p->lock, NULL);
+	p->meta = calloc(nr_blocks, sizeof(*p->meta));
+	p->free_list = malloc(nr_blocks * sizeof(*p->free_list));
+	if (!p->meta || !p->free_list || keymap_init(&p->map, nr_blocks))
+		goto err;
+	if (!payload_free) {
+		p->mem_bytes = p->stride * nr_blocks;
+		ret = hostmem_map(&p->mem, p->mem_bytes, true);
+		if (ret)
+			goto err;
+	}
+	for (uint32_t i = 0; i < nr_blocks; i++) {
+		p->free_list[i] = nr_blocks - 1 - i;
+		p->meta[i].prev = p->meta[i].next = NONE;
+	}
+	p->nr_free = nr_blocks;
+	p->lru_head = p->lru_tail = NONE;
+	*out = p;
+	return 0;
+err:
+	pool_close(p);
+	return ret;
+}
+
+void pool_close(struct host_pool *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < p->nr_leases; i++)
+		free(p->lease[i].blocks);
+	free(p->lease);
+	hostmem_unmap(p->mem, p->mem_bytes);
+	keymap_fini(&p->map);
+	free(p->meta);
+	free(p->free_list);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/* ------------------------------------------------------------------ locked helpers */
+
+static void lru_unlink(struct host_pool *p, uint32_t i)
+{
+	struct pool_meta *m = &p->meta[i];
+
+	if (m->prev != NONE)
+		p->meta[m->prev].next = m->next;
+	else
+		p->lru_head = m->next;
+	if (m->next != NONE)
+		p->meta[m->next].prev = m->prev;
+	else
+		p->lru_tail = m->prev;
+	m->prev = m->next = NONE;
+}
+
+static void lru_push(struct host_pool *p, uint32_t i)
+{
+	struct pool_meta *m = &p->meta[i];
+
+	m->prev = NONE;
+	m->next = p->lru_head;
+	if (p->lru_head != NONE)
+		p->meta[p->lru_head].prev = i;
+	p->lru_head = i;
+	if (p->lru_tail == NONE)
+		p->lru_tail = i;
+}
+
+static void block_free(struct host_pool *p, uint32_t i)
+{
+	struct pool_meta *m = &p->meta[i];
+
+	*m = (struct pool_meta){ .state = POOL_FREE, .prev = NONE, .next = NONE };
+	p->free_list[p->nr_free++] = i;
+}
+
+/* A VALID or DEMOTING block leaves the map and the pool. */
+static void block_drop(struct host_pool *p, uint32_t i)
+{
+	struct pool_meta *m = &p->meta[i];
+
+	keymap_del(&p->map, m->key);
+	if (m->state == POOL_VALID) {
+		lru_unlink(p, i);
+		p->nr_valid--;
+	} else {
+		p->nr_demoting--;
+	}
+	block_free(p, i);
+}
+
+/* One pin fewer; a DEMOTING block nobody holds any more is left for pool_demoted. */
+static void unpin(struct host_pool *p, uint32_t i)
+{
+	if (p->meta[i].leases)
+		p->meta[i].leases--;
+}
+
+/* ------------------------------------------------------------------ API */
+
+uint32_t pool_find(struct host_pool *p, struct pc_keyhash key, enum pool_state *state)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&p->lock);
+	if (!keymap_get(&p->map, key, &i))
+		i = NONE;
+	else if (state)
+		*state = (enum pool_state)p->meta[i].state;
+	pthread_mutex_unlock(&p->lock);
+	return i;
+}
+
+void pool_touch(struct host_pool *p, uint32_t i)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->meta[i].state == POOL_VALID) {
+		lru_unlink(p, i);
+		lru_push(p, i);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+uint32_t pool_alloc(struct host_pool *p, uint32_t *out, uint32_t n)
+{
+	uint32_t k = 0;
+
+	pthread_mutex_lock(&p->lock);
+	while (k < n && p->nr_free) {
+		uint32_t i = p->free_list[--p->nr_free];
+
+		p->meta[i].state = POOL_STAGING;
+		out[k++] = i;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return k;
+}
+
+int pool_commit(struct host_pool *p, uint32_t i, struct pc_keyhash key, uint32_t len, uint64_t sum,
+		bool on_disk, bool pin)
+{
+	struct pool_meta *m = &p->meta[i];
+	uint32_t other;
+	int ret = 0;
+
+	pthread_mutex_lock(&p->lock);
+	if (keymap_get(&p->map, key, &other)) {
+		block_free(p, i);
+		ret = -EEXIST;
+	} else {
+		m->key = key;
+		m->len = len;
+		m->sum = sum;
+		m->on_disk = on_disk;
+		m->leases = pin;
+		m->state = POOL_VALID;
+		keymap_put(&p->map, key, i);	/* cannot fail: one entry per block at most */
+		lru_push(p, i);
+		p->nr_valid++;
+		p->stats.committed++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+void pool_unstage(struct host_pool *p, uint32_t i)
+{
+	pthread_mutex_lock(&p->lock);
+	block_free(p, i);
+	pthread_mutex_unlock(&p->lock);
+}
+
+uint32_t pool_pick_victims(struct host_pool *p, uint32_t *out, uint32_t n)
+{
+	uint32_t k = 0, i, prev;
+
+	pthread_mutex_lock(&p->lock);
+	for (i = p->lru_tail; i != NONE && k < n; i = prev) {
+		struct pool_meta *m = &p->meta[i];
+
+		prev = m->prev;
+		if (m->leases)
+			continue;
+		lru_unlink(p, i);
+		m->state = POOL_DEMOTING;
+		p->nr_valid--;
+		p->nr_demoting++;
+		out[k++] = i;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return k;
+}
+
+void pool_demoted(struct host_pool *p, uint32_t i, bool on_disk)
+{
+	struct pool_meta *m = &p->meta[i];
+
+	pthread_mutex_lock(&p->lock);
+	if (m->leases) {	/* fetched while on its way down: it stays */
+		m->state = POOL_VALID;
+		m->on_disk = on_disk;
+		p->nr_demoting--;
+		p->nr_valid++;
+		lru_push(p, i);
+	} else {
+		if (!on_disk)
+			p->stats.dropped++;
+		block_drop(p, i);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+bool pool_remove(struct host_pool *p, struct pc_keyhash key)
+{
+	uint32_t i;
+	bool removed = false;
+
+	pthread_mutex_lock(&p->lock);
+	if (keymap_get(&p->map, key, &i) && p->meta[i].state == POOL_VALID && !p->meta[i].leases) {
+		block_drop(p, i);
+		removed = true;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return removed;
+}
+
+uint32_t pool_find_lease(struct host_pool *p, struct pc_keyhash key, uint32_t *len, uint64_t *sum)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&p->lock);
+	if (keymap_get(&p->map, key, &i) && p->meta[i].leases < UINT16_MAX) {
+		struct pool_meta *m = &p->meta[i];
+
+		m->leases++;
+		*len = m->len;
+		*sum = m->sum;
+		if (m->state == POOL_VALID) {
+			lru_unlink(p, i);
+			lru_push(p, i);
+		}
+	} else {
+		i = NONE;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return i;
+}
+
+void pool_unpin(struct host_pool *p, uint32_t i)
+{
+	pthread_mutex_lock(&p->lock);
+	unpin(p, i);
+	pthread_mutex_unlock(&p->lock);
+}
+
+int pool_lease_pinned(struct host_pool *p, const uint32_t *blocks, uint32_t n, uint64_t ttl_ns,
+		      uint64_t *id)
+{
+	uint32_t *copy = malloc((n ? n : 1) * sizeof(*copy));
+	uint64_t now = pc_clock_now(p->clock), lid = pc_clock_random(p->clock) | 1;
+	int ret = 0;
+
+	pthread_mutex_lock(&p->lock);
+	if (copy && p->nr_leases == p->cap_leases) {
+		uint32_t cap = p->cap_leases ? p->cap_leases * 2 : 16;
+		struct pool_lease *nl = realloc(p->lease, cap * sizeof(*nl));
+
+		if (nl) {
+			p->lease = nl;
+			p->cap_leases = cap;
+		}
+	}
+	if (!copy || p->nr_leases == p->cap_leases) {
+		for (uint32_t k = 0; k < n; k++)
+			unpin(p, blocks[k]);
+		ret = -ENOMEM;
+	} else {
+		memcpy(copy, blocks, n * sizeof(*copy));
+		p->lease[p->nr_leases++] = (struct pool_lease){ .id = lid, .deadline_ns = now + ttl_ns,
+							       .n = n, .blocks = copy };
+		p->stats.leases++;
+		*id = lid;
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&p->lock);
+	free(copy);
+	return ret;
+}
+
+static void lease_end(struct host_pool *p, uint32_t at)
+{
+	struct pool_lease *l = &p->lease[at];
+
+	for (uint32_t k = 0; k < l->n; k++)
+		unpin(p, l->blocks[k]);
+	free(l->blocks);
+	p->lease[at] = p->lease[--p->nr_leases];
+}
+
+int pool_release(struct host_pool *p, uint64_t id)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&p->lock);
+	for (uint32_t i = 0; i < p->nr_leases; i++) {
+		if (p->lease[i].id == id) {
+			lease_end(p, i);
+			p->stats.lease_released++;
+			ret = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+uint32_t pool_expire(struct host_pool *p)
+{
+	uint64_t now = pc_clock_now(p->clock);
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (uint32_t i = 0; i < p->nr_leases;) {
+		if (p->lease[i].deadline_ns <= now) {
+			lease_end(p, i);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	p->stats.lease_expired += n;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+void pool_usage(struct host_pool *p, struct pool_usage *u)
+{
+	pthread_mutex_lock(&p->lock);
+	*u = (struct pool_usage){ .free = p->nr_free, .valid = p->nr_valid, .demoting = p->nr_demoting,
+				  .staging = p->nr_blocks - p->nr_free - p->nr_valid - p->nr_demoting };
+	for (uint32_t i = 0; i < p->nr_blocks; i++)
+		u->leased += p->meta[i].leases > 0;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void pool_get_stats(struct host_pool *p, struct pool_stats *out)
+{
+	pthread_mutex_lock(&p->lock);
+	*out = p->stats;
+	pthread_mutex_unlock(&p->lock);
+}

@@ -1,0 +1,345 @@
+/*
+ * tier_client.c - the client side of the tiered pool protocol (pc_tier_* in
+ * peercache.h): offer, query, put through a staging area the peer pulls from, and
+ * fetch = FETCH (lease) + one-sided READs + verify + RELEASE.
+ *
+ * Not for: the node's side (tier.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disk.h"
+#include "hostmem.h"
+#include "log.h"
+#include "proto.h"
+#include "store.h"
+#include "tier.h"
+
+static struct pc_keyhash key_of(uint64_t hash)
+{
+	return (struct pc_keyhash){ .lo = hash, .hi = 0 };
+}
+
+static int check_args(struct pc_store *st, uint32_t node, const void *p, size_t n)
+{
+	if (!st || (!p && n) || n > PROTO_TIER_MAX_BLOCKS)
+		return -EINVAL;
+	if (node >= st->topo->nr_nodes)
+		return -EINVAL;
+	return 0;
+}
+
+/* One RPC to node; the response stays in r->resp (caller frees). */
+static int call1(struct pc_store *st, uint32_t node, uint16_t opcode, const void *req, size_t len,
+		 struct pc_rpc *r)
+{
+	*r = (struct pc_rpc){ .peer = node, .opcode = opcode, .req = req, .req_len = len };
+	store_call(st, r, 1);
+	if (r->status)
+		pc_msg_free(&r->resp);
+	return r->status;
+}
+
+static void *keys_msg(uint32_t n, uint32_t lease_ms, size_t *len, uint64_t (*hash_at)(const void *, size_t),
+		      const void *src)
+{
+	struct proto_tier_keys h = { .n = n, .lease_ms = lease_ms };
+	uint8_t *m = malloc(sizeof(h) + (size_t)n * 8);
+
+	if (!m)
+		return NULL;
+	memcpy(m, &h, sizeof(h));
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t x = hash_at(src, i);
+
+		memcpy(m + sizeof(h) + (size_t)i * 8, &x, 8);
+	}
+	*len = sizeof(h) + (size_t)n * 8;
+	return m;
+}
+
+static uint64_t hash_of_array(const void *src, size_t i)
+{
+	return ((const uint64_t *)src)[i];
+}
+
+static uint64_t hash_of_block(const void *src, size_t i)
+{
+	return ((const struct pc_block *)src)[i].hash;
+}
+
+static int offer_or_query(struct pc_store *st, uint32_t node, uint16_t opcode, const uint64_t *hashes,
+			  size_t n, uint8_t *out)
+{
+	struct pc_rpc r;
+	size_t len;
+	void *req;
+	int ret, count = 0;
+
+	ret = check_args(st, node, hashes, n);
+	if (ret || !n)
+		return ret;
+	req = keys_msg((uint32_t)n, 0, &len, hash_of_array, hashes);
+	if (!req)
+		return -ENOMEM;
+	ret = call1(st, node, opcode, req, len, &r);
+	free(req);
+	if (ret)
+		return ret;
+	if (r.resp.len != n) {
+		pc_msg_free(&r.resp);
+		return -EPROTO;
+	}
+	memcpy(out, r.resp.data, n);
+	for (size_t i = 0; i < n; i++)
+		count += out[i] != 0;
+	pc_msg_free(&r.resp);
+	return count;
+}
+
+int pc_tier_offer(struct pc_store *st, uint32_t node, const uint64_t *hashes, size_t n, bool *wanted)
+{
+	uint8_t *w = malloc(n ? n : 1);
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	ret = offer_or_query(st, node, PC_RPC_TIER_OFFER, hashes, n, w);
+	for (size_t i = 0; ret >= 0 && i < n; i++)
+		wanted[i] = w[i] != 0;
+	free(w);
+	return ret;
+}
+
+int pc_tier_query(struct pc_store *st, uint32_t node, const uint64_t *hashes, size_t n, uint8_t *where)
+{
+	return offer_or_query(st, node, PC_RPC_TIER_QUERY, hashes, n, where);
+}
+
+/* ------------------------------------------------------------------ staging */
+
+static struct store_stage *stage_take(struct pc_store *st, size_t bytes)
+{
+	struct store_stage **pp, *s = NULL;
+
+	pthread_mutex_lock(&st->stage_lock);
+	for (pp = &st->stages; *pp; pp = &(*pp)->next) {
+		if ((*pp)->bytes >= bytes) {
+			s = *pp;
+			*pp = s->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&st->stage_lock);
+	if (s)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->bytes = bytes < (1u << 20) ? (1u << 20) : bytes;
+	if (hostmem_map(&s->mem, s->bytes, false)) {
+		free(s);
+		return NULL;
+	}
+	/* Peers pull staged blocks from here, and only from here. */
+	s->r = (struct pc_region){ .addr = s->mem, .len = s->bytes, .access = PC_ACCESS_REMOTE_READ };
+	if (pc_fabric_reg(st->fabric, &s->r)) {
+		hostmem_unmap(s->mem, s->bytes);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void stage_give(struct pc_store *st, struct store_stage *s)
+{
+	pthread_mutex_lock(&st->stage_lock);
+	s->next = st->stages;
+	st->stages = s;
+	pthread_mutex_unlock(&st->stage_lock);
+}
+
+void store_stages_free(struct pc_store *st)
+{
+	while (st->stages) {
+		struct store_stage *s = st->stages;
+
+		st->stages = s->next;
+		pc_fabric_dereg(st->fabric, &s->r);
+		hostmem_unmap(s->mem, s->bytes);
+		free(s);
+	}
+}
+
+/* ------------------------------------------------------------------ put, fetch */
+
+int pc_tier_put(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n)
+{
+	struct proto_tier_xfer x = { .n = (uint32_t)n };
+	struct proto_tier_blk *e;
+	struct store_stage *sg;
+	struct pc_rpc r;
+	size_t bytes = 0, len, off = 0;
+	uint8_t *req;
+	int ret, stored = 0;
+
+	ret = check_args(st, node, b, n);
+	if (ret || !n)
+		return ret;
+	if (st->self == PC_PEER_NONE)
+		return -EOPNOTSUPP;	/* the peer pulls: it must be able to address us */
+	for (size_t i = 0; i < n; i++) {
+		if (!b[i].data && b[i].len)
+			return -EINVAL;
+		bytes += (b[i].len + 63) / 64 * 64;
+	}
+	sg = stage_take(st, bytes ? bytes : 64);
+	len = sizeof(x) + n * sizeof(*e);
+	req = malloc(len);
+	if (!sg || !req) {
+		if (sg)
+			stage_give(st, sg);
+		free(req);
+		return -ENOMEM;
+	}
+	x.rkey = sg->r.key;
+	x.incarnation = st->fabric->incarnation;
+	memcpy(req, &x, sizeof(x));
+	e = (struct proto_tier_blk *)(req + sizeof(x));
+	for (size_t i = 0; i < n; i++) {
+		if (b[i].len)
+			memcpy(sg->mem + off, b[i].data, b[i].len);
+		e[i] = (struct proto_tier_blk){ .hash = b[i].hash, .len = (uint32_t)b[i].len,
+						.addr = (uint64_t)(uintptr_t)(sg->mem + off),
+						.sum = disk_sum(key_of(b[i].hash), b[i].data, b[i].len) };
+		off += (b[i].len + 63) / 64 * 64;
+	}
+	ret = call1(st, node, PC_RPC_TIER_PUT, req, len, &r);
+	stage_give(st, sg);	/* the peer has pulled (or given up) by the time it answers */
+	free(req);
+	if (!ret && r.resp.len != n * sizeof(int32_t))
+		ret = -EPROTO;
+	for (size_t i = 0; i < n; i++) {
+		int32_t s = ret;
+
+		if (!ret)
+			memcpy(&s, (uint8_t *)r.resp.data + i * 4, 4);
+		b[i].status = s;
+		stored += !s;
+	}
+	if (!ret)
+		pc_msg_free(&r.resp);
+	return stored;
+}
+
+int pc_tier_fetch(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n)
+{
+	struct proto_tier_xfer x;
+	const struct proto_tier_blk *e;
+	struct pc_op *ops = NULL;
+	uint32_t *at = NULL, nops = 0;
+	struct pc_rpc r;
+	size_t len;
+	void *req;
+	int ret, hits = 0;
+
+	ret = check_args(st, node, b, n);
+	if (ret || !n)
+		return ret;
+	req = keys_msg((uint32_t)n, 0, &len, hash_of_block, b);
+	if (!req)
+		return -ENOMEM;
+	ret = call1(st, node, PC_RPC_TIER_FETCH, req, len, &r);
+	free(req);
+	if (ret) {
+		for (size_t i = 0; i < n; i++)
+			b[i].status = ret;
+		return ret;
+	}
+	if (r.resp.len != sizeof(x) + n * sizeof(*e)) {
+		pc_msg_free(&r.resp);
+		return -EPROTO;
+	}
+	memcpy(&x, r.resp.data, sizeof(x));
+	e = (const struct proto_tier_blk *)((const uint8_t *)r.resp.data + sizeof(x));
+	ops = calloc(n, sizeof(*ops));
+	at = malloc(n * sizeof(*at));
+	if (!ops || !at) {
+		ret = -ENOMEM;
+		goto release;
+	}
+	for (size_t i = 0; i < n; i++) {
+		b[i].status = e[i].status ? e[i].status : -EPROTO;
+		if (e[i].status)
+			continue;
+		if (e[i].hash != b[i].hash) {
+			b[i].status = -EPROTO;
+			continue;
+		}
+		if (e[i].len > b[i].cap || (b[i].len && b[i].len != e[i].len)) {
+			b[i].status = -EMSGSIZE;
+			continue;
+		}
+		ops[nops] = (struct pc_op){ .kind = PC_OP_READ, .peer = node, .peer_inc = x.incarnation,
+					    .rkey = x.rkey, .raddr = e[i].addr, .local = b[i].data,
+					    .len = e[i].len,
+					    .lreg = store_lreg(st, b[i].data, e[i].len) };
+		at[nops++] = (uint32_t)i;
+	}
+	if (nops)
+		store_post(st, ops, nops);
+	for (uint32_t k = 0; k < nops; k++) {
+		struct pc_block *p = &b[at[k]];
+
+		p->status = ops[k].status;
+		if (p->status)
+			continue;
+		/* the lease kept the block in place; the checksum proves it */
+		if (disk_sum(key_of(p->hash), p->data, e[at[k]].len) != e[at[k]].sum) {
+			p->status = -EBADMSG;
+			continue;
+		}
+		p->len = e[at[k]].len;
+		hits++;
+	}
+release:
+	if (x.lease) {
+		struct pc_rpc rel;
+
+		call1(st, node, PC_RPC_TIER_RELEASE, &x.lease, sizeof(x.lease), &rel);
+		pc_msg_free(&rel.resp);
+	}
+	pc_msg_free(&r.resp);
+	free(ops);
+	free(at);
+	return ret ? ret : hits;
+}
+
+int pc_tier_metrics(struct pc_store *st, struct pc_tier_metrics *out)
+{
+	if (!st || !out)
+		return -EINVAL;
+	if (!st->tier)
+		return -ENOENT;
+	tier_metrics(st->tier, out);
+	return 0;
+}
+
+int pc_tier_node_metrics(struct pc_store *st, uint32_t node, struct pc_tier_metrics *out)
+{
+	struct pc_rpc r;
+	int ret = check_args(st, node, out, 1);
+
+	if (ret)
+		return ret;
+	ret = call1(st, node, PC_RPC_TIER_STATS, NULL, 0, &r);
+	if (ret)
+		return ret == -EOPNOTSUPP ? -ENOENT : ret;
+	if (r.resp.len == sizeof(*out))
+		memcpy(out, r.resp.data, sizeof(*out));
+	else
+		ret = -EPROTO;
+	pc_msg_free(&r.resp);
+	return ret;
+}

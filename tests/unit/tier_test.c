@@ -1,0 +1,407 @@
+/*
+ * tier_test.c - the tiered pool on the in-process fabric: the seed's smoke runs, 9x
+ * capacity, a flipped byte on disk, a full disk pool, injected EIO/ENOSPC, leases
+ * under pressure and expiring, inclusive promotion, background demotion, a lying
+ * stage_put checksum and malformed requests.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <peercache/peercache.h>
+#include <peercache/pc_topology.h>
+
+#include "disk.h"
+#include "inproc/inproc.h"
+#include "proto.h"
+#include "store.h"
+#include "testutil.h"
+#include "tier.h"
+#include "tier_smoke.h"
+
+struct cluster {
+	struct pc_topology *topo;
+	struct inproc_world *w;
+	struct pc_store *peer;		/* n0: serves the tiered pool under test */
+	struct pc_store *client;	/* n1: a node, so the peer can pull from it */
+};
+
+/* n0 with the given tier settings; n1 with none. */
+static struct cluster *up(const char *tier)
+{
+	struct cluster *C = calloc(1, sizeof(*C));
+	char text[1024], err[PC_ERR_MAX] = "";
+	struct pc_store_opts o = { .size = sizeof(o), .fabric = "inproc", .err = err,
+				   .errlen = sizeof(err) };
+	int len = snprintf(text, sizeof(text),
+			   "store: {global_segment_size: 1MiB, slot_size_classes: [16KiB]}\n"
+			   "node_defaults: {address: 127.0.0.1, nvme: {path: %s}}\n"
+			   "nodes:\n  - {name: n0, port: 40000}\n  - {name: n1, port: 40001}\n",
+			   pc_test_tmpdir());
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, (size_t)len, "tier", &C->topo, err, sizeof(err)), 0);
+	C->w = inproc_world_create(2);
+	o.backend_arg = C->w;
+	o.topo = C->topo;
+	o.node = "n1";
+	if (pc_store_open(&o, &C->client))
+		printf("\n  %s\n", err);
+	/* the peer's own settings */
+	snprintf(text, sizeof(text), "store.tier_block_bytes=%u", SMOKE_BLOCK);
+	CU_ASSERT_EQUAL_FATAL(pc_topology_set(C->topo, text, err, sizeof(err)), 0);
+	for (const char *p = tier; *p;) {
+		const char *sp = strchr(p, ' ');
+		size_t n = sp ? (size_t)(sp - p) : strlen(p);
+
+		snprintf(text, sizeof(text), "%.*s", (int)n, p);
+		if (pc_topology_set(C->topo, text, err, sizeof(err)))
+			printf("\n  %s\n", err);
+		p += n + (sp != NULL);
+	}
+	o.node = "n0";
+	if (pc_store_open(&o, &C->peer))
+		printf("\n  %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(C->client);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(C->peer);
+	return C;
+}
+
+static void down(struct cluster *C)
+{
+	pc_store_close(C->client);
+	pc_store_close(C->peer);
+	inproc_world_destroy(C->w);
+	pc_topology_free(C->topo);
+	free(C);
+}
+
+#define SEED "store.tier_host_blocks=8 store.tier_disk_blocks=64 store.tier_free_percent=0"
+
+static struct pc_tier_metrics metrics(struct cluster *C)
+{
+	struct pc_tier_metrics m;
+
+	CU_ASSERT_EQUAL(pc_tier_metrics(C->peer, &m), 0);
+	return m;
+}
+
+static void test_smoke_runs(void)
+{
+	struct cluster *C = up(SEED);
+
+	smoke_runs(C->client, 0);
+	down(C);
+}
+
+/* 8 host + 64 disk blocks hold 72 distinct blocks, every one fetchable. */
+static void test_nine_times_capacity(void)
+{
+	struct cluster *C = up(SEED);
+	struct pc_tier_metrics m;
+	int same = 0;
+
+	for (uint32_t i = 0; i < 72; i += 8)
+		CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'C', i, 8), 8);
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.resident_committed_blocks, 8);
+	CU_ASSERT_EQUAL(m.resident_disk_blocks, 64);
+	CU_ASSERT_EQUAL(m.disk_dropped, 0);
+	for (uint32_t i = 0; i < 72; i += 4)
+		same += smoke_fetch(C->client, 0, 'C', i, 4);
+	CU_ASSERT_EQUAL(same, 72);
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.fetch_miss, 0);
+	CU_ASSERT_EQUAL(m.resident_committed_blocks + m.resident_disk_blocks, 72);
+	printf("\n  72 blocks in 8 host + 64 disk: all 72 verified; %llu promoted, %llu demoted",
+	       (unsigned long long)m.promoted_blocks, (unsigned long long)m.demoted_blocks);
+	down(C);
+}
+
+/* Flip a byte of a demoted block in the disk file: its fetch is a miss, counted. */
+static void test_flipped_byte_on_disk(void)
+{
+	struct cluster *C = up(SEED);
+	struct disk_pool *d;
+	uint8_t *page = aligned_alloc(4096, SMOKE_BLOCK);
+	struct pc_io io = { .buf = page, .len = SMOKE_BLOCK };
+	struct pc_tier_metrics m;
+	uint32_t blk;
+
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'D', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'D', 8, 4), 4);	/* D0..D3 to disk */
+	d = tier_disk(C->peer->tier);
+	CU_ASSERT_TRUE_FATAL(keymap_get(&d->map, (struct pc_keyhash){ .lo = smoke_hash('D', 2) }, &blk));
+	io.off = blk * d->stride;
+	CU_ASSERT_EQUAL(pc_storage_read(d->stg, &io, 1), 0);
+	page[100] ^= 1;
+	CU_ASSERT_EQUAL(pc_storage_write(d->stg, &io, 1), 0);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'D', 0, 4), 3);	/* never the bad bytes */
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.corrupt_on_promote, 1);
+	CU_ASSERT_EQUAL(m.fetch_miss, 1);
+	CU_ASSERT_EQUAL(m.promoted_blocks, 3);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'D', 2, 1), 0);	/* gone for good */
+	free(page);
+	down(C);
+}
+
+/* More than host + disk: the disk pool drops its own LRU tail, for real. */
+static void test_disk_pool_full(void)
+{
+	struct cluster *C = up("store.tier_host_blocks=8 store.tier_disk_blocks=16 store.tier_free_percent=0");
+	struct pc_tier_metrics m;
+
+	for (uint32_t i = 0; i < 32; i += 8)
+		CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'E', i, 8), 8);
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.demoted_blocks, 24);
+	CU_ASSERT_EQUAL(m.disk_dropped, 8);
+	CU_ASSERT_EQUAL(m.resident_disk_blocks, 16);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'E', 0, 8), 0);	/* the oldest: gone */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'E', 8, 4), 4);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'E', 28, 4), 4);
+	down(C);
+}
+
+/* FETCH with a lease of lease_ms and no RELEASE; returns the lease. */
+static uint64_t raw_fetch(struct cluster *C, uint64_t hash, uint32_t lease_ms)
+{
+	struct {
+		struct proto_tier_keys h;
+		uint64_t hash;
+	} req = { .h = { .n = 1, .lease_ms = lease_ms }, .hash = hash };
+	struct pc_rpc r = { .peer = 0, .opcode = PC_RPC_TIER_FETCH, .req = &req, .req_len = sizeof(req) };
+	struct proto_tier_xfer x = { 0 };
+
+	CU_ASSERT_EQUAL(pc_fabric_call(C->client->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(r.status, 0);
+	if (!r.status && r.resp.len >= sizeof(x))
+		memcpy(&x, r.resp.data, sizeof(x));
+	pc_msg_free(&r.resp);
+	return x.lease;
+}
+
+static uint8_t where1(struct cluster *C, char set, uint32_t i)
+{
+	uint64_t h = smoke_hash(set, i);
+	uint8_t w = 0;
+
+	pc_tier_query(C->client, 0, &h, 1, &w);
+	return w;
+}
+
+struct shim {
+	bool on_write;
+	int err;
+};
+
+static int shim_fault(void *arg, bool write, struct pc_io *ios, size_t n)
+{
+	struct shim *sh = arg;
+
+	if (!sh->err || write != sh->on_write)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		ios[i].status = sh->err;
+	return 1;
+}
+
+/* A failed spill is delete-and-miss; a failed promotion read is a miss. */
+static void test_injected_faults(void)
+{
+	struct cluster *C = up(SEED);
+	struct disk_pool *d = tier_disk(C->peer->tier);
+	struct shim sh = { .on_write = true, .err = -ENOSPC };
+	struct pc_tier_metrics m;
+
+	d->stg->fault = shim_fault;
+	d->stg->fault_arg = &sh;
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'F', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'F', 8, 4), 4);	/* F0..F3 cannot spill */
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.spill_failures, 4);
+	CU_ASSERT_EQUAL(m.dropped_blocks, 4);
+	CU_ASSERT_EQUAL(m.demoted_blocks, 0);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'F', 0, 4), 0);	/* clean misses */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'F', 4, 8), 8);
+	/* the disk works again; then reads fail */
+	sh.err = 0;
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'G', 0, 4), 4);	/* 4 of F to disk */
+	sh = (struct shim){ .on_write = false, .err = -EIO };
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.demoted_blocks, 4);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'F', 4, 4), 0);
+	CU_ASSERT_EQUAL(where1(C, 'F', 4), PC_WHERE_NONE);		/* dropped, not kept */
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.resident_disk_blocks, 0);	/* and nothing was demoted for them */
+	CU_ASSERT_EQUAL(m.demoted_blocks, 4);
+	d->stg->fault = NULL;
+	down(C);
+}
+
+static void test_leases(void)
+{
+	struct cluster *C = up(SEED);
+	struct pc_tier_metrics m;
+	uint64_t lease;
+	struct pc_rpc r = { .peer = 0, .opcode = PC_RPC_TIER_RELEASE, .req = &lease,
+			    .req_len = sizeof(lease) };
+
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'L', 0, 8), 8);
+	lease = raw_fetch(C, smoke_hash('L', 0), 60000);	/* L0 is the LRU tail... */
+	CU_ASSERT_NOT_EQUAL(lease, 0);
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'M', 0, 16), 7);	/* ...and stays: 7 fit */
+	CU_ASSERT_EQUAL(where1(C, 'L', 0), PC_WHERE_HOST);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'L', 0, 1), 1);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->client->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'N', 0, 8), 8);
+	CU_ASSERT_EQUAL(where1(C, 'L', 0), PC_WHERE_DISK);	/* released: it can go */
+
+	/* a lease nobody releases expires */
+	lease = raw_fetch(C, smoke_hash('N', 0), 50);
+	CU_ASSERT_NOT_EQUAL(lease, 0);
+	for (int i = 0; i < 300; i++) {
+		m = metrics(C);
+		if (m.lease_expired)
+			break;
+		usleep(10000);
+	}
+	CU_ASSERT_EQUAL(m.lease_expired, 1);
+	CU_ASSERT_EQUAL(m.leased_blocks, 0);
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'O', 0, 8), 8);
+	CU_ASSERT_EQUAL(where1(C, 'N', 0), PC_WHERE_DISK);
+	pc_msg_free(&r.resp);
+	down(C);
+}
+
+/* Inclusive: a promoted block keeps its disk copy, and demoting it again writes
+ * nothing. */
+static void test_inclusive(void)
+{
+	struct cluster *C = up(SEED " store.tier_inclusive=true");
+	struct disk_stats ds;
+	struct pc_tier_metrics m;
+
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'I', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'I', 8, 4), 4);	/* I0..I3 written */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'I', 0, 4), 4);	/* promoted, kept */
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.promoted_blocks, 4);
+	CU_ASSERT_EQUAL(m.resident_disk_blocks, 8);	/* I0..I3 still there, I4..I7 too */
+	disk_get_stats(tier_disk(C->peer->tier), &ds);
+	CU_ASSERT_EQUAL(ds.writes, 8);
+	/* push I0..I3 out again: no rewrite for them */
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'J', 0, 8), 8);
+	disk_get_stats(tier_disk(C->peer->tier), &ds);
+	CU_ASSERT_EQUAL(ds.writes, 12);		/* only I8..I11 were new to disk */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'I', 0, 4), 4);
+	down(C);
+}
+
+/* The watermark: the background task keeps free blocks so staging does not wait. */
+static void test_background_demotion(void)
+{
+	struct cluster *C = up("store.tier_host_blocks=8 store.tier_disk_blocks=64 store.tier_free_percent=25");
+	struct pc_tier_metrics m;
+
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'W', 0, 8), 8);
+	for (int i = 0; i < 300; i++) {
+		m = metrics(C);
+		if (m.free_host_blocks >= 2)
+			break;
+		usleep(10000);
+	}
+	CU_ASSERT_EQUAL(m.background_demoted, 2);
+	CU_ASSERT_EQUAL(m.free_host_blocks, 2);
+	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'X', 0, 2), 2);
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.evicted_blocks, m.background_demoted);	/* none in band */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'W', 0, 8), 8);
+	down(C);
+}
+
+/* A put whose checksum does not match the bytes pulled is refused. */
+static void test_put_bad_checksum(void)
+{
+	struct cluster *C = up(SEED);
+	struct {
+		struct proto_tier_xfer x;
+		struct proto_tier_blk b;
+	} req;
+	struct pc_region r = { .len = SMOKE_BLOCK, .access = PC_ACCESS_REMOTE_READ };
+	struct pc_rpc rpc = { .peer = 0, .opcode = PC_RPC_TIER_PUT, .req = &req, .req_len = sizeof(req) };
+	struct pc_tier_metrics m;
+
+	r.addr = calloc(1, SMOKE_BLOCK);
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_reg(C->client->fabric, &r), 0);
+	req.x = (struct proto_tier_xfer){ .n = 1, .rkey = r.key,
+					  .incarnation = C->client->fabric->incarnation };
+	req.b = (struct proto_tier_blk){ .hash = 42, .addr = (uint64_t)(uintptr_t)r.addr,
+					 .len = SMOKE_BLOCK, .sum = 12345 };
+	CU_ASSERT_EQUAL(pc_fabric_call(C->client->fabric, &rpc, 1), 0);
+	CU_ASSERT_EQUAL(rpc.status, 0);
+	CU_ASSERT_EQUAL_FATAL(rpc.resp.len, 4);
+	CU_ASSERT_EQUAL(*(int32_t *)rpc.resp.data, -EBADMSG);
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.put_bad_checksum, 1);
+	CU_ASSERT_EQUAL(m.resident_committed_blocks, 0);
+	pc_msg_free(&rpc.resp);
+	pc_fabric_dereg(C->client->fabric, &r);
+	free(r.addr);
+	down(C);
+}
+
+static void test_bad_requests(void)
+{
+	struct cluster *C = up(SEED);
+	uint8_t junk[64] = { 0 };
+	struct proto_tier_keys many = { .n = PROTO_TIER_MAX_BLOCKS + 1 };
+	struct pc_rpc r[5] = {
+		{ .peer = 0, .opcode = PC_RPC_TIER_OFFER, .req = junk, .req_len = 3 },
+		{ .peer = 0, .opcode = PC_RPC_TIER_FETCH, .req = &many, .req_len = sizeof(many) },
+		{ .peer = 0, .opcode = PC_RPC_TIER_PUT, .req = junk, .req_len = sizeof(junk) },
+		{ .peer = 0, .opcode = PC_RPC_TIER_RELEASE, .req = junk, .req_len = 4 },
+		{ .peer = 1, .opcode = PC_RPC_TIER_OFFER, .req = junk, .req_len = 3 },
+	};
+	struct pc_block b = { .hash = 1, .data = junk, .len = sizeof(junk) };
+	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
+				   .backend_arg = C->w };
+	struct pc_store *anon = NULL;
+
+	CU_ASSERT_EQUAL(pc_fabric_call(C->client->fabric, r, 5), 0);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(r[i].status, -EPROTO);
+	CU_ASSERT_EQUAL(r[4].status, -EOPNOTSUPP);	/* n1 serves no tiered pool */
+	for (int i = 0; i < 5; i++)
+		pc_msg_free(&r[i].resp);
+	/* a client that is not a node cannot be pulled from */
+	CU_ASSERT_EQUAL_FATAL(pc_store_open(&o, &anon), 0);
+	CU_ASSERT_EQUAL(pc_tier_put(anon, 0, &b, 1), -EOPNOTSUPP);
+	pc_store_close(anon);
+	/* over the block size */
+	b.len = SMOKE_BLOCK + 1;
+	b.data = calloc(1, b.len);
+	CU_ASSERT_EQUAL(pc_tier_put(C->client, 0, &b, 1), 0);
+	CU_ASSERT_EQUAL(b.status, -EFBIG);
+	free(b.data);
+	down(C);
+}
+
+static CU_TestInfo tests[] = {
+	{ "the seed's three smoke runs", test_smoke_runs },
+	{ "9x capacity: 72 blocks in 8 host + 64 disk", test_nine_times_capacity },
+	{ "a flipped byte on disk is a counted miss", test_flipped_byte_on_disk },
+	{ "a full disk pool drops its LRU tail", test_disk_pool_full },
+	{ "injected ENOSPC and EIO: delete-and-miss", test_injected_faults },
+	{ "leases survive pressure; expired leases free", test_leases },
+	{ "inclusive promotion keeps the disk copy", test_inclusive },
+	{ "background demotion keeps the watermark", test_background_demotion },
+	{ "stage_put with a wrong checksum", test_put_bad_checksum },
+	{ "malformed requests and bad callers", test_bad_requests },
+	CU_TEST_INFO_NULL,
+};
+
+PC_TEST_MAIN({ "tiered pool", NULL, NULL, NULL, NULL, tests })
