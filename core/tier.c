@@ -61,7 +61,7 @@ static struct pc_keyhash key_of(uint64_t hash)
  * disk write for those without a current disk copy, none for inclusive copies still
  * on disk. A block leased while on its way down stays (pool_demoted).
  */
-uint32_t tier_demote(struct tier *t, uint32_t n, bool background)
+static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *demoted_out)
 {
 	uint32_t *v = malloc((n ? n : 1) * sizeof(*v));
 	struct disk_blk *b = calloc(n ? n : 1, sizeof(*b));
@@ -69,6 +69,7 @@ uint32_t tier_demote(struct tier *t, uint32_t n, bool background)
 	uint64_t t0 = pc_clock_now(t->clock), el;
 	uint32_t *wi = malloc((n ? n : 1) * sizeof(*wi));
 
+	*demoted_out = 0;
 	if (!v || !b || !wi) {
 		free(v);
 		free(b);
@@ -125,26 +126,45 @@ uint32_t tier_demote(struct tier *t, uint32_t n, bool background)
 	free(v);
 	free(b);
 	free(wi);
+	*demoted_out = demoted;
 	return k;
 }
 
-/* Free host blocks for `need` more: demote the difference in one batch. Returns the
- * free count before (the seed's pool_blocks) and what was evicted. */
-static void make_room(struct tier *t, uint32_t need, const char *why)
+uint32_t tier_demote(struct tier *t, uint32_t n, bool background)
 {
-	struct pool_usage u;
-	uint32_t ev, before;
+	uint32_t demoted;
 
-	pool_usage(t->pool, &u);
-	if (u.free >= need)
-		return;
-	before = u.free;
-	ev = tier_demote(t, need - u.free, false);
-	if (!strcmp(why, "staging") && ev) {
+	return demote(t, n, background, &demoted);
+}
+
+/*
+ * n free host blocks into out, demoting the unleased LRU tail for the shortfall in
+ * one batch. Blocks another demotion (the background task's) is writing out right
+ * now are not free yet but soon will be: wait for them, briefly, rather than fail.
+ * Returns how many were had.
+ */
+static uint32_t alloc_blocks(struct tier *t, uint32_t *out, uint32_t n, bool staging)
+{
+	uint32_t got = pool_alloc(t->pool, out, n), from_pool = got, evicted = 0, demoted = 0;
+	struct pool_usage u;
+
+	for (int tries = 0; got < n; tries++) {
+		uint32_t d = 0;
+
+		evicted += demote(t, n - got, false, &d);
+		demoted += d;
+		got += pool_alloc(t->pool, out + got, n - got);
+		pool_usage(t->pool, &u);
+		if (got == n || !u.demoting || tries == 1000)
+			break;
+		pc_clock_sleep(t->clock, 1000000);
+	}
+	if (staging && evicted) {
 		pool_usage(t->pool, &u);
 		pc_info("reclaimed committed blocks for staging capacity evicted_blocks=%u demoted_blocks=%u pool_blocks=%u remaining_committed_blocks=%u",
-			ev, t->disk ? ev : 0, before, u.valid);
+			evicted, demoted, from_pool, u.valid + u.demoting);
 	}
+	return got;
 }
 
 /* ------------------------------------------------------------------ background */
@@ -269,8 +289,7 @@ static int on_put(struct tier *t, uint32_t from, const void *req, size_t len, st
 		else
 			idx[m++] = i;
 	}
-	make_room(t, m, "staging");
-	got = pool_alloc(t->pool, blk, m);
+	got = alloc_blocks(t, blk, m, true);
 	for (uint32_t k = got; k < m; k++) {
 		status[idx[k]] = -ENOSPC;	/* every block is leased */
 		TSTAT(t, put_failures, 1);
@@ -350,8 +369,7 @@ static void promote(struct tier *t, const uint64_t *hash, const uint32_t *idx, u
 
 		for (uint32_t k = got; k < m; k++)
 			ok += !b[k].status;
-		make_room(t, ok, "promotion");
-		more = pool_alloc(t->pool, blk + got, ok);
+		more = alloc_blocks(t, blk + got, ok, false);
 	}
 	for (uint32_t k = 0, extra = 0; k < m; k++) {
 		uint32_t i = idx[k], len;
