@@ -31,6 +31,11 @@ timeout 300 e2e_test /pc/pcd rxe > /tmp/e2e.log 2>&1; rc=$?
 grep -vE '^\s*$' /tmp/e2e.log | grep -vE 'CUnit|sourceforge' | tail -25
 [ $rc = 0 ] || fail e2e
 
+echo "VM: ---- 2b. tiered pool e2e over rxe (the peer pulls from us, we READ its blocks)"
+timeout 300 tier_e2e_test /pc/pcd rxe > /tmp/tier.log 2>&1; rc=$?
+grep -vE '^\s*$' /tmp/tier.log | grep -vE 'CUnit|sourceforge|  \| ' | tail -12
+[ $rc = 0 ] || fail tier-e2e
+
 echo "VM: ---- 3. perftest next to pcbench on rxe0"
 run_perf() {  # tool args...: server and client on the same rxe0
 	t=$1; shift

@@ -5,7 +5,8 @@
 # own binaries (with the libraries they load), boots it under TCG, creates rxe0 on
 # lo, and runs:
 #   1. tcp_test rxe        the fabric conformance suite on the rxe backend
-#   2. e2e_test pcd rxe    the slotmap e2e suite across processes over rxe
+#   2. e2e_test pcd rxe    the slotmap e2e suite across processes over rxe, and
+#      tier_e2e_test         the tiered pool's smoke runs over rxe
 #   3. ib_read_bw (bandwidth, and one READ in flight) next to pcbench over rxe
 #   4. pcdemo: three node processes over rxe
 # It prints one line RXE: PASS or RXE: FAIL and exits 0, 1 (test failure), 2
@@ -24,7 +25,7 @@ T0=$(date +%s)
 log() { echo "[rxe-vm $(( $(date +%s) - T0 ))s] $*"; }
 setup_fail() { log "setup error: $*"; echo "RXE: FAIL (setup)"; exit 2; }
 
-for b in tests/tcp_test tests/e2e_test tools/pcd tools/pcbench tools/pcdemo; do
+for b in tests/tcp_test tests/e2e_test tests/tier_e2e_test tools/pcd tools/pcbench tools/pcdemo; do
 	[ -x "$BUILD/$b" ] || setup_fail "$BUILD/$b is missing: build first (cmake --build $BUILD)"
 done
 export DEBIAN_FRONTEND=noninteractive
@@ -92,7 +93,7 @@ for d in lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu; do
 done
 # the project's binaries and every library the host resolves for them (rdma-core,
 # yaml, xxhash, cunit, libc), plus the verbs provider for rxe
-BINS="$BUILD/tests/tcp_test $BUILD/tests/e2e_test $BUILD/tools/pcd $BUILD/tools/pcbench $BUILD/tools/pcdemo"
+BINS="$BUILD/tests/tcp_test $BUILD/tests/e2e_test $BUILD/tests/tier_e2e_test $BUILD/tools/pcd $BUILD/tools/pcbench $BUILD/tools/pcdemo"
 cp $BINS "$STAGE/pc/"
 for lib in $( (ldd $BINS "$STAGE"/bin/ib_read_bw "$STAGE"/bin/rdma 2>/dev/null; \
 	       ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so) \

@@ -44,9 +44,9 @@ struct tier {
 
 #define TSTAT(t, field, v) __atomic_fetch_add(&(t)->m.field, (uint64_t)(v), __ATOMIC_RELAXED)
 
-static uint64_t ms_of(uint64_t ns)
+static double ms_of(uint64_t ns)
 {
-	return ns / 1000000;
+	return (double)ns / 1e6;
 }
 
 static struct pc_keyhash key_of(uint64_t hash)
@@ -118,11 +118,10 @@ static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *de
 			TSTAT(t, background_demoted, demoted);
 	}
 	if (demoted && !background)
-		pc_info("demoted evicted host blocks to disk demoted_blocks=%u elapsed_ms=%llu",
-			demoted, (unsigned long long)ms_of(el));
+		pc_info("demoted evicted host blocks to disk demoted_blocks=%u elapsed_ms=%.2f",
+			demoted, ms_of(el));
 	else if (demoted)
-		pc_dbg("background demotion demoted_blocks=%u elapsed_ms=%llu", demoted,
-		       (unsigned long long)ms_of(el));
+		pc_dbg("background demotion demoted_blocks=%u elapsed_ms=%.2f", demoted, ms_of(el));
 	free(v);
 	free(b);
 	free(wi);
@@ -410,8 +409,8 @@ static void promote(struct tier *t, const uint64_t *hash, const uint32_t *idx, u
 		TSTAT(t, promoted_blocks, promoted);
 		TSTAT(t, promote_batches, 1);
 		TSTAT(t, promote_ns, el);
-		pc_info("promoted disk blocks into host memory promoted_blocks=%u elapsed_ms=%llu",
-			promoted, (unsigned long long)ms_of(el));
+		pc_info("promoted disk blocks into host memory promoted_blocks=%u elapsed_ms=%.2f",
+			promoted, ms_of(el));
 	}
 	goto out;
 unstage:

@@ -37,10 +37,20 @@ pid_t ecl_spawn_pcd(struct ecl *E, uint32_t i)
 	snprintf(log, sizeof(log), "%s/pcd-%s.log", pc_test_tmpdir(), name);
 	pid = fork();
 	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644), argc = 0;
+		char *argv[64], *save, *tok;
 
 		dup2(fd, 2);
-		execl(pcd_path, "pcd", "--topology", E->path, "--node", name, (char *)NULL);
+		argv[argc++] = "pcd";
+		argv[argc++] = "--topology";
+		argv[argc++] = E->path;
+		argv[argc++] = "--node";
+		argv[argc++] = name;
+		for (tok = strtok_r(E->pcd_args, " ", &save); tok && argc < 63;
+		     tok = strtok_r(NULL, " ", &save))
+			argv[argc++] = tok;
+		argv[argc] = NULL;
+		execv(pcd_path, argv);
 		_exit(127);
 	}
 	for (int k = 0; k < 250; k++) {
@@ -80,10 +90,29 @@ struct pc_store *ecl_open_store(struct ecl *E, const char *node)
 	return s;
 }
 
+/* The last lines of every pcd log, when the cluster would not start. */
+static void show_logs(void)
+{
+	char cmd[700];
+
+	snprintf(cmd, sizeof(cmd), "tail -n 3 %s/pcd-n*.log 2>/dev/null", pc_test_tmpdir());
+	if (system(cmd) < 0)
+		printf("\n  (could not show the pcd logs)\n");
+}
+
 struct ecl *ecl_up(const char *pcd, const char *protocol, const char *store, bool embed_n0)
+{
+	return ecl_up_args(pcd, protocol, store, embed_n0, NULL);
+}
+
+struct ecl *ecl_up_args(const char *pcd, const char *protocol, const char *store, bool embed_n0,
+			const char *pcd_args)
 {
 	struct ecl *E = calloc(1, sizeof(*E));
 	char err[PC_ERR_MAX];
+
+	if (pcd_args)
+		snprintf(E->pcd_args, sizeof(E->pcd_args), "%s", pcd_args);
 
 	pcd_path = pcd;
 	for (int attempt = 0; attempt < 10; attempt++) {
@@ -111,6 +140,7 @@ struct ecl *ecl_up(const char *pcd, const char *protocol, const char *store, boo
 		for (uint32_t i = 0; i < NODES; i++)
 			ecl_stop_pcd(E, i, SIGKILL);
 		pc_topology_free(E->topo);
+		show_logs();
 	}
 	CU_FAIL_FATAL("could not start the cluster");
 	return NULL;

@@ -19,12 +19,16 @@ struct ecl {
 	uint16_t port0;
 	pid_t pcd[NODES];
 	struct pc_store *n0;		/* node n0 in this process, when embedded */
+	char pcd_args[512];		/* extra pcd flags, space-separated */
 };
 
 /* Start the cluster: pcd (binary pcd) for nodes 1 and 2, and for node 0 too unless
  * embed_n0, in which case this process opens n0 itself. store is the inside of the
  * topology's store section; protocol tcp, rxe, ... Fails the test when it cannot. */
 struct ecl *ecl_up(const char *pcd, const char *protocol, const char *store, bool embed_n0);
+/* The same with extra flags for every pcd (e.g. "--host-blocks 8"). */
+struct ecl *ecl_up_args(const char *pcd, const char *protocol, const char *store, bool embed_n0,
+			const char *pcd_args);
 void ecl_down(struct ecl *E);
 pid_t ecl_spawn_pcd(struct ecl *E, uint32_t i);
 void ecl_stop_pcd(struct ecl *E, uint32_t i, int sig);
