@@ -248,7 +248,8 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 			b[i].status = -ENOSPC;	/* every block is being read */
 			continue;
 		}
-		d->meta[blk[i]] = (struct disk_meta){ .key = b[i].key, .sum = b[i].sum, .len = b[i].len,
+		d->meta[blk[i]] = (struct disk_meta){ .key = b[i].key, .sum = b[i].sum, .aux = b[i].aux,
+						      .len = b[i].len,
 						      .state = DISK_WRITING, .readers = 1,
 						      .prev = NONE, .next = NONE };
 		keymap_put(&d->map, b[i].key, blk[i]);
@@ -334,6 +335,7 @@ int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take)
 		b[i].status = 0;
 		b[i].len = m->len;
 		b[i].sum = m->sum;
+		b[i].aux = m->aux;
 		m->readers++;
 		lru_unlink(d, blk[i]);
 		lru_push(d, blk[i]);
@@ -396,7 +398,8 @@ out:
 	return ret ? ret : got;
 }
 
-bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_t *sum)
+bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_t *sum,
+	      uint64_t *aux)
 {
 	uint32_t i;
 	bool found;
@@ -408,6 +411,8 @@ bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_
 			*len = d->meta[i].len;
 		if (sum)
 			*sum = d->meta[i].sum;
+		if (aux)
+			*aux = d->meta[i].aux;
 	}
 	pthread_mutex_unlock(&d->lock);
 	return found;

@@ -35,7 +35,8 @@ struct disk_blk {
 	void *data;		/* put: the bytes; get: where they go (cap >= len) */
 	uint32_t len;		/* put: in; get: out (the stored length) */
 	uint32_t cap;		/* get: bytes data holds */
-	uint64_t sum;		/* put: the bytes' checksum (disk_sum); get: out */
+	uint64_t sum;		/* out: the bytes' checksum (disk_sum) */
+	uint64_t aux;		/* put: the caller's tag for this version; get: out */
 	int status;		/* out: 0, -ENOENT (not here), -EBADMSG (corrupt),
 				 * -EFBIG (over the block size), or the I/O -errno */
 };
@@ -56,6 +57,7 @@ enum disk_state { DISK_FREE = 0, DISK_WRITING, DISK_VALID };
 struct disk_meta {
 	struct pc_keyhash key;
 	uint64_t sum;
+	uint64_t aux;
 	uint32_t len;
 	uint8_t state;
 	uint8_t readers;		/* gets in flight: not reusable meanwhile */
@@ -99,8 +101,9 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n);
  * (a promotion that keeps no copy). Returns the number read; see each status. */
 int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take);
 
-/* Whether key is stored, with its length and checksum. */
-bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_t *sum);
+/* Whether key is stored, with its length, checksum and tag (each may be NULL). */
+bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_t *sum,
+	      uint64_t *aux);
 
 /* Forget key. true when it was stored. */
 bool disk_remove(struct disk_pool *d, struct pc_keyhash key);

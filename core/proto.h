@@ -21,6 +21,30 @@ enum pc_rpc_opcode {
 					 * lease and where each block sits for a READ */
 	PC_RPC_TIER_RELEASE = 6,	/* u64 lease -> () */
 	PC_RPC_TIER_STATS = 7,		/* () -> struct pc_tier_metrics */
+	/* Spill under slotmap (slotmap_spill.c). */
+	PC_RPC_SLOT_PROMOTE = 8,	/* proto_promote + key[n] -> answer[n] + payloads */
+};
+
+#define PROTO_PROMOTE_MAX_KEYS 4096
+
+struct proto_promote {
+	uint32_t n;
+	uint32_t budget;		/* payload bytes the reader takes inline */
+	/* then struct proto_promote_key[n] */
+};
+
+struct proto_promote_key {
+	uint64_t lo, hi;		/* the key's xxh3_128 */
+	uint32_t expect;		/* expected length, 0 = any up to cap */
+	uint32_t cap;
+};
+
+/* Per key: 0 (its payload follows, after all answers, in key order), -EAGAIN (back
+ * in its slot: read it there), or a miss (-ENOENT, -EMSGSIZE). */
+struct proto_promote_ans {
+	int32_t status;
+	uint32_t len;
+	uint64_t checksum;		/* slot_checksum() of the payload */
 };
 
 #define PROTO_TIER_MAX_BLOCKS 4096	/* per request */
@@ -53,12 +77,14 @@ struct proto_tier_blk {
 #define PROTO_LAYOUT_VERSION 1
 
 /* A node's slot layout: what a reader needs to address any slot without asking. */
+#define PROTO_LAYOUT_SPILL 1u		/* misses may be on the node's disk: ask it */
+
 struct proto_layout {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t nr_classes;
 	uint32_t node;
-	uint32_t pad;
+	uint32_t flags;
 	uint64_t incarnation;		/* of the node's fabric endpoint: a restart changes it */
 };
 

@@ -275,6 +275,19 @@ int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhas
 	return 0;
 }
 
+int slot_evict_local(void *slot, uint64_t seq)
+{
+	static const struct slot_header empty;
+	uint64_t *sp = slot_seq(slot), s = seq;
+
+	if (seq & 1 || !__atomic_compare_exchange_n(sp, &s, seq + 1, false, __ATOMIC_ACQ_REL,
+						    __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	encode_body(&empty, slot);
+	__atomic_store_n(sp, seq + 2, __ATOMIC_RELEASE);
+	return 0;
+}
+
 void slot_header_load(const void *slot, struct slot_header *h)
 {
 	uint64_t s1 = __atomic_load_n(slot_seq(slot), __ATOMIC_ACQUIRE);

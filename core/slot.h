@@ -183,6 +183,10 @@ enum slot_verdict slot_read_local(const void *slot, struct pc_keyhash key,
 				  uint32_t expected_len, uint32_t max_len, void *dst,
 				  uint32_t *len);
 
+/* Empty a local slot if it still holds the version seq names (its page went to disk):
+ * claim seq (even to odd), write an empty header, release. -EBUSY when it changed. */
+int slot_evict_local(void *slot, uint64_t seq);
+
 /* Read a local slot's header under the seqlock (torn reads report seq odd). */
 void slot_header_load(const void *slot, struct slot_header *h);
 

@@ -2,6 +2,7 @@
  * slotmap.c - this node's slot regions, peers' layouts (fetched once per peer and
  * incarnation, cached), and the layout RPC.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,7 @@ void slotmap_close(struct slotmap *sm)
 {
 	if (!sm)
 		return;
+	sm_spill_close(sm);	/* its task reads the slots */
 	for (uint32_t c = 0; c < PC_MAX_CLASSES; c++) {
 		if (sm->reg[c].len)
 			pc_fabric_dereg(sm->st->fabric, &sm->reg[c]);
@@ -96,7 +98,7 @@ void slotmap_close(struct slotmap *sm)
 	free(sm);
 }
 
-int slotmap_open(struct pc_store *st, struct slotmap **out)
+int slotmap_open(struct pc_store *st, struct slotmap **out, char *err, size_t errlen)
 {
 	struct slotmap *sm = calloc(1, sizeof(*sm));
 	int ret;
@@ -113,6 +115,10 @@ int slotmap_open(struct pc_store *st, struct slotmap **out)
 	}
 	if (st->self != PC_PEER_NONE) {
 		ret = own_slots(sm);
+		if (ret)
+			snprintf(err, errlen, "cannot set up its slots: %s", strerror(-ret));
+		else
+			ret = sm_spill_open(sm, err, errlen);
 		if (ret) {
 			slotmap_close(sm);
 			return ret;
@@ -126,6 +132,7 @@ int slotmap_layout_rpc(struct slotmap *sm, struct pc_msg *resp)
 {
 	struct proto_layout h = { .magic = PROTO_LAYOUT_MAGIC, .version = PROTO_LAYOUT_VERSION,
 				  .nr_classes = (uint16_t)sm->own.nr_classes, .node = sm->own.node,
+				  .flags = sm->spill ? PROTO_LAYOUT_SPILL : 0,
 				  .incarnation = sm->own.inc };
 	int ret;
 
@@ -162,6 +169,7 @@ static int decode_layout(const struct pc_msg *m, uint32_t node, enum pc_read_pol
 	out->node = node;
 	out->inc = h->incarnation;
 	out->nr_classes = h->nr_classes;
+	out->spill = h->flags & PROTO_LAYOUT_SPILL;
 	for (uint32_t c = 0; c < h->nr_classes; c++) {
 		struct sm_class *k = &out->cls[c];
 

@@ -13,8 +13,9 @@
 
 #include "store.h"
 
-/* Take this node's slots (when the store has a node) and register them. */
-int slotmap_open(struct pc_store *st, struct slotmap **out);
+/* Take this node's slots (when the store has a node), register them, and start
+ * spilling them to disk when the topology says so. 0, or -errno with err set. */
+int slotmap_open(struct pc_store *st, struct slotmap **out, char *err, size_t errlen);
 void slotmap_close(struct slotmap *sm);
 
 int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n);
@@ -23,5 +24,11 @@ int slotmap_exists(struct slotmap *sm, struct pc_page *pages, size_t n);
 
 /* Answer PC_RPC_LAYOUT: this node's slot regions and geometry. */
 int slotmap_layout_rpc(struct slotmap *sm, struct pc_msg *resp);
+
+/* Answer PC_RPC_SLOT_PROMOTE (slotmap_spill.c). */
+int sm_spill_rpc(struct slotmap *sm, const void *req, size_t len, struct pc_msg *resp);
+
+/* Add the spill counters kept outside the store's metrics. */
+void sm_spill_metrics(struct slotmap *sm, struct pc_metrics *m);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 
+#include "proto.h"
 #include "slot.h"
 #include "slotmap.h"
 
@@ -16,6 +17,7 @@ struct sm_layout {
 	uint32_t node;
 	uint64_t inc;			/* the node's fabric incarnation */
 	uint32_t nr_classes;
+	bool spill;			/* the node spills to disk: ask it about misses */
 	struct sm_class {
 		struct slot_geometry g;
 		uint64_t base;
@@ -34,6 +36,7 @@ struct slotmap {
 	struct sm_layout **layouts;	/* per node; NULL until fetched */
 	pthread_mutex_t lock;		/* fetch and retire */
 	struct sm_layout *retired;
+	struct sm_spill *spill;		/* this node's disk, when it spills */
 };
 
 /* The layout of node, or NULL when it is not known yet. */
@@ -156,5 +159,20 @@ void sm_take_errors(struct sm_kc *k, const struct pc_op *ops);
 /* After a pass: drop the layouts of stale keys and make them pending again, once;
  * returns whether any key goes round again. */
 bool sm_retry_stale(struct slotmap *sm, void *keys, size_t stride, size_t n, int pass);
+
+/* ------------------------------------------------------------------ spill (slotmap_spill.c) */
+
+/* Start spilling this node's slots to its disk when the topology asks for it. */
+int sm_spill_open(struct slotmap *sm, char *err, size_t errlen);
+void sm_spill_close(struct slotmap *sm);
+
+/* Promote keys from this node's disk back into its slots; answers get one entry per
+ * key and, when payloads is not NULL, the payloads of the 0 answers are appended to it
+ * up to budget bytes (later ones are answered -EAGAIN: read them in their slots). */
+void sm_spill_promote(struct slotmap *sm, const struct proto_promote_key *keys, uint32_t n,
+		      uint32_t budget, struct proto_promote_ans *ans, struct pc_msg *payloads);
+
+/* The disk pool of class c (NULL when not spilling), for tests. */
+struct disk_pool *sm_spill_disk(struct slotmap *sm, uint32_t c);
 
 #endif

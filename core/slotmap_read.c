@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "slotmap_int.h"
 
 struct gkey {
@@ -350,6 +351,174 @@ static void get_pass(struct slotmap *sm, struct gkey *keys, size_t n, uint64_t *
 	free(at);
 }
 
+/* ------------------------------------------------------------------ spill fallback */
+
+#define PROMOTE_INLINE (8u << 20)	/* payload bytes an owner may answer with */
+
+/* A miss the owner's disk may hold. */
+static bool may_be_on_disk(const struct gkey *k)
+{
+	return k->kc.state == SM_DONE && !k->kc.err && k->kc.lay && k->kc.lay->spill &&
+	       !k->kc.pg->status &&
+	       (k->verdict == SLOT_MISS_ABSENT || k->verdict == SLOT_MISS_OTHER_KEY);
+}
+
+/* Take one answer: the payload (verified against the owner's checksum) for 0, a
+ * second look at the slot for -EAGAIN. Returns whether the key reads again. */
+static bool take_answer(struct slotmap *sm, struct gkey *k, const struct proto_promote_ans *a,
+			const uint8_t *payload)
+{
+	if (a->status == -EAGAIN) {
+		k->kc.state = SM_PENDING;
+		k->verdict = 0;
+		k->first_phase = false;
+		return true;
+	}
+	if (a->status)
+		return false;
+	if (a->len > k->maxlen || (k->expect && a->len != k->expect)) {
+		k->verdict = SLOT_MISS_LENGTH;
+		return false;
+	}
+	if (!sm->payload_free) {
+		memcpy(k->kc.pg->data, payload, a->len);
+		if (slot_checksum(k->kc.h, k->kc.pg->data, a->len) != a->checksum) {
+			k->verdict = SLOT_MISS_CHECKSUM;
+			return false;
+		}
+	}
+	k->kc.pg->len = a->len;
+	k->verdict = SLOT_HIT;
+	METRIC_ADD(sm->st, disk_hits, 1);
+	return false;
+}
+
+/*
+ * Ask the owners of misses that spill to disk, one RPC per owner in one phase (this
+ * node's own misses without the network). Answers come with the pages' bytes, or
+ * send the key back for a second slot read. Returns whether any key reads again.
+ */
+static bool promote_misses(struct slotmap *sm, struct gkey *keys, size_t n)
+{
+	struct pc_store *st = sm->st;
+	uint32_t nn = st->topo->nr_nodes, nr = 0, *cnt = calloc(nn, sizeof(*cnt));
+	struct pc_rpc *rpcs = NULL;
+	uint8_t **req = NULL;
+	bool again = false;
+
+	if (!cnt)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (may_be_on_disk(&keys[i]))
+			nr += !cnt[keys[i].kc.owner]++;
+	if (!nr)
+		goto out;
+	rpcs = calloc(nr, sizeof(*rpcs));
+	req = calloc(nn, sizeof(*req));
+	if (!rpcs || !req)
+		goto out;
+	/* per owner: the header, then its keys in batch order */
+	nr = 0;
+	for (uint32_t o = 0; o < nn; o++) {
+		struct proto_promote h = { .n = cnt[o], .budget = PROMOTE_INLINE };
+
+		if (!cnt[o] || cnt[o] > PROTO_PROMOTE_MAX_KEYS)
+			continue;
+		req[o] = malloc(sizeof(h) + cnt[o] * sizeof(struct proto_promote_key));
+		if (!req[o])
+			continue;
+		memcpy(req[o], &h, sizeof(h));
+		rpcs[nr++] = (struct pc_rpc){ .peer = o, .opcode = PC_RPC_SLOT_PROMOTE, .req = req[o],
+					      .req_len = sizeof(h) + cnt[o] * sizeof(struct proto_promote_key) };
+		cnt[o] = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+		struct proto_promote_key q = { .lo = k->kc.h.lo, .hi = k->kc.h.hi, .expect = k->expect,
+					       .cap = k->maxlen };
+
+		if (!may_be_on_disk(k) || !req[k->kc.owner])
+			continue;
+		memcpy(req[k->kc.owner] + sizeof(struct proto_promote) + cnt[k->kc.owner]++ * sizeof(q),
+		       &q, sizeof(q));
+	}
+	for (uint32_t r = 0; r < nr; r++) {
+		if (rpcs[r].peer != st->self)
+			continue;
+		/* our own disk: promote in place, then read the slots again */
+		{
+			struct proto_promote h;
+			struct proto_promote_ans *ans = malloc(cnt[st->self] * sizeof(*ans));
+
+			memcpy(&h, req[st->self], sizeof(h));
+			if (ans) {
+				sm_spill_promote(sm, (const void *)(req[st->self] + sizeof(h)), h.n, 0,
+						 ans, NULL);
+				rpcs[r].resp.data = ans;
+				rpcs[r].resp.len = h.n * sizeof(*ans);
+			}
+			rpcs[r].status = ans ? 0 : -ENOMEM;
+		}
+	}
+	{
+		/* the remote owners, all at once */
+		struct pc_rpc *remote = rpcs;
+		uint32_t nrem = 0;
+
+		for (uint32_t r = 0; r < nr; r++)
+			if (rpcs[r].peer == st->self) {
+				struct pc_rpc t = rpcs[0];
+
+				rpcs[0] = rpcs[r];
+				rpcs[r] = t;
+				remote = rpcs + 1;
+				break;
+			}
+		nrem = nr - (uint32_t)(remote - rpcs);
+		if (nrem) {
+			store_call(st, remote, nrem);
+			METRIC_ADD(st, promote_rpcs, nrem);
+		}
+	}
+	for (uint32_t r = 0; r < nr; r++) {
+		uint32_t o = rpcs[r].peer, m = cnt[o], j = 0;
+		const struct proto_promote_ans *ans = rpcs[r].resp.data;
+		const uint8_t *payload;
+		size_t need = (size_t)m * sizeof(*ans);
+
+		if (rpcs[r].status || rpcs[r].resp.len < need)
+			continue;	/* the owner could not say: the misses stand */
+		payload = (const uint8_t *)rpcs[r].resp.data + need;
+		for (uint32_t a = 0; a < m; a++)
+			if (!ans[a].status && !sm->payload_free)
+				need += ans[a].len;
+		if (rpcs[r].resp.len != need) {
+			pc_warn("node %s sent a malformed promote answer; its misses stand",
+				st->topo->nodes[o].name);
+			continue;
+		}
+		for (size_t i = 0; i < n && j < m; i++) {
+			struct gkey *k = &keys[i];
+
+			if (k->kc.owner != o || !may_be_on_disk(k))
+				continue;
+			again |= take_answer(sm, k, &ans[j], payload);
+			if (!ans[j].status && !sm->payload_free)
+				payload += ans[j].len;
+			j++;
+		}
+	}
+out:
+	for (uint32_t r = 0; rpcs && r < nr; r++)
+		pc_msg_free(&rpcs[r].resp);
+	for (uint32_t o = 0; req && o < nn; o++)
+		free(req[o]);
+	free(req);
+	free(rpcs);
+	free(cnt);
+	return again;
+}
+
 static void count_verdict(struct pc_store *st, const struct gkey *k)
 {
 	static const size_t miss_field[SLOT_NR_VERDICTS] = {
@@ -403,6 +572,9 @@ int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
 		if (!sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
 			break;
 	}
+	/* Misses an owner may have on disk: ask it; read again what it put back. */
+	if (promote_misses(sm, keys, n))
+		get_pass(sm, keys, n, &bytes);
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 

@@ -129,6 +129,8 @@ static int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req,
 	switch (opcode) {
 	case PC_RPC_LAYOUT:
 		return len ? -EPROTO : slotmap_layout_rpc(st->sm, resp);
+	case PC_RPC_SLOT_PROMOTE:
+		return sm_spill_rpc(st->sm, req, len, resp);
 	case PC_RPC_TIER_OFFER:
 	case PC_RPC_TIER_QUERY:
 	case PC_RPC_TIER_PUT:
@@ -196,6 +198,8 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 		return -ENOMEM;
 	st->clock = o->clock ? o->clock : pc_clock_posix();
 	st->payload_free = o->payload_free;
+	st->storage = o->storage;
+	st->backend_arg = o->backend_arg;
 	pthread_rwlock_init(&st->bufs_lock, NULL);
 	pthread_mutex_init(&st->stage_lock, NULL);
 	if (o->topo) {
@@ -259,17 +263,16 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 			goto err_ring;
 		st->owns_fabric = true;
 	}
-	ret = slotmap_open(st, &st->sm);
+	ret = slotmap_open(st, &st->sm, err, sizeof(err));
 	if (ret) {
-		open_error(o, "%s: node %s: cannot set up its slots: %s", st->topo->source,
-			   o->node ? o->node : "-", strerror(-ret));
+		open_error(o, "%s: node %s: %s", st->topo->source, o->node ? o->node : "-", err);
 		goto err_fabric;
 	}
 	if (st->self != PC_PEER_NONE && st->topo->store.tier_host_blocks) {
 		struct tier_params tp = { .fabric = st->fabric, .clock = st->clock,
 					  .cfg = &st->topo->store,
 					  .disk_dir = st->topo->nodes[st->self].nvme.path,
-					  .storage = o->storage, .storage_arg = o->backend_arg,
+					  .storage = st->storage, .storage_arg = st->backend_arg,
 					  .payload_free = st->payload_free };
 
 		ret = tier_open(&tp, &st->tier, err, sizeof(err));
@@ -366,6 +369,7 @@ void pc_store_metrics(struct pc_store *st, struct pc_metrics *out)
 
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	sm_spill_metrics(st->sm, out);
 }
 
 int pc_store_node(const struct pc_store *st)

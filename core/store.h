@@ -45,6 +45,8 @@ struct pc_store {
 	pthread_mutex_t stage_lock;	/* guards the list only, never held across a call */
 	struct store_stage *stages;	/* idle staging areas */
 	bool payload_free;		/* headers only, pages not stored (simulator) */
+	const struct pc_storage_ops *storage;	/* the disk backend; NULL: posix */
+	void *backend_arg;		/* the fabric's and storage's backend argument */
 	struct pc_metrics metrics;	/* updated with atomics */
 	pthread_rwlock_t bufs_lock;
 	struct store_buf *bufs;

@@ -81,7 +81,7 @@ static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *de
 		const struct pool_meta *m = &t->pool->meta[v[i]];	/* stable while DEMOTING */
 		uint64_t sum;
 
-		if (m->on_disk && disk_has(t->disk, m->key, NULL, &sum) && sum == m->sum)
+		if (m->on_disk && disk_has(t->disk, m->key, NULL, &sum, NULL) && sum == m->sum)
 			continue;	/* an inclusive copy is still there */
 		wi[nw] = i;
 		b[nw++] = (struct disk_blk){ .key = m->key, .data = pool_block(t->pool, v[i]),
@@ -206,7 +206,7 @@ static enum pc_where where_is(struct tier *t, uint64_t hash)
 {
 	if (pool_find(t->pool, key_of(hash), NULL) != POOL_NONE)
 		return PC_WHERE_HOST;
-	if (t->disk && disk_has(t->disk, key_of(hash), NULL, NULL))
+	if (t->disk && disk_has(t->disk, key_of(hash), NULL, NULL, NULL))
 		return PC_WHERE_DISK;
 	return PC_WHERE_NONE;
 }
@@ -452,7 +452,7 @@ static int on_fetch(struct tier *t, const void *req, size_t len, struct pc_msg *
 		pin[i] = pool_find_lease(t->pool, key_of(hash[i]), &l, &s);
 		if (pin[i] != POOL_NONE)
 			TSTAT(t, fetch_host, 1);
-		else if (t->disk && disk_has(t->disk, key_of(hash[i]), NULL, NULL))
+		else if (t->disk && disk_has(t->disk, key_of(hash[i]), NULL, NULL, NULL))
 			idx[m++] = i;
 	}
 	if (m) {

@@ -43,6 +43,7 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, timeout_ms, FT_U32, 1, 3600000),
 	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1),
 	FENUM(struct pc_store_cfg, slot_read_policy, read_policy_names),
+	F(struct pc_store_cfg, slot_spill_ways, FT_U32, 0, SLOT_MAX_WAYS - 1),
 	F(struct pc_store_cfg, tier_host_blocks, FT_U32, 0, 1u << 30),
 	F(struct pc_store_cfg, tier_disk_blocks, FT_U32, 0, 1u << 30),
 	F(struct pc_store_cfg, tier_block_bytes, FT_SIZE, 0, GiB),
@@ -578,6 +579,15 @@ static int validate_tier(struct pc_topology *t, char *err, size_t errlen)
 	if (!s->tier_block_bytes)
 		s->tier_block_bytes = t->model.present ? t->model.page_bytes :
 							 s->size_classes[s->nr_classes - 1];
+	if (s->slot_spill_ways >= s->slot_ways)
+		FAIL_AT(top,
+			"store.slot_spill_ways: %u free ways of %u would leave no way to write; use fewer than slot_ways",
+			s->slot_spill_ways, s->slot_ways);
+	for (uint32_t i = 0; s->slot_spill_ways && i < t->nr_nodes; i++)
+		if (!t->nodes[i].has_nvme)
+			FAIL_AT(t->nodes[i].mark,
+				"nodes[%u] (%s): store.slot_spill_ways spills to disk, but the node has no nvme: {path, capacity}; add one (or node_defaults.nvme)",
+				i, t->nodes[i].name);
 	if (s->tier_disk_blocks && !s->tier_host_blocks)
 		FAIL_AT(top,
 			"store.tier_disk_blocks: %u disk blocks but no host blocks; the disk pool holds what the host pool evicts, so set store.tier_host_blocks too",

@@ -122,8 +122,9 @@ struct ecl *ecl_up_args(const char *pcd, const char *protocol, const char *store
 		E->port0 = (uint16_t)(20000 + (rand() ^ getpid() * 31) % 40000);
 		snprintf(E->path, sizeof(E->path), "%s/e2e-%u.yaml", pc_test_tmpdir(), E->port0);
 		f = fopen(E->path, "w");
-		fprintf(f, "name: e2e\nstore: {protocol: %s, fallback: none, timeout_ms: 1000, %s}\nnodes:\n",
-			protocol, store);
+		fprintf(f, "name: e2e\nstore: {protocol: %s, fallback: none, timeout_ms: 1000, %s}\n"
+			"node_defaults: {nvme: {path: %s, capacity: 64MiB}}\nnodes:\n",
+			protocol, store, pc_test_tmpdir());
 		for (uint32_t i = 0; i < NODES; i++)
 			fprintf(f, "  - {name: n%u, address: 127.0.0.1, port: %u}\n", i, E->port0 + i);
 		fclose(f);

@@ -1,8 +1,10 @@
 /*
- * tier_e2e_test.c - the tiered pool across processes: pcd serves 8 host + 64 disk
- * blocks (--host-blocks/--disk-blocks/--disk-dir); this process is node n0 and runs
- * the seed's three smoke runs against it, asserting bytes, counters and pcd's log
- * lines; then 9x capacity, and a disk directory pcd cannot use.
+ * tier_e2e_test.c - tiers across processes. The tiered pool: pcd serves 8 host + 64
+ * disk blocks (--host-blocks/--disk-blocks/--disk-dir); this process is node n0 and
+ * runs the seed's three smoke runs against it, asserting bytes, counters and pcd's
+ * log lines; then 9x capacity, and a disk directory pcd cannot use. Spill under
+ * slotmap: a working set 4x the cluster's slots written through n0, read through a
+ * client.
  *
  *   tier_e2e_test PCD [PROTOCOL]
  */
@@ -128,10 +130,41 @@ static void test_bad_disk_dir(void)
 	ecl_down(E);
 }
 
+/* Three nodes of 60 slots keeping 2 ways per bucket free; 720 pages written through
+ * n0, 8 at a time, and read through a client that owns no slots. */
+static void test_spill_under_slotmap(void)
+{
+	struct ecl *E = ecl_up(pcd_bin(), protocol(),
+			       "slot_size_classes: [16KiB], global_segment_size: 1MiB, slot_spill_ways: 2",
+			       true);
+	struct pc_store *reader = ecl_open_store(E, NULL);
+	struct pc_metrics m;
+	int wrong = 0, bad = 0, hits;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reader);
+	for (uint32_t i = 0; i < 720; i += 8) {
+		pc_test_write_pages(E->n0, i, 8, 12288);
+		usleep(30000);	/* the owners' sweeps keep ways free */
+	}
+	hits = pc_test_read_pages(reader, 720, 12288, &wrong, &bad);
+	pc_store_metrics(reader, &m);
+	printf("\n  over %s: 720 pages in 3 x 60 slots: %d hits, %llu served from owners' disks, %d wrong, %llu promote RPCs",
+	       protocol(), hits, (unsigned long long)m.disk_hits, wrong,
+	       (unsigned long long)m.promote_rpcs);
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(hits >= 648);			/* 90% */
+	CU_ASSERT(m.disk_hits >= 400);		/* most were on disk */
+	CU_ASSERT(m.promote_rpcs <= 3 * 45);	/* one per batch and owner at most */
+	pc_store_close(reader);
+	ecl_down(E);
+}
+
 static CU_TestInfo tests[] = {
 	{ "the seed's three smoke runs, across processes", test_smoke_runs },
 	{ "9x capacity across processes", test_nine_times_capacity },
 	{ "a disk directory pcd cannot use", test_bad_disk_dir },
+	{ "spill under slotmap: 4x the slots across processes", test_spill_under_slotmap },
 	CU_TEST_INFO_NULL,
 };
 

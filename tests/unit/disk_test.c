@@ -96,8 +96,8 @@ static void roundtrip(bool direct, uint32_t len)
 	/* take: read once more and remove */
 	CU_ASSERT_EQUAL(get_n(d, 0, 4, len, 1, true, NULL), 4);
 	CU_ASSERT_EQUAL(disk_used(d), 6);
-	CU_ASSERT_FALSE(disk_has(d, key(0), NULL, NULL));
-	CU_ASSERT_TRUE(disk_has(d, key(4), NULL, NULL));
+	CU_ASSERT_FALSE(disk_has(d, key(0), NULL, NULL, NULL));
+	CU_ASSERT_TRUE(disk_has(d, key(4), NULL, NULL, NULL));
 	/* replacing a key: the new bytes win */
 	put_n(d, 5, 1, len, 2);
 	CU_ASSERT_EQUAL(get_n(d, 5, 1, len, 2, false, NULL), 1);
@@ -170,7 +170,7 @@ static void test_flipped_byte(void)
 	CU_ASSERT_EQUAL(status[1], -EBADMSG);
 	disk_get_stats(d, &st);
 	CU_ASSERT_EQUAL(st.corrupt, 1);
-	CU_ASSERT_FALSE(disk_has(d, key(1), NULL, NULL));
+	CU_ASSERT_FALSE(disk_has(d, key(1), NULL, NULL, NULL));
 	CU_ASSERT_EQUAL(get_n(d, 1, 1, BLOCK, 1, false, status), 0);
 	CU_ASSERT_EQUAL(status[0], -ENOENT);
 	free(page);
@@ -218,7 +218,7 @@ static void test_injected_errors(void)
 	CU_ASSERT_EQUAL(disk_put(d, b, 2), 0);
 	CU_ASSERT(b[0].status == -ENOSPC && b[1].status == -ENOSPC);
 	CU_ASSERT_EQUAL(disk_used(d), 0);
-	CU_ASSERT_FALSE(disk_has(d, key(0), NULL, NULL));
+	CU_ASSERT_FALSE(disk_has(d, key(0), NULL, NULL, NULL));
 	/* EIO on read: a miss, the block is dropped */
 	sh.err = 0;
 	put_n(d, 0, 2, BLOCK, 1);

@@ -2,6 +2,7 @@
  * testutil.c - runs CUnit suites and says loudly when nothing ran.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,57 @@ int pc_test_page_ok(const uint8_t *p, size_t len, const char *key, uint32_t vers
 	ok = !memcmp(p, want, len);
 	free(want);
 	return ok;
+}
+
+int pc_test_write_pages(struct pc_store *s, uint32_t from, uint32_t n, uint32_t len)
+{
+	struct pc_page pg[64];
+	char keys[64][32];
+	uint8_t *buf = malloc((size_t)n * len + 1);
+	int ret;
+
+	if (!buf || n > 64) {
+		free(buf);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "page-%u", from + i);
+		pc_test_fill(buf + (size_t)i * len, len, keys[i], 1);
+		pg[i] = (struct pc_page){ .key = keys[i], .key_len = strlen(keys[i]),
+					  .data = buf + (size_t)i * len, .len = len };
+	}
+	ret = pc_batch_set(s, pg, n);
+	free(buf);
+	return ret;
+}
+
+int pc_test_read_pages(struct pc_store *s, uint32_t total, uint32_t len, int *wrong, int *bad)
+{
+	struct pc_page pg[16];
+	char keys[16][32];
+	uint8_t *buf = malloc((size_t)16 * len);
+	int hits = 0, r;
+
+	for (uint32_t from = 0; buf && from < total; from += 16) {
+		uint32_t n = total - from < 16 ? total - from : 16;
+
+		for (uint32_t i = 0; i < n; i++) {
+			snprintf(keys[i], sizeof(keys[i]), "page-%u", from + i);
+			memset(buf + (size_t)i * len, 0xee, len);
+			pg[i] = (struct pc_page){ .key = keys[i], .key_len = strlen(keys[i]),
+						  .data = buf + (size_t)i * len, .cap = len, .len = len };
+		}
+		r = pc_batch_get(s, pg, n);
+		hits += r > 0 ? r : 0;
+		for (uint32_t i = 0; i < n; i++) {
+			if (pg[i].status == 0 && !pc_test_page_ok(pg[i].data, len, keys[i], 1))
+				(*wrong)++;
+			else if (pg[i].status && pg[i].status != -ENOENT)
+				(*bad)++;
+		}
+	}
+	free(buf);
+	return hits;
 }
 
 int pc_test_connect(uint16_t port)

@@ -26,6 +26,17 @@ const char *pc_test_tmpdir(void);
 void pc_test_fill(uint8_t *p, size_t len, const char *key, uint32_t version);
 int pc_test_page_ok(const uint8_t *p, size_t len, const char *key, uint32_t version);
 
+struct pc_store;
+
+/* Write pages "page-<i>" for i in [from, from+n) through s, in one batch (n <= 64),
+ * each `len` bytes of pc_test_fill(key, 1). Returns what pc_batch_set returned. */
+int pc_test_write_pages(struct pc_store *s, uint32_t from, uint32_t n, uint32_t len);
+
+/* Read pages [0, total) through s, 16 per batch, expecting `len` bytes each. Returns
+ * the hits; *wrong counts hits whose bytes are not the page's, *bad statuses other
+ * than 0 and -ENOENT. */
+int pc_test_read_pages(struct pc_store *s, uint32_t total, uint32_t len, int *wrong, int *bad);
+
 /* A TCP connection to 127.0.0.1:port, for tests that speak raw frames (fatal on failure). */
 int pc_test_connect(uint16_t port);
 

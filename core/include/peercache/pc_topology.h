@@ -91,6 +91,10 @@ struct pc_store_cfg {
 	uint32_t timeout_ms;			/* a dead peer fails a call within this */
 	bool slot_cas_claim;			/* remote writers claim a slot with CAS */
 	enum pc_read_policy slot_read_policy;
+	/* Spill under slotmap: each node keeps this many ways per bucket free by moving
+	 * its oldest pages to disk (nvme.path, nvme.capacity) in the background; a
+	 * reader's miss asks the owner, which promotes them back. 0 = off. */
+	uint32_t slot_spill_ways;
 	bool classes_explicit;			/* slot_size_classes was given */
 	struct pc_mark classes_mark;
 	/* The tiered pool each node serves (offer/query/stage_put/fetch): host blocks in

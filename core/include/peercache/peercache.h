@@ -135,6 +135,15 @@ struct pc_metrics {
 	uint64_t batches;		/* batch calls */
 	uint64_t round_trips;		/* network phases they issued */
 	uint64_t layout_fetches;	/* slot-layout RPCs (once per peer and restart) */
+	/* spill under slotmap (store.slot_spill_ways) */
+	uint64_t disk_hits;		/* reader: slot misses the owner served from disk */
+	uint64_t promote_rpcs;		/* reader: owners asked about misses */
+	uint64_t spill_demoted;		/* owner: pages moved from slots to disk */
+	uint64_t spill_promoted;	/* owner: pages moved back into slots */
+	uint64_t spill_corrupt;		/* owner: disk copies that failed their checksum */
+	uint64_t spill_failures;	/* owner: demotions that failed (EIO, ENOSPC) */
+	uint64_t spill_dropped;		/* owner: pages the full disk dropped (its LRU tail) */
+	uint64_t spill_stale;		/* owner: disk copies dropped for a newer slot version */
 };
 
 PC_API void pc_store_metrics(struct pc_store *s, struct pc_metrics *out);
