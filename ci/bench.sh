@@ -3,6 +3,7 @@
 # cluster on loopback at 12 KiB, 64 KiB and 256 KiB pages (64-page batches), next to
 # a raw TCP stream, Redis 7 (pipelined MSET/MGET) and memcached 1.6 (multi-get,
 # -I 1m), all started and stopped here. pcd is pinned to CPU 1, pcbench to CPU 0.
+# Then the disk tier (pctierbench) against raw sequential I/O of the same disk.
 # Timing is noisy on a shared machine: read the ratios, measured in one run.
 set -eu
 cd "$(dirname "$0")/.."
@@ -50,3 +51,9 @@ for page in 12KiB 64KiB 256KiB; do
 		--batch 64 --iters 5 --cpu 0 --server-cpu 1 --prefix "b$page" \
 		--redis $((BASE + 1)) --memcached $((BASE + 2))
 done
+
+# The disk tier against the disk under it, in the same run (ratios to raw sequential
+# I/O of the same directory; see tools/pctierbench.c).
+echo "=== disk tier: 12 KiB blocks (Qwen2.5-0.5B pages), then 2 MiB (Llama-3.1-8B pages)"
+./build/tools/pctierbench --dir "${PC_BENCH_DISK_DIR:-/var/tmp}"
+./build/tools/pctierbench --dir "${PC_BENCH_DISK_DIR:-/var/tmp}" --block 2MiB --blocks 512 --batch 16 --rounds 2

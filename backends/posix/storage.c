@@ -2,26 +2,48 @@
  * storage.c - the disk tier's block file on a real filesystem: an unlinked file
  * (O_TMPFILE, or open+unlink where the filesystem lacks it), O_DIRECT with 4 KiB
  * alignment where the filesystem allows it, buffered I/O with one log line where not.
+ *
+ * A batch is cut into runs of transfers that follow each other in the file; each run
+ * is one vectored I/O. With O_DIRECT all runs of a batch are in flight at once
+ * (Linux native AIO), so that blocks scattered over the file are read at the
+ * device's queue depth, not one at a time.
  */
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
-
 
 #include <peercache/pc_storage.h>
 
 #include "log.h"
 
 #define DIRECT_ALIGN 4096
+#define AIO_DEPTH 128		/* runs in flight per batch */
+
+/* An AIO context and room for one batch's requests; each call takes one. */
+struct aio_slot {
+	aio_context_t ctx;
+	struct iocb cb[AIO_DEPTH];
+	struct iocb *cbp[AIO_DEPTH];
+	struct io_event ev[AIO_DEPTH];
+	struct iovec v[AIO_DEPTH][8];
+	struct aio_slot *next;
+};
 
 struct posix_storage {
 	struct pc_storage base;
 	int fd;
+	pthread_mutex_t lock;		/* the idle AIO slots */
+	struct aio_slot *idle;
+	bool no_aio;			/* io_setup refused: synchronous I/O */
 };
 
 static struct posix_storage *to_posix(struct pc_storage *s)
@@ -84,37 +106,200 @@ static int posix_open(struct pc_storage *s, const struct pc_storage_params *p)
 		}
 	}
 	ps->fd = fd;
+	pthread_mutex_init(&ps->lock, NULL);
 	s->bytes = p->bytes;
 	return 0;
 }
 
 static void posix_close(struct pc_storage *s)
 {
-	close(to_posix(s)->fd);
+	struct posix_storage *ps = to_posix(s);
+
+	while (ps->idle) {
+		struct aio_slot *a = ps->idle;
+
+		ps->idle = a->next;
+		syscall(SYS_io_destroy, a->ctx);
+		free(a);
+	}
+	pthread_mutex_destroy(&ps->lock);
+	close(ps->fd);
+}
+
+/* Transfers whose file ranges follow each other go out as one preadv/pwritev: a
+ * batch of blocks the disk pool laid out side by side is one sequential I/O. */
+static size_t run_of(const struct pc_io *ios, size_t n)
+{
+	size_t k = 1;
+
+	while (k < n && k < IOV_MAX && ios[k].off == ios[k - 1].off + ios[k - 1].len)
+		k++;
+	return k;
+}
+
+static void set_status(struct pc_io *ios, size_t n, int status)
+{
+	for (size_t i = 0; i < n; i++)
+		ios[i].status = status;
+}
+
+/* One run, synchronously, from byte `done` on. */
+static void run_sync(int fd, struct pc_io *ios, size_t k, bool write, size_t done)
+{
+	struct iovec v[IOV_MAX];
+	size_t first = 0, total = 0;
+
+	for (size_t j = 0; j < k; j++) {
+		v[j] = (struct iovec){ .iov_base = ios[j].buf, .iov_len = ios[j].len };
+		total += ios[j].len;
+	}
+	/* skip what already went through */
+	for (size_t skip = done; skip && first < k;) {
+		if (skip >= v[first].iov_len) {
+			skip -= v[first].iov_len;
+			first++;
+		} else {
+			v[first].iov_base = (char *)v[first].iov_base + skip;
+			v[first].iov_len -= skip;
+			skip = 0;
+		}
+	}
+	while (done < total) {
+		ssize_t r = write ? pwritev(fd, v + first, (int)(k - first), (off_t)(ios[0].off + done)) :
+				    preadv(fd, v + first, (int)(k - first), (off_t)(ios[0].off + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			set_status(ios, k, r < 0 ? -errno : -EIO);
+			return;
+		}
+		done += (size_t)r;
+		while (r > 0 && first < k) {
+			if ((size_t)r >= v[first].iov_len) {
+				r -= (ssize_t)v[first].iov_len;
+				first++;
+			} else {
+				v[first].iov_base = (char *)v[first].iov_base + r;
+				v[first].iov_len -= (size_t)r;
+				r = 0;
+			}
+		}
+	}
+}
+
+static struct aio_slot *aio_take(struct posix_storage *ps)
+{
+	struct aio_slot *a;
+
+	pthread_mutex_lock(&ps->lock);
+	a = ps->idle;
+	if (a)
+		ps->idle = a->next;
+	pthread_mutex_unlock(&ps->lock);
+	if (a || ps->no_aio)
+		return a;
+	a = calloc(1, sizeof(*a));
+	if (a && syscall(SYS_io_setup, AIO_DEPTH, &a->ctx)) {
+		pc_dbg("disk: io_setup: %s; synchronous I/O", strerror(errno));
+		ps->no_aio = true;
+		free(a);
+		a = NULL;
+	}
+	return a;
+}
+
+static void aio_give(struct posix_storage *ps, struct aio_slot *a)
+{
+	pthread_mutex_lock(&ps->lock);
+	a->next = ps->idle;
+	ps->idle = a;
+	pthread_mutex_unlock(&ps->lock);
+}
+
+/*
+ * Up to AIO_DEPTH runs (of at most 8 transfers) in flight at once. Runs the kernel
+ * would not take, or that came back short, finish synchronously. Returns how many
+ * transfers it consumed.
+ */
+static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_io *ios, size_t n,
+		       bool write)
+{
+	size_t at[AIO_DEPTH], len[AIO_DEPTH], cnt[AIO_DEPTH], i = 0;
+	long nr = 0, sent = 0, got = 0;
+
+	while (i < n && nr < AIO_DEPTH) {
+		size_t k = run_of(ios + i, n - i);
+
+		if (k > 8)
+			k = 8;
+		at[nr] = i;
+		cnt[nr] = k;
+		len[nr] = 0;
+		for (size_t j = 0; j < k; j++) {
+			a->v[nr][j] = (struct iovec){ .iov_base = ios[i + j].buf, .iov_len = ios[i + j].len };
+			len[nr] += ios[i + j].len;
+		}
+		a->cb[nr] = (struct iocb){ .aio_fildes = (uint32_t)ps->fd, .aio_data = (uint64_t)nr,
+					   .aio_lio_opcode = write ? IOCB_CMD_PWRITEV : IOCB_CMD_PREADV,
+					   .aio_buf = (uint64_t)(uintptr_t)a->v[nr], .aio_nbytes = k,
+					   .aio_offset = (int64_t)ios[i].off };
+		a->cbp[nr] = &a->cb[nr];
+		nr++;
+		i += k;
+	}
+	while (sent < nr) {
+		long r = syscall(SYS_io_submit, a->ctx, nr - sent, a->cbp + sent);
+
+		if (r <= 0)
+			break;
+		sent += r;
+	}
+	while (got < sent) {
+		long r = syscall(SYS_io_getevents, a->ctx, 1, sent - got, a->ev, NULL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		for (long e = 0; e < r; e++) {
+			size_t x = (size_t)a->ev[e].data;
+			int64_t res = a->ev[e].res;
+
+			if (res < 0)
+				set_status(ios + at[x], cnt[x], (int)res);
+			else if ((size_t)res < len[x])
+				run_sync(ps->fd, ios + at[x], cnt[x], write, (size_t)res);
+		}
+		got += r;
+	}
+	/* what the kernel did not take runs here */
+	for (long x = sent; x < nr; x++)
+		run_sync(ps->fd, ios + at[x], cnt[x], write, 0);
+	return i;
 }
 
 static int posix_rw(struct pc_storage *s, struct pc_io *ios, size_t n, bool write)
 {
-	int fd = to_posix(s)->fd;
+	struct posix_storage *ps = to_posix(s);
+	struct aio_slot *a = NULL;
 
-	for (size_t i = 0; i < n; i++) {
-		size_t done = 0;
+	/* several runs on a direct file: in flight together */
+	if (s->direct && n > 1 && run_of(ios, n) < n)
+		a = aio_take(ps);
+	for (size_t i = 0; i < n;) {
+		size_t k;
 
-		while (done < ios[i].len) {
-			ssize_t r = write ? pwrite(fd, (char *)ios[i].buf + done, ios[i].len - done,
-						   (off_t)(ios[i].off + done)) :
-					    pread(fd, (char *)ios[i].buf + done, ios[i].len - done,
-						  (off_t)(ios[i].off + done));
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				ios[i].status = r < 0 ? -errno : -EIO;
-				break;
-			}
-			done += (size_t)r;
+		if (a) {
+			i += aio_wave(ps, a, ios + i, n - i, write);
+			continue;
 		}
+		k = run_of(ios + i, n - i);
+		run_sync(ps->fd, ios + i, k, write, 0);
+		i += k;
 	}
+	if (a)
+		aio_give(ps, a);
 	return 0;
 }
 

@@ -1,0 +1,251 @@
+/*
+ * pctierbench - the disk tier against the disk it runs on, in one run.
+ *
+ *   pctierbench [--dir DIR] [--block BYTES] [--blocks N] [--batch B] [--rounds R]
+ *
+ * 1. raw: sequential O_DIRECT writes and reads of an unlinked file in DIR, 4 MiB per
+ *    call: what the disk does at best (the reference).
+ * 2. demote / promote: the disk pool writing and reading back N blocks in batches of
+ *    B (with checksums, bounce buffers where needed, metadata), as GB/s and as a ratio
+ *    of raw; promotion both in the order blocks were written and in random order.
+ * 3. the share of each phase spent computing checksums.
+ * 4. the tiered pool itself (8 host + 64 disk blocks, as in the seed): the latency of
+ *    a fetch that promotes 4 blocks, next to the seed's 44 ms.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <peercache/pc_storage.h>
+
+#include "disk.h"
+#include "inproc/inproc.h"
+#include "tool_common.h"
+
+#define RAW_CHUNK (4u << 20)
+
+static const char usage[] =
+	"usage: pctierbench [--dir DIR] [--block BYTES] [--blocks N] [--batch B] [--rounds R]\n";
+
+struct opts {
+	const char *dir;
+	uint32_t block, blocks, batch, rounds;
+};
+
+static struct pc_storage *open_file(const struct opts *o, uint64_t bytes)
+{
+	struct pc_storage_params p = { .dir = o->dir, .bytes = bytes, .direct = true };
+	struct pc_storage *s;
+	int ret = pc_storage_open("posix", &p, &s);
+
+	if (ret)
+		tool_die("pctierbench", "--dir %s: %s", o->dir, strerror(-ret));
+	return s;
+}
+
+/* Sequential whole-file write then read, RAW_CHUNK per call. GB/s into w and r. */
+static void raw(const struct opts *o, uint64_t bytes, double *w, double *r)
+{
+	struct pc_storage *s = open_file(o, bytes);
+	uint8_t *buf = aligned_alloc(4096, RAW_CHUNK);
+	struct pc_io io = { .buf = buf };
+	double t0;
+
+	memset(buf, 0x5a, RAW_CHUNK);
+	for (int pass = 0; pass < 2; pass++) {
+		t0 = tool_now();
+		for (uint64_t off = 0; off < bytes; off += RAW_CHUNK) {
+			io.off = off;
+			io.len = bytes - off < RAW_CHUNK ? bytes - off : RAW_CHUNK;
+			if ((pass ? pc_storage_read(s, &io, 1) : pc_storage_write(s, &io, 1)) || io.status)
+				tool_die("pctierbench", "raw %s failed: %s", pass ? "read" : "write",
+					 strerror(-io.status));
+		}
+		*(pass ? r : w) = (double)bytes / (tool_now() - t0) / 1e9;
+	}
+	if (!s->direct)
+		printf("note: %s has no O_DIRECT here; the page cache flatters every number\n", o->dir);
+	free(buf);
+	pc_storage_close(s);
+}
+
+static void shuffle(uint32_t *v, uint32_t n)
+{
+	for (uint32_t i = n - 1; i > 0; i--) {
+		uint32_t j = (uint32_t)rand() % (i + 1), t = v[i];
+
+		v[i] = v[j];
+		v[j] = t;
+	}
+}
+
+static struct pc_keyhash key(uint32_t i)
+{
+	return keyhash_of(&i, sizeof(i));
+}
+
+/* The disk pool: put all blocks, get them back in write order and shuffled. */
+static void pool(const struct opts *o, double rw, double rr)
+{
+	uint64_t bytes = disk_file_bytes(o->blocks, o->block, 4096);
+	struct pc_storage *s = open_file(o, bytes);
+	struct disk_pool *d;
+	uint64_t stride = ((uint64_t)o->block + 4095) / 4096 * 4096;
+	uint8_t *host = aligned_alloc(4096, stride * o->batch);
+	struct disk_blk *b = calloc(o->batch, sizeof(*b));
+	uint32_t *order = malloc(o->blocks * sizeof(*order));
+	struct disk_stats st0, st1;
+	double t0, el, gbs;
+	int ret = disk_open(s, o->blocks, o->block, false, &d);
+
+	if (ret)
+		tool_die("pctierbench", "disk pool: %s", strerror(-ret));
+	for (uint32_t i = 0; i < o->batch; i++)
+		for (uint64_t k = 0; k < o->block; k++)
+			host[i * stride + k] = (uint8_t)(k * 31 + i);
+	printf("%-28s %10s %8s %10s %12s\n", "", "GB/s", "vs raw", "checksums", "per batch");
+	for (int phase = 0; phase < 3; phase++) {
+		static const char *const name[] = { "demote (disk_put)", "promote, write order",
+						    "promote, random order" };
+
+		for (uint32_t i = 0; i < o->blocks; i++)
+			order[i] = i;
+		if (phase == 2)
+			shuffle(order, o->blocks);
+		disk_get_stats(d, &st0);
+		t0 = tool_now();
+		for (uint32_t r = 0; r < o->rounds; r++) {
+			for (uint32_t i = 0; i < o->blocks; i += o->batch) {
+				uint32_t n = o->blocks - i < o->batch ? o->blocks - i : o->batch;
+
+				for (uint32_t k = 0; k < n; k++)
+					b[k] = (struct disk_blk){ .key = key(order[i + k]), .data = host + k * stride,
+								  .len = o->block, .cap = o->block };
+				ret = phase ? disk_get(d, b, n, false) : disk_put(d, b, n);
+				if (ret != (int)n)
+					tool_die("pctierbench", "%s: %d of %u blocks (status %d)", name[phase],
+						 ret, n, b[0].status);
+			}
+		}
+		el = tool_now() - t0;
+		disk_get_stats(d, &st1);
+		gbs = (double)o->blocks * o->rounds * o->block / el / 1e9;
+		printf("%-28s %10.2f %8.2f %9.1f%% %9.2f ms\n", name[phase], gbs, gbs / (phase ? rr : rw),
+		       100.0 * (double)(st1.sum_ns - st0.sum_ns) / (el * 1e9),
+		       el * 1e3 / ((double)o->rounds * ((o->blocks + o->batch - 1) / o->batch)));
+	}
+	disk_close(d);
+	pc_storage_close(s);
+	free(host);
+	free(b);
+	free(order);
+}
+
+/* The seed's peer: 8 host + 64 disk blocks; fetching 4 disk-resident blocks demotes
+ * 4 others and promotes the 4. The fetch's promotion latency, over many rounds. */
+static void seed_latency(const struct opts *o)
+{
+	char text[1024], err[PC_ERR_MAX] = "";
+	struct pc_topology *t = NULL;
+	struct inproc_world *w = inproc_world_create(2);
+	struct pc_store *peer = NULL, *client = NULL;
+	struct pc_store_opts so = { .size = sizeof(so), .fabric = "inproc", .backend_arg = w,
+				    .err = err, .errlen = sizeof(err) };
+	uint8_t *buf = aligned_alloc(4096, 8 * (size_t)o->block);
+	struct pc_block blk[8];
+	struct pc_tier_metrics m0, m1;
+	double *lat = calloc(o->rounds * 40 + 4, sizeof(*lat));
+	int nlat = 0;
+
+	snprintf(text, sizeof(text),
+		 "store: {global_segment_size: %uKiB, slot_size_classes: [%uKiB], tier_block_bytes: %u, tier_host_blocks: 8, tier_disk_blocks: 64, tier_free_percent: 0}\n"
+		 "node_defaults: {address: 127.0.0.1, nvme: {path: %s}}\n"
+		 "nodes:\n  - {name: p, port: 40000}\n  - {name: c, port: 40001}\n",
+		 8 * ((o->block + 1023) / 1024 + 1), (o->block + 1023) / 1024, o->block, o->dir);
+	if (pc_topology_parse(text, strlen(text), "seed", &t, err, sizeof(err)))
+		tool_die("pctierbench", "%s", err);
+	so.topo = t;
+	so.node = "p";
+	if (pc_store_open(&so, &peer))
+		tool_die("pctierbench", "%s", err);
+	so.node = "c";
+	if (pc_store_open(&so, &client))
+		tool_die("pctierbench", "%s", err);
+	memset(buf, 7, 8 * (size_t)o->block);
+	/* sets 0..15 of 4 blocks: after the first two, every fetch of an old set
+	 * promotes 4 blocks and demotes 4 */
+	for (uint32_t set = 0; set < 16; set++) {
+		for (uint32_t k = 0; k < 4; k++)
+			blk[k] = (struct pc_block){ .hash = set * 4 + k + 1, .data = buf + k * (size_t)o->block,
+						    .len = o->block };
+		pc_tier_put(client, 0, blk, 4);
+	}
+	for (uint32_t r = 0; r < o->rounds * 40; r++) {
+		uint32_t set = (uint32_t)rand() % 14;	/* never the two on host */
+
+		for (uint32_t k = 0; k < 4; k++)
+			blk[k] = (struct pc_block){ .hash = set * 4 + k + 1, .data = buf + k * (size_t)o->block,
+						    .cap = o->block };
+		pc_tier_metrics(peer, &m0);
+		if (pc_tier_fetch(client, 0, blk, 4) != 4)
+			tool_die("pctierbench", "seed fetch: a block missed");
+		pc_tier_metrics(peer, &m1);
+		if (m1.promote_batches == m0.promote_batches + 1 &&
+		    m1.promoted_blocks == m0.promoted_blocks + 4)
+			lat[nlat++] = (double)(m1.promote_ns - m0.promote_ns) / 1e6;
+	}
+	if (nlat) {
+		for (int i = 1; i < nlat; i++)
+			for (int j = i; j > 0 && lat[j] < lat[j - 1]; j--) {
+				double x = lat[j];
+
+				lat[j] = lat[j - 1];
+				lat[j - 1] = x;
+			}
+		printf("promote 4 blocks of %u B (demoting 4): p50 %.2f ms, p99 %.2f ms over %d fetches; the seed: 44 ms (%.0fx)\n",
+		       o->block, lat[nlat / 2], lat[nlat * 99 / 100], nlat, 44.0 / lat[nlat / 2]);
+	}
+	pc_store_close(client);
+	pc_store_close(peer);
+	inproc_world_destroy(w);
+	pc_topology_free(t);
+	free(buf);
+	free(lat);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "dir", required_argument, NULL, 'd' }, { "block", required_argument, NULL, 'b' },
+		{ "blocks", required_argument, NULL, 'n' }, { "batch", required_argument, NULL, 'B' },
+		{ "rounds", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct opts o = { .dir = "/var/tmp", .block = 12288, .blocks = 16384, .batch = 64, .rounds = 3 };
+	double rw, rr;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "d:b:n:B:r:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o.dir = optarg; break;
+		case 'b': o.block = (uint32_t)tool_size("pctierbench", "--block", optarg); break;
+		case 'n': o.blocks = (uint32_t)tool_uint("pctierbench", "--blocks", optarg); break;
+		case 'B': o.batch = (uint32_t)tool_uint("pctierbench", "--batch", optarg); break;
+		case 'r': o.rounds = (uint32_t)tool_uint("pctierbench", "--rounds", optarg); break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: tool_die("pctierbench", "%s: unknown flag or missing value; see --help", argv[optind - 1]);
+		}
+	}
+	tool_log_to_stderr("pctierbench");
+	pc_log_set_level(PC_LOG_WARN);
+	srand(1);
+	raw(&o, disk_file_bytes(o.blocks, o.block, 4096), &rw, &rr);
+	printf("pctierbench: %u blocks of %u B in batches of %u, %s\n", o.blocks, o.block, o.batch, o.dir);
+	printf("%-28s %10.2f\n%-28s %10.2f\n", "raw sequential write", rw, "raw sequential read", rr);
+	pool(&o, rw, rr);
+	seed_latency(&o);
+	return 0;
+}
