@@ -34,6 +34,7 @@ struct gkey {
 	int verdict;			/* enum slot_verdict once decided */
 	bool first_phase;		/* decided by phase 1 */
 	bool found;			/* exists: a header names the key */
+	bool from_disk;			/* its owner promoted it from disk */
 	int cand_cls, cand_way;
 	uint8_t hdr[SLOT_HEADER_BYTES];
 	uint8_t *idx[PC_MAX_CLASSES];	/* index blocks */
@@ -372,6 +373,7 @@ static bool take_answer(struct slotmap *sm, struct gkey *k, const struct proto_p
 		k->kc.state = SM_PENDING;
 		k->verdict = 0;
 		k->first_phase = false;
+		k->from_disk = true;
 		return true;
 	}
 	if (a->status)
@@ -389,7 +391,7 @@ static bool take_answer(struct slotmap *sm, struct gkey *k, const struct proto_p
 	}
 	k->kc.pg->len = a->len;
 	k->verdict = SLOT_HIT;
-	METRIC_ADD(sm->st, disk_hits, 1);
+	k->from_disk = true;
 	return false;
 }
 
@@ -581,6 +583,8 @@ int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
 		if (k->kc.pg->status)	/* bad arguments */
 			goto next;
 		count_verdict(st, k);
+		if (k->from_disk && !k->kc.err && k->verdict == SLOT_HIT)
+			METRIC_ADD(st, disk_hits, 1);
 		if (k->kc.err)
 			k->kc.pg->status = k->kc.err;
 		else if (k->verdict == SLOT_HIT)

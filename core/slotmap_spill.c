@@ -28,7 +28,8 @@
 #include "slotmap_int.h"
 
 #define SWEEP_NS 10000000ULL	/* the task's period */
-#define SWEEP_BUCKETS 2048	/* buckets looked at per class and period */
+#define SWEEP_BUCKETS 2048	/* buckets looked at per class and period, at most: */
+#define SWEEP_ROUNDS 10		/* a whole class in this many periods, when fewer do */
 #define BATCH_PAGES 64		/* pages per disk write, at most... */
 #define BATCH_BYTES (8u << 20)	/* ...and about this many bytes */
 #define PROMOTE_CHUNK (16u << 20)	/* bytes read back from disk at a time */
@@ -170,7 +171,12 @@ static void spill_task(void *arg)
 		pc_clock_sleep(sm->st->clock, SWEEP_NS);
 		for (uint32_t c = 0; c < sp->nr_classes; c++) {
 			const struct slot_geometry *g = &sm->own.cls[c].g;
-			uint64_t todo = g->nr_buckets < SWEEP_BUCKETS ? g->nr_buckets : SWEEP_BUCKETS;
+			uint64_t todo = (g->nr_buckets + SWEEP_ROUNDS - 1) / SWEEP_ROUNDS;
+
+			if (todo < 64)
+				todo = g->nr_buckets < 64 ? g->nr_buckets : 64;
+			if (todo > SWEEP_BUCKETS)
+				todo = SWEEP_BUCKETS;
 			uint32_t n = 0;
 
 			for (uint64_t i = 0; i < todo; i++) {

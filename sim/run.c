@@ -33,6 +33,9 @@ struct cluster {
 	uint64_t stop_ns;
 	double wall0;
 	uint64_t done_requests, expect_requests;
+	uint64_t scheduled;		/* requests given an arrival */
+	bool gen_done;			/* the workload has no more */
+	bool finished;			/* results taken, stores closing */
 	uint8_t *buf;			/* page bytes when payloads are kept */
 	char err[PC_ERR_MAX];
 	int failed;
@@ -63,7 +66,7 @@ static int open_node(struct cluster *c, uint32_t i)
 	struct pc_store_opts o = { .size = sizeof(o), .topo = c->cfg->topo,
 				   .node = c->cfg->topo->nodes[i].name,
 				   .clock = sim_world_clock(c->w, i), .payload_free = c->cfg->payload_free,
-				   .ring = c->ring,
+				   .ring = c->ring, .storage = &sim_storage_ops, .backend_arg = c->w,
 				   .err = c->err, .errlen = sizeof(c->err) };
 	int ret = pc_fabric_open_ops(&sim_fabric_ops, &fp, &c->fab[i]);
 
@@ -80,6 +83,8 @@ static int open_node(struct cluster *c, uint32_t i)
 	}
 	return ret;
 }
+
+static void maybe_finish(struct cluster *c);
 
 static void close_node(struct cluster *c, uint32_t i)
 {
@@ -190,6 +195,63 @@ out:
 	free(r->pages);
 	free(r->tokens);
 	free(r);
+	maybe_finish(c);
+}
+
+/* The run's totals from every store and device, at the end of the run. */
+static void collect(struct cluster *c)
+{
+	struct run_result *res = c->res;
+	uint64_t max_owned = 0, sum_owned = 0;
+
+	res->sim_s = (double)sim_now(c->s) / 1e9;
+	net_utilisation(c->w->net, (double)sim_now(c->s), &res->nic_util_mean, &res->nic_util_max);
+	for (uint32_t i = 0; i < c->nn; i++) {
+		struct pc_metrics m;
+
+		if (c->w->nvme[i]) {
+			double u = nvme_utilisation(c->w->nvme[i], (double)sim_now(c->s));
+
+			res->nvme_util_mean += u / c->nn;
+			res->nvme_util_max = u > res->nvme_util_max ? u : res->nvme_util_max;
+		}
+		if (c->st[i]) {
+			pc_store_metrics(c->st[i], &m);
+			res->evictions += (double)m.evictions;
+			res->demotions += (double)m.spill_demoted;
+			res->promotions += (double)m.spill_promoted;
+			res->pages_disk += m.disk_hits;
+		}
+		sum_owned += c->owned[i];
+		max_owned = c->owned[i] > max_owned ? c->owned[i] : max_owned;
+	}
+	/* Page hits served from disk (counted by the stores, before any prefix cut). */
+	if (res->pages_disk > res->pages_host)
+		res->pages_disk = res->pages_host;
+	res->pages_host -= res->pages_disk;
+	res->bytes_moved = net_bytes(c->w->net);
+	res->load_max_over_mean = sum_owned ? (double)max_owned * c->nn / (double)sum_owned : 0;
+}
+
+/* The last request is done: take the results, then close the stores, which stops
+ * their background tasks (spill sweeps, lease expiry) so that the run can end. */
+static void closer(void *arg)
+{
+	struct cluster *c = arg;
+
+	collect(c);
+	for (uint32_t i = 0; i < c->nn; i++)
+		if (c->st[i])
+			close_node(c, i);
+}
+
+static void maybe_finish(struct cluster *c)
+{
+	if (c->finished || !c->gen_done || c->done_requests != c->scheduled)
+		return;
+	c->finished = true;
+	if (!sim_spawn(c->s, closer, c, 0, true))
+		c->failed = -ENOMEM;
 }
 
 static uint32_t pick_node(struct cluster *c)
@@ -214,13 +276,13 @@ static void schedule_next(struct cluster *c)
 	struct req *r;
 	int ret = wl_next(c->gen, &wr);
 
-	if (ret <= 0) {
+	if (ret <= 0 || c->failed || (c->stop_ns && wr.t_ns > c->stop_ns)) {
 		if (ret < 0)
 			c->failed = ret;
+		c->gen_done = true;
+		maybe_finish(c);
 		return;
 	}
-	if (c->stop_ns && wr.t_ns > c->stop_ns)
-		return;
 	r = calloc(1, sizeof(*r));
 	if (!r || !(r->pages = malloc(wr.npages * sizeof(uint64_t))) ||
 	    !(r->tokens = malloc(wr.npages * sizeof(uint32_t)))) {
@@ -228,6 +290,8 @@ static void schedule_next(struct cluster *c)
 		if (r)
 			free(r->pages);
 		free(r);
+		c->gen_done = true;
+		maybe_finish(c);
 		return;
 	}
 	r->c = c;
@@ -235,6 +299,7 @@ static void schedule_next(struct cluster *c)
 	r->prefix = wr.prefix;
 	memcpy(r->pages, wr.pages, wr.npages * sizeof(uint64_t));
 	memcpy(r->tokens, wr.tokens, wr.npages * sizeof(uint32_t));
+	c->scheduled++;
 	sim_at(c->s, wr.t_ns, arrival, r);
 }
 
@@ -272,6 +337,10 @@ static void change_membership(struct sim *s, void *arg)
 	uint32_t node = m->ev.node;
 
 	(void)s;
+	if (c->finished) {
+		free(m);
+		return;
+	}
 	if (!m->ev.join && c->alive[node]) {
 		c->alive[node] = false;
 		sim_world_set_down(c->w, node, true);
@@ -306,7 +375,6 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 {
 	const struct pc_topology *t = cfg->topo;
 	struct cluster c = { .cfg = cfg, .nn = t->nr_nodes, .res = res };
-	uint64_t max_owned = 0, sum_owned = 0;
 	int ret = -ENOMEM;
 
 	memset(res, 0, sizeof(*res));
@@ -380,24 +448,12 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 		snprintf(err, errlen, "simulation failed: %s", strerror(-ret));
 		goto out;
 	}
-	res->sim_s = (double)sim_now(c.s) / 1e9;
-	net_utilisation(c.w->net, (double)sim_now(c.s), &res->nic_util_mean, &res->nic_util_max);
-	for (uint32_t i = 0; i < c.nn; i++) {
-		struct pc_metrics m;
-
-		if (c.w->nvme[i]) {
-			double u = nvme_utilisation(c.w->nvme[i], (double)sim_now(c.s));
-
-			res->nvme_util_mean += u / c.nn;
-			res->nvme_util_max = u > res->nvme_util_max ? u : res->nvme_util_max;
-		}
-		pc_store_metrics(c.st[i], &m);
-		res->evictions += (double)m.evictions;
-		sum_owned += c.owned[i];
-		max_owned = c.owned[i] > max_owned ? c.owned[i] : max_owned;
+	if (!c.finished) {	/* the workload never ended by itself */
+		ret = -EIO;
+		snprintf(err, errlen, "simulation ended with %llu of %llu requests done",
+			 (unsigned long long)c.done_requests, (unsigned long long)c.scheduled);
+		goto out;
 	}
-	res->bytes_moved = net_bytes(c.w->net);
-	res->load_max_over_mean = sum_owned ? (double)max_owned * c.nn / (double)sum_owned : 0;
 	ret = 0;
 out:
 	for (uint32_t i = 0; c.st && i < c.nn; i++)

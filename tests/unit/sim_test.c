@@ -480,6 +480,49 @@ static void test_prefix_exact(void)
 	free(seen);
 }
 
+/* ---------------------------------------------------------------- spill */
+
+/* The same Zipf workload on slots that hold an eighth of its keys, with and without a
+ * disk under them: spill turns most misses into disk hits, on the NVMe model. */
+static void test_spill_adds_hits(void)
+{
+	struct run_result r[2];
+	char err[PC_ERR_MAX];
+
+	for (int spill = 0; spill < 2; spill++) {
+		struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 3 };
+		struct pc_topology *t = NULL;
+		char text[768];
+
+		snprintf(text, sizeof(text),
+			 "store: {slot_size_classes: [16KiB], slot_ways: 4, global_segment_size: 4MiB, slot_spill_ways: %d}\n"
+			 "node_defaults: {nvme: {path: /unused, capacity: 128MiB, read_mbps: 2000, write_mbps: 1000, latency_us: 80, queue_depth: 32}}\n"
+			 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n",
+			 spill);
+		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(wl_parse(slow() ? "zipf:keys=4000,s=0.8,pages=4,requests=300,rate=500" :
+						       "zipf:keys=4000,s=0.8,pages=4,requests=4000,rate=500",
+					       &cfg.wl, err, sizeof(err)), 0);
+		cfg.topo = t;
+		if (run_sim(&cfg, &r[spill], err, sizeof(err)))
+			printf("\n  %s\n", err);
+		pc_topology_free(t);
+	}
+	printf("\n  504 slots for 4000 keys: page hits %.3f without a disk; %.3f with one (%.3f from disk; %.0f demoted, %.0f promoted; NVMe busy %.1f%%)",
+	       (double)r[0].page_hits / (double)r[0].pages, (double)r[1].page_hits / (double)r[1].pages,
+	       (double)r[1].pages_disk / (double)r[1].pages, r[1].demotions, r[1].promotions,
+	       100 * r[1].nvme_util_mean);
+	CU_ASSERT_EQUAL(r[0].pages_disk, 0);
+	CU_ASSERT_EQUAL(r[0].demotions, 0);
+	CU_ASSERT(r[1].pages_disk > 0);
+	CU_ASSERT(r[1].promotions > 0 && r[1].demotions > 0);
+	CU_ASSERT(r[1].nvme_util_mean > 0);
+	if (!slow())
+		CU_ASSERT(r[1].page_hits - r[0].page_hits > (r[0].pages - r[0].page_hits) / 2);
+	run_result_free(&r[0]);
+	run_result_free(&r[1]);
+}
+
 static CU_TestInfo tests[] = {
 	{ "engine: deterministic for a seed", test_determinism },
 	{ "latency histogram quantiles within 3%", test_hist },
@@ -489,6 +532,7 @@ static CU_TestInfo tests[] = {
 	{ "W-way bucket overflow vs Poisson", test_bucket_overflow },
 	{ "slotmap hit rate vs FIFO approximation", test_fifo_hit_rate },
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
+	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
 	CU_TEST_INFO_NULL,
 };
 

@@ -136,7 +136,7 @@ struct pc_metrics {
 	uint64_t round_trips;		/* network phases they issued */
 	uint64_t layout_fetches;	/* slot-layout RPCs (once per peer and restart) */
 	/* spill under slotmap (store.slot_spill_ways) */
-	uint64_t disk_hits;		/* reader: slot misses the owner served from disk */
+	uint64_t disk_hits;		/* reader: hits the owner promoted from its disk */
 	uint64_t promote_rpcs;		/* reader: owners asked about misses */
 	uint64_t spill_demoted;		/* owner: pages moved from slots to disk */
 	uint64_t spill_promoted;	/* owner: pages moved back into slots */
