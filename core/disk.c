@@ -50,18 +50,18 @@ int disk_open(struct pc_storage *stg, uint32_t nr_blocks, uint32_t block_bytes,
 	d->block_bytes = block_bytes;
 	d->stride = round_up(block_bytes, stg->align);
 	d->payload_free = payload_free;
+	pthread_mutex_init(&d->lock, NULL);
 	d->meta = calloc(nr_blocks, sizeof(*d->meta));
 	d->free_list = malloc(nr_blocks * sizeof(*d->free_list));
-	if (!d->meta || !d->free_list || keymap_init(&d->map, nr_blocks)) {
+	if (!d->meta || !d->free_list || keymap_init(&d->map, nr_blocks) ||
+	    lru_init(&d->lru, nr_blocks)) {
 		disk_close(d);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&d->lock, NULL);
 	/* hand out low blocks first: a young pool's writes stay together */
 	for (uint32_t i = 0; i < nr_blocks; i++)
 		d->free_list[i] = nr_blocks - 1 - i;
 	d->nr_free = nr_blocks;
-	d->lru_head = d->lru_tail = NONE;
 	*out = d;
 	return 0;
 }
@@ -70,43 +70,15 @@ void disk_close(struct disk_pool *d)
 {
 	if (!d)
 		return;
-	if (d->meta)
-		pthread_mutex_destroy(&d->lock);
+	pthread_mutex_destroy(&d->lock);
 	keymap_fini(&d->map);
+	lru_fini(&d->lru);
 	free(d->meta);
 	free(d->free_list);
 	free(d);
 }
 
 /* ------------------------------------------------------------------ metadata (locked) */
-
-static void lru_unlink(struct disk_pool *d, uint32_t i)
-{
-	struct disk_meta *m = &d->meta[i];
-
-	if (m->prev != NONE)
-		d->meta[m->prev].next = m->next;
-	else
-		d->lru_head = m->next;
-	if (m->next != NONE)
-		d->meta[m->next].prev = m->prev;
-	else
-		d->lru_tail = m->prev;
-	m->prev = m->next = NONE;
-}
-
-static void lru_push(struct disk_pool *d, uint32_t i)
-{
-	struct disk_meta *m = &d->meta[i];
-
-	m->prev = NONE;
-	m->next = d->lru_head;
-	if (d->lru_head != NONE)
-		d->meta[d->lru_head].prev = i;
-	d->lru_head = i;
-	if (d->lru_tail == NONE)
-		d->lru_tail = i;
-}
 
 static void block_free(struct disk_pool *d, uint32_t i)
 {
@@ -124,7 +96,7 @@ static void block_forget(struct disk_pool *d, uint32_t i)
 	if (keymap_get(&d->map, m->key, &cur) && cur == i)
 		keymap_del(&d->map, m->key);
 	if (m->state == DISK_VALID) {
-		lru_unlink(d, i);
+		lru_unlink(&d->lru, i);
 		d->nr_valid--;
 	}
 	m->state = DISK_WRITING;	/* not valid; not free while pinned */
@@ -140,10 +112,25 @@ static bool in_map(struct disk_pool *d, uint32_t i)
 	return keymap_get(&d->map, d->meta[i].key, &cur) && cur == i;
 }
 
+/* A put or get is done with block i. false when the block left the map meanwhile
+ * (replaced, removed, dropped): then it is freed if nobody else holds it. */
+static bool unpin(struct disk_pool *d, uint32_t i)
+{
+	struct disk_meta *m = &d->meta[i];
+
+	m->readers--;
+	if (in_map(d, i))
+		return true;
+	if (!m->readers && m->state != DISK_FREE)
+		block_free(d, i);
+	return false;
+}
+
 /* A free block, dropping the least recently used block nobody is reading. */
 static uint32_t block_alloc(struct disk_pool *d)
 {
-	for (uint32_t i = d->lru_tail; !d->nr_free && i != NONE; i = d->meta[i].prev) {
+	for (uint32_t i = d->lru.tail, newer; !d->nr_free && i != NONE; i = newer) {
+		newer = lru_newer(&d->lru, i);
 		if (d->meta[i].readers)
 			continue;
 		block_forget(d, i);
@@ -250,8 +237,7 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 		}
 		d->meta[blk[i]] = (struct disk_meta){ .key = b[i].key, .sum = b[i].sum, .aux = b[i].aux,
 						      .len = b[i].len,
-						      .state = DISK_WRITING, .readers = 1,
-						      .prev = NONE, .next = NONE };
+						      .state = DISK_WRITING, .readers = 1 };
 		keymap_put(&d->map, b[i].key, blk[i]);
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -267,16 +253,10 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < n; i++) {
-		struct disk_meta *m;
-
 		if (blk[i] == NONE)
 			continue;
-		m = &d->meta[blk[i]];
-		m->readers--;
 		b[i].status = ret ? ret : io[i].status;
-		if (!in_map(d, blk[i])) {		/* replaced or removed meanwhile */
-			if (!m->readers && m->state != DISK_FREE)
-				block_free(d, blk[i]);
+		if (!unpin(d, blk[i])) {	/* replaced or removed meanwhile */
 			if (!b[i].status)
 				b[i].status = -ECANCELED;
 			continue;
@@ -286,8 +266,8 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 			block_forget(d, blk[i]);
 			continue;
 		}
-		m->state = DISK_VALID;
-		lru_push(d, blk[i]);
+		d->meta[blk[i]].state = DISK_VALID;
+		lru_push(&d->lru, blk[i]);
 		d->nr_valid++;
 		d->stats.writes++;
 		d->stats.write_bytes += b[i].len;
@@ -337,8 +317,7 @@ int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take)
 		b[i].sum = m->sum;
 		b[i].aux = m->aux;
 		m->readers++;
-		lru_unlink(d, blk[i]);
-		lru_push(d, blk[i]);
+		lru_touch(&d->lru, blk[i]);
 	}
 	pthread_mutex_unlock(&d->lock);
 
@@ -360,17 +339,11 @@ int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take)
 
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < n; i++) {
-		struct disk_meta *m;
-
 		if (blk[i] == NONE)
 			continue;
-		m = &d->meta[blk[i]];
-		m->readers--;
 		if (ret)
 			b[i].status = ret;
-		if (!in_map(d, blk[i])) {	/* removed or replaced while we read */
-			if (!m->readers && m->state != DISK_FREE)
-				block_free(d, blk[i]);
+		if (!unpin(d, blk[i])) {	/* removed or replaced while we read */
 			if (!b[i].status)
 				b[i].status = -ENOENT;
 			continue;

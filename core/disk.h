@@ -28,6 +28,7 @@
 
 #include "keyhash.h"
 #include "keymap.h"
+#include "lru.h"
 
 /* One block of a batched put or get. */
 struct disk_blk {
@@ -60,8 +61,7 @@ struct disk_meta {
 	uint64_t aux;
 	uint32_t len;
 	uint8_t state;
-	uint8_t readers;		/* gets in flight: not reusable meanwhile */
-	uint32_t prev, next;		/* LRU links (VALID blocks), UINT32_MAX = none */
+	uint8_t readers;		/* gets and puts in flight: not reusable meanwhile */
 };
 
 struct disk_pool {
@@ -74,7 +74,7 @@ struct disk_pool {
 	pthread_mutex_t lock;
 	struct disk_meta *meta;
 	struct keymap map;		/* key -> block (VALID and WRITING) */
-	uint32_t lru_head, lru_tail;	/* head = most recent */
+	struct lru lru;			/* VALID blocks */
 	uint32_t *free_list;
 	uint32_t nr_free, nr_valid;
 	struct disk_stats stats;

@@ -28,7 +28,8 @@ int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, 
 	pthread_mutex_init(&p->lock, NULL);
 	p->meta = calloc(nr_blocks, sizeof(*p->meta));
 	p->free_list = malloc(nr_blocks * sizeof(*p->free_list));
-	if (!p->meta || !p->free_list || keymap_init(&p->map, nr_blocks))
+	if (!p->meta || !p->free_list || keymap_init(&p->map, nr_blocks) ||
+	    lru_init(&p->lru, nr_blocks))
 		goto err;
 	if (!payload_free) {
 		p->mem_bytes = p->stride * nr_blocks;
@@ -36,12 +37,9 @@ int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, 
 		if (ret)
 			goto err;
 	}
-	for (uint32_t i = 0; i < nr_blocks; i++) {
+	for (uint32_t i = 0; i < nr_blocks; i++)
 		p->free_list[i] = nr_blocks - 1 - i;
-		p->meta[i].prev = p->meta[i].next = NONE;
-	}
 	p->nr_free = nr_blocks;
-	p->lru_head = p->lru_tail = NONE;
 	*out = p;
 	return 0;
 err:
@@ -58,6 +56,7 @@ void pool_close(struct host_pool *p)
 	free(p->lease);
 	hostmem_unmap(p->mem, p->mem_bytes);
 	keymap_fini(&p->map);
+	lru_fini(&p->lru);
 	free(p->meta);
 	free(p->free_list);
 	pthread_mutex_destroy(&p->lock);
@@ -66,39 +65,11 @@ void pool_close(struct host_pool *p)
 
 /* ------------------------------------------------------------------ locked helpers */
 
-static void lru_unlink(struct host_pool *p, uint32_t i)
-{
-	struct pool_meta *m = &p->meta[i];
-
-	if (m->prev != NONE)
-		p->meta[m->prev].next = m->next;
-	else
-		p->lru_head = m->next;
-	if (m->next != NONE)
-		p->meta[m->next].prev = m->prev;
-	else
-		p->lru_tail = m->prev;
-	m->prev = m->next = NONE;
-}
-
-static void lru_push(struct host_pool *p, uint32_t i)
-{
-	struct pool_meta *m = &p->meta[i];
-
-	m->prev = NONE;
-	m->next = p->lru_head;
-	if (p->lru_head != NONE)
-		p->meta[p->lru_head].prev = i;
-	p->lru_head = i;
-	if (p->lru_tail == NONE)
-		p->lru_tail = i;
-}
-
 static void block_free(struct host_pool *p, uint32_t i)
 {
 	struct pool_meta *m = &p->meta[i];
 
-	*m = (struct pool_meta){ .state = POOL_FREE, .prev = NONE, .next = NONE };
+	*m = (struct pool_meta){ .state = POOL_FREE };
 	p->free_list[p->nr_free++] = i;
 }
 
@@ -109,7 +80,7 @@ static void block_drop(struct host_pool *p, uint32_t i)
 
 	keymap_del(&p->map, m->key);
 	if (m->state == POOL_VALID) {
-		lru_unlink(p, i);
+		lru_unlink(&p->lru, i);
 		p->nr_valid--;
 	} else {
 		p->nr_demoting--;
@@ -143,8 +114,7 @@ void pool_touch(struct host_pool *p, uint32_t i)
 {
 	pthread_mutex_lock(&p->lock);
 	if (p->meta[i].state == POOL_VALID) {
-		lru_unlink(p, i);
-		lru_push(p, i);
+		lru_touch(&p->lru, i);
 	}
 	pthread_mutex_unlock(&p->lock);
 }
@@ -183,7 +153,7 @@ int pool_commit(struct host_pool *p, uint32_t i, struct pc_keyhash key, uint32_t
 		m->leases = pin;
 		m->state = POOL_VALID;
 		keymap_put(&p->map, key, i);	/* cannot fail: one entry per block at most */
-		lru_push(p, i);
+		lru_push(&p->lru, i);
 		p->nr_valid++;
 		p->stats.committed++;
 	}
@@ -203,13 +173,13 @@ uint32_t pool_pick_victims(struct host_pool *p, uint32_t *out, uint32_t n)
 	uint32_t k = 0, i, prev;
 
 	pthread_mutex_lock(&p->lock);
-	for (i = p->lru_tail; i != NONE && k < n; i = prev) {
+	for (i = p->lru.tail; i != NONE && k < n; i = prev) {
 		struct pool_meta *m = &p->meta[i];
 
-		prev = m->prev;
+		prev = lru_newer(&p->lru, i);
 		if (m->leases)
 			continue;
-		lru_unlink(p, i);
+		lru_unlink(&p->lru, i);
 		m->state = POOL_DEMOTING;
 		p->nr_valid--;
 		p->nr_demoting++;
@@ -229,7 +199,7 @@ void pool_demoted(struct host_pool *p, uint32_t i, bool on_disk)
 		m->on_disk = on_disk;
 		p->nr_demoting--;
 		p->nr_valid++;
-		lru_push(p, i);
+		lru_push(&p->lru, i);
 	} else {
 		if (!on_disk)
 			p->stats.dropped++;
@@ -264,8 +234,7 @@ uint32_t pool_find_lease(struct host_pool *p, struct pc_keyhash key, uint32_t *l
 		*len = m->len;
 		*sum = m->sum;
 		if (m->state == POOL_VALID) {
-			lru_unlink(p, i);
-			lru_push(p, i);
+			lru_touch(&p->lru, i);
 		}
 	} else {
 		i = NONE;

@@ -24,6 +24,7 @@
 
 #include "keyhash.h"
 #include "keymap.h"
+#include "lru.h"
 
 enum pool_state { POOL_FREE = 0, POOL_STAGING, POOL_VALID, POOL_DEMOTING };
 
@@ -34,7 +35,6 @@ struct pool_meta {
 	uint8_t state;
 	bool on_disk;			/* an identical copy is in the disk pool (inclusive) */
 	uint16_t leases;
-	uint32_t prev, next;		/* LRU links of VALID blocks */
 };
 
 struct pool_lease {
@@ -60,7 +60,7 @@ struct host_pool {
 	pthread_mutex_t lock;
 	struct pool_meta *meta;
 	struct keymap map;		/* key -> VALID or DEMOTING block */
-	uint32_t lru_head, lru_tail;
+	struct lru lru;			/* VALID blocks */
 	uint32_t *free_list;
 	uint32_t nr_free, nr_valid, nr_demoting;
 	struct pool_lease *lease;	/* live leases */
