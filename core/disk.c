@@ -249,7 +249,7 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 			memset((uint8_t *)io[i].buf + b[i].len, 0, io[i].len - b[i].len);
 		}
 	if (!ret)
-		io_run(d, io, blk, n, true);
+		ret = io_run(d, io, blk, n, true);
 
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < n; i++) {
@@ -323,7 +323,7 @@ int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take)
 
 	ret = io_setup(d, b, blk, n, io, &bounce);
 	if (!ret)
-		io_run(d, io, blk, n, false);
+		ret = io_run(d, io, blk, n, false);
 	t0 = pc_clock_now(d->clock);
 	for (size_t i = 0; !ret && i < n; i++) {
 		if (blk[i] == NONE || (b[i].status = io[i].status))
@@ -348,6 +348,8 @@ int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take)
 				b[i].status = -ENOENT;
 			continue;
 		}
+		if (ret)
+			continue;	/* nothing was read (no memory): the block is fine */
 		if (b[i].status == -EBADMSG)
 			d->stats.corrupt++;
 		else if (b[i].status)
@@ -387,6 +389,19 @@ bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_
 		if (aux)
 			*aux = d->meta[i].aux;
 	}
+	pthread_mutex_unlock(&d->lock);
+	return found;
+}
+
+bool disk_remove_if(struct disk_pool *d, struct pc_keyhash key, uint64_t aux)
+{
+	uint32_t i;
+	bool found;
+
+	pthread_mutex_lock(&d->lock);
+	found = keymap_get(&d->map, key, &i) && d->meta[i].state == DISK_VALID && d->meta[i].aux == aux;
+	if (found)
+		block_forget(d, i);
 	pthread_mutex_unlock(&d->lock);
 	return found;
 }

@@ -61,7 +61,7 @@ struct disk_meta {
 	uint64_t aux;
 	uint32_t len;
 	uint8_t state;
-	uint8_t readers;		/* gets and puts in flight: not reusable meanwhile */
+	uint32_t readers;		/* gets and puts in flight: not reusable meanwhile */
 };
 
 struct disk_pool {
@@ -107,6 +107,10 @@ bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_
 
 /* Forget key. true when it was stored. */
 bool disk_remove(struct disk_pool *d, struct pc_keyhash key);
+
+/* Forget key only if the stored copy carries tag aux (that version, not a newer one
+ * put meanwhile). true when removed. */
+bool disk_remove_if(struct disk_pool *d, struct pc_keyhash key, uint64_t aux);
 
 /* Blocks stored now. */
 uint32_t disk_used(struct disk_pool *d);

@@ -10,7 +10,9 @@ int keymap_init(struct keymap *m, uint32_t max)
 {
 	uint32_t slots = 16;
 
-	while (slots < 2 * (uint64_t)max && slots < (1u << 31))
+	if (max > KEYMAP_MAX)
+		return -E2BIG;
+	while (slots < 2 * (uint64_t)max)
 		slots <<= 1;
 	m->t = calloc(slots, sizeof(*m->t));
 	if (!m->t)

@@ -28,7 +28,9 @@ struct keymap {
 	uint32_t n, max;
 };
 
-/* Room for max keys. 0 or -ENOMEM. */
+#define KEYMAP_MAX (1u << 30)	/* keys a map can hold: its table stays half empty */
+
+/* Room for max keys. 0, -E2BIG beyond KEYMAP_MAX, or -ENOMEM. */
 int keymap_init(struct keymap *m, uint32_t max);
 void keymap_fini(struct keymap *m);
 

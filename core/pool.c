@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hostmem.h"
+#include "log.h"
 #include "pool.h"
 
 #define NONE POOL_NONE
@@ -88,11 +89,18 @@ static void block_drop(struct host_pool *p, uint32_t i)
 	block_free(p, i);
 }
 
-/* One pin fewer; a DEMOTING block nobody holds any more is left for pool_demoted. */
+/* One pin more or fewer; nr_leased counts blocks with any. A DEMOTING block nobody
+ * holds any more is left for pool_demoted. */
+static void pin(struct host_pool *p, uint32_t i)
+{
+	if (!p->meta[i].leases++)
+		p->nr_leased++;
+}
+
 static void unpin(struct host_pool *p, uint32_t i)
 {
-	if (p->meta[i].leases)
-		p->meta[i].leases--;
+	if (p->meta[i].leases && !--p->meta[i].leases)
+		p->nr_leased--;
 }
 
 /* ------------------------------------------------------------------ API */
@@ -135,14 +143,17 @@ uint32_t pool_alloc(struct host_pool *p, uint32_t *out, uint32_t n)
 }
 
 int pool_commit(struct host_pool *p, uint32_t i, struct pc_keyhash key, uint32_t len, uint64_t sum,
-		bool on_disk, bool pin)
+		bool on_disk, bool want_pin)
 {
 	struct pool_meta *m = &p->meta[i];
 	uint32_t other;
 	int ret = 0;
 
 	pthread_mutex_lock(&p->lock);
-	if (keymap_get(&p->map, key, &other)) {
+	if (m->state != POOL_STAGING) {
+		ret = -EINVAL;	/* a caller bug: never commit a block twice */
+		pc_err("host pool: commit of block %u in state %u refused", i, m->state);
+	} else if (keymap_get(&p->map, key, &other)) {
 		block_free(p, i);
 		ret = -EEXIST;
 	} else {
@@ -150,8 +161,9 @@ int pool_commit(struct host_pool *p, uint32_t i, struct pc_keyhash key, uint32_t
 		m->len = len;
 		m->sum = sum;
 		m->on_disk = on_disk;
-		m->leases = pin;
 		m->state = POOL_VALID;
+		if (want_pin)
+			pin(p, i);
 		keymap_put(&p->map, key, i);	/* cannot fail: one entry per block at most */
 		lru_push(&p->lru, i);
 		p->nr_valid++;
@@ -230,7 +242,7 @@ uint32_t pool_find_lease(struct host_pool *p, struct pc_keyhash key, uint32_t *l
 	if (keymap_get(&p->map, key, &i) && p->meta[i].leases < UINT16_MAX) {
 		struct pool_meta *m = &p->meta[i];
 
-		m->leases++;
+		pin(p, i);
 		*len = m->len;
 		*sum = m->sum;
 		if (m->state == POOL_VALID) {
@@ -334,9 +346,8 @@ void pool_usage(struct host_pool *p, struct pool_usage *u)
 {
 	pthread_mutex_lock(&p->lock);
 	*u = (struct pool_usage){ .free = p->nr_free, .valid = p->nr_valid, .demoting = p->nr_demoting,
-				  .staging = p->nr_blocks - p->nr_free - p->nr_valid - p->nr_demoting };
-	for (uint32_t i = 0; i < p->nr_blocks; i++)
-		u->leased += p->meta[i].leases > 0;
+				  .staging = p->nr_blocks - p->nr_free - p->nr_valid - p->nr_demoting,
+				  .leased = p->nr_leased };
 	pthread_mutex_unlock(&p->lock);
 }
 

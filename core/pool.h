@@ -62,7 +62,7 @@ struct host_pool {
 	struct keymap map;		/* key -> VALID or DEMOTING block */
 	struct lru lru;			/* VALID blocks */
 	uint32_t *free_list;
-	uint32_t nr_free, nr_valid, nr_demoting;
+	uint32_t nr_free, nr_valid, nr_demoting, nr_leased;
 	struct pool_lease *lease;	/* live leases */
 	uint32_t nr_leases, cap_leases;
 	struct pool_stats stats;
@@ -90,10 +90,11 @@ void pool_touch(struct host_pool *p, uint32_t i);
 /* Up to n FREE blocks, now STAGING, into out. Returns how many. */
 uint32_t pool_alloc(struct host_pool *p, uint32_t *out, uint32_t n);
 
-/* Make a STAGING block VALID under key, pinned once when pin is set (for a lease).
- * -EEXIST (block freed) when key is already there (another put got in first). */
+/* Make a STAGING block VALID under key, pinned once when want_pin is set (for a
+ * lease). -EEXIST (block freed) when key is already there (another put got in
+ * first); -EINVAL when the block is not STAGING (a caller bug, refused). */
 int pool_commit(struct host_pool *p, uint32_t i, struct pc_keyhash key, uint32_t len, uint64_t sum,
-		bool on_disk, bool pin);
+		bool on_disk, bool want_pin);
 
 /* Give a STAGING block back. */
 void pool_unstage(struct host_pool *p, uint32_t i);

@@ -254,16 +254,14 @@ static inline uint64_t *slot_seq(const void *slot)
  * themselves and against remote CAS claims; a remote WRITE that ignores the claim can
  * still interleave with us, which the checksum turns into a clean miss for readers.
  */
-int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
-		     const void *page, uint32_t len, uint64_t stamp)
+int slot_write_local_at(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
+			const void *page, uint32_t len, uint64_t stamp, uint64_t s)
 {
 	uint64_t *seq = slot_seq(slot);
 	struct slot_header h;
-	uint64_t s;
 
 	if (len > g->page_bytes)
 		return -EMSGSIZE;
-	s = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
 	if (s & 1 || !__atomic_compare_exchange_n(seq, &s, s + 1, false, __ATOMIC_ACQ_REL,
 						  __ATOMIC_ACQUIRE))
 		return -EBUSY;
@@ -275,16 +273,34 @@ int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhas
 	return 0;
 }
 
-int slot_evict_local(void *slot, uint64_t seq)
+int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
+		     const void *page, uint32_t len, uint64_t stamp)
+{
+	return slot_write_local_at(slot, g, key, page, len, stamp,
+				   __atomic_load_n(slot_seq(slot), __ATOMIC_ACQUIRE));
+}
+
+int slot_evict_local(void *slot, const struct slot_header *expect, uint32_t *tag)
 {
 	static const struct slot_header empty;
-	uint64_t *sp = slot_seq(slot), s = seq;
+	uint64_t *sp = slot_seq(slot), s = expect->seq;
+	struct slot_header now;
 
-	if (seq & 1 || !__atomic_compare_exchange_n(sp, &s, seq + 1, false, __ATOMIC_ACQ_REL,
-						    __ATOMIC_ACQUIRE))
+	if (s & 1 || !__atomic_compare_exchange_n(sp, &s, s + 1, false, __ATOMIC_ACQ_REL,
+						  __ATOMIC_ACQUIRE))
 		return -EBUSY;
+	/* A writer that did not claim the slot may have reused this seq for another
+	 * page: empty it only if it is still the page the caller copied. */
+	slot_header_decode(slot, &now);
+	if (!keyhash_eq(now.key, expect->key) || now.checksum != expect->checksum ||
+	    now.stamp != expect->stamp || now.payload_len != expect->payload_len) {
+		__atomic_store_n(sp, expect->seq, __ATOMIC_RELEASE);
+		return -EBUSY;
+	}
+	if (tag)
+		__atomic_store_n(tag, 0, __ATOMIC_RELEASE);
 	encode_body(&empty, slot);
-	__atomic_store_n(sp, seq + 2, __ATOMIC_RELEASE);
+	__atomic_store_n(sp, expect->seq + 2, __ATOMIC_RELEASE);
 	return 0;
 }
 

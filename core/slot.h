@@ -183,9 +183,16 @@ enum slot_verdict slot_read_local(const void *slot, struct pc_keyhash key,
 				  uint32_t expected_len, uint32_t max_len, void *dst,
 				  uint32_t *len);
 
-/* Empty a local slot if it still holds the version seq names (its page went to disk):
- * claim seq (even to odd), write an empty header, release. -EBUSY when it changed. */
-int slot_evict_local(void *slot, uint64_t seq);
+/* slot_write_local, claiming the slot only from the version seq (for a caller that
+ * chose the slot from headers it read earlier): -EBUSY when the slot changed since. */
+int slot_write_local_at(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
+			const void *page, uint32_t len, uint64_t stamp, uint64_t seq);
+
+/* Empty a local slot if it still holds exactly the page expect describes (its copy
+ * went to disk): claim it from expect->seq, check key, length, checksum and stamp,
+ * clear the index tag while claimed (tag may be NULL), write an empty header,
+ * release. -EBUSY when the slot changed. */
+int slot_evict_local(void *slot, const struct slot_header *expect, uint32_t *tag);
 
 /* Read a local slot's header under the seqlock (torn reads report seq odd). */
 void slot_header_load(const void *slot, struct slot_header *h);

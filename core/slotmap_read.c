@@ -58,6 +58,13 @@ static void finish(struct gkey *k, int verdict)
 	k->kc.state = SM_DONE;
 }
 
+/* The most bytes a slot of class c may give key k: the caller's capacity, never more
+ * than the class holds (a header that claims more is refused, never copied). */
+static uint32_t max_len(const struct gkey *k, const struct sm_class *c)
+{
+	return k->maxlen < c->g.page_bytes ? k->maxlen : (uint32_t)c->g.page_bytes;
+}
+
 /* Look up the page in this node's own memory, under the seqlock. */
 static void get_local(struct slotmap *sm, struct gkey *k, uint64_t *bytes)
 {
@@ -81,7 +88,7 @@ static void get_local(struct slotmap *sm, struct gkey *k, uint64_t *bytes)
 			*bytes += SLOT_HEADER_BYTES;
 			if (slot_header_empty(&h) || !keyhash_eq(h.key, k->kc.h))
 				continue;
-			v = slot_read_local(slot, k->kc.h, k->expect, k->maxlen,
+			v = slot_read_local(slot, k->kc.h, k->expect, max_len(k, cl),
 					    slot_has_payload(&cl->g) ? k->kc.pg->data : NULL, &len);
 			if (v == SLOT_HIT) {
 				k->kc.pg->len = len;
@@ -159,7 +166,7 @@ static void phase1_eval(struct gkey *k)
 			slot_header_decode(slot, &h);
 			if (slot_header_empty(&h) || !keyhash_eq(h.key, k->kc.h))
 				continue;
-			v = sm_gate(c0, &h, slot + SLOT_HEADER_BYTES, k->kc.h, k->expect, k->maxlen);
+			v = sm_gate(c0, &h, slot + SLOT_HEADER_BYTES, k->kc.h, k->expect, max_len(k, c0));
 			if (v == SLOT_HIT) {
 				if (slot_has_payload(&c0->g))
 					memcpy(k->kc.pg->data, slot + SLOT_HEADER_BYTES, h.payload_len);

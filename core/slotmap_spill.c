@@ -74,15 +74,17 @@ static bool valid(const struct slot_header *h)
 
 /* Copy the candidates' pages (verified) through bounce (n pages of page_max), write
  * them to disk in one batch per class, and free each slot that still holds the
- * version copied. */
-static void demote(struct sm_spill *sp, struct cand *cv, uint32_t n, uint8_t *bounce)
+ * version copied. Returns how many slots it freed. */
+static uint32_t demote(struct sm_spill *sp, struct cand *cv, uint32_t n, uint8_t *bounce)
 {
 	struct slotmap *sm = sp->sm;
 	struct pc_store *st = sm->st;
 	struct disk_blk b[BATCH_PAGES];
-	uint32_t at[BATCH_PAGES], nb = 0;
+	uint32_t at[BATCH_PAGES], nb = 0, freed = 0;
 
 	for (uint32_t c = 0; c < sp->nr_classes; c++) {
+		uint64_t page = sm->own.cls[c].g.page_bytes;
+
 		nb = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			struct cand *x = &cv[i];
@@ -90,7 +92,8 @@ static void demote(struct sm_spill *sp, struct cand *cv, uint32_t n, uint8_t *bo
 			struct slot_header now;
 			uint32_t len;
 
-			if (x->cls != c)
+			/* a header claiming more than the class holds is never copied */
+			if (x->cls != c || x->h.payload_len > page)
 				continue;
 			/* a page that moved or changed since the sweep saw it stays put */
 			if (slot_read_local(slot_at(sm, c, x->bucket, x->way), x->h.key, x->h.payload_len,
@@ -113,12 +116,16 @@ static void demote(struct sm_spill *sp, struct cand *cv, uint32_t n, uint8_t *bo
 				METRIC_ADD(st, spill_failures, 1);
 				continue;	/* the page stays in its slot: nothing is lost */
 			}
-			if (slot_evict_local(slot_at(sm, c, x->bucket, x->way), x->h.seq))
-				continue;	/* rewritten meanwhile: the disk copy is a spare */
-			__atomic_store_n(&tags_of(sm, c, x->bucket)[x->way], 0, __ATOMIC_RELEASE);
+			/* rewritten meanwhile: the slot keeps the new page, the disk copy is a
+			 * spare that the next sweep drops as stale */
+			if (slot_evict_local(slot_at(sm, c, x->bucket, x->way), &x->h,
+					     &tags_of(sm, c, x->bucket)[x->way]))
+				continue;
 			METRIC_ADD(st, spill_demoted, 1);
+			freed++;
 		}
 	}
+	return freed;
 }
 
 /* Look at one bucket: drop disk copies older than the slots' versions, and pick the
@@ -143,7 +150,7 @@ static uint32_t sweep_bucket(struct sm_spill *sp, uint32_t c, uint64_t bucket, s
 			continue;
 		order[nv++] = w;
 		if (check && disk_has(sp->disk[c], h[w].key, NULL, NULL, &aux) && aux != h[w].checksum &&
-		    disk_remove(sp->disk[c], h[w].key))
+		    disk_remove_if(sp->disk[c], h[w].key, aux))
 			METRIC_ADD(sm->st, spill_stale, 1);
 	}
 	if (empty >= sp->free_ways)
@@ -195,9 +202,10 @@ static void spill_task(void *arg)
 /* ------------------------------------------------------------------ promotion */
 
 /*
- * Put a page back into its bucket: not over a newer copy of the key (a writer got
- * there first: the caller reads that one), into an empty way if there is one, else
- * over the oldest page, which goes to disk first. 0, -EEXIST, or -EBUSY.
+ * Put a page back into its bucket: not over a copy of the key already there (a writer
+ * got in first: the caller reads that one), into an empty way if there is one, else
+ * over the oldest page, which goes to disk first. The slot is claimed only from the
+ * version the choice was made on; if it changed, look again. 0, -EEXIST or -EBUSY.
  */
 static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const void *page,
 		   uint32_t len)
@@ -206,38 +214,45 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 	const struct slot_geometry *g = &sm->own.cls[c].g;
 	uint64_t bucket = slot_bucket_of(g, key);
 	struct slot_header h[SLOT_MAX_WAYS];
-	uint64_t stamp;
-	bool evicts;
-	int w, ret;
+	uint8_t *vb = NULL;
+	int ret = -EBUSY;
 
-	for (uint32_t x = 0; x < g->ways; x++) {
-		slot_header_load(slot_at(sm, c, bucket, x), &h[x]);
-		if (valid(&h[x]) && keyhash_eq(h[x].key, key))
-			return -EEXIST;
-	}
-	w = slot_pick_way(h, g->ways, key, slot_predicted_way(g, key), 0, &evicts);
-	if (w < 0)
-		return -EBUSY;
-	if (evicts && valid(&h[w])) {
-		struct cand x = { .cls = c, .way = (uint32_t)w, .bucket = bucket, .h = h[w] };
-		uint8_t *vb = sm->payload_free ? NULL : malloc(sp->page_max);
+	for (int attempt = 0; attempt < 16 && ret == -EBUSY; attempt++) {
+		bool evicts;
+		int w;
 
-		if (vb || sm->payload_free)
-			demote(sp, &x, 1, vb);
-		free(vb);
-	}
-	stamp = slot_next_stamp(h, g->ways, pc_clock_now(sm->st->clock));
-	for (int spin = 0;; spin++) {
-		ret = slot_write_local(slot_at(sm, c, bucket, (uint32_t)w), g, key, page, len, stamp);
-		if (ret != -EBUSY || spin == 1000)
+		if (attempt)
+			sched_yield();
+		for (uint32_t x = 0; x < g->ways; x++) {
+			slot_header_load(slot_at(sm, c, bucket, x), &h[x]);
+			if (valid(&h[x]) && keyhash_eq(h[x].key, key)) {
+				free(vb);
+				return -EEXIST;
+			}
+		}
+		w = slot_pick_way(h, g->ways, key, slot_predicted_way(g, key), 0, &evicts);
+		if (w < 0)
 			break;
-		sched_yield();
+		if (!slot_header_empty(&h[w]) || h[w].seq & 1) {
+			struct cand x = { .cls = c, .way = (uint32_t)w, .bucket = bucket, .h = h[w] };
+
+			/* the oldest page goes to disk first; a slot being written is left */
+			if (!valid(&h[w]) || (!vb && !sm->payload_free && !(vb = malloc(sp->page_max))))
+				continue;
+			if (!demote(sp, &x, 1, vb))
+				continue;
+			slot_header_load(slot_at(sm, c, bucket, (uint32_t)w), &h[w]);
+		}
+		ret = slot_write_local_at(slot_at(sm, c, bucket, (uint32_t)w), g, key, page, len,
+					  slot_next_stamp(h, g->ways, pc_clock_now(sm->st->clock)),
+					  h[w].seq);
+		if (!ret) {
+			pc_clock_copy(sm->st->clock, len);
+			__atomic_store_n(&tags_of(sm, c, bucket)[w], slot_tag(key), __ATOMIC_RELEASE);
+		}
 	}
-	if (ret)
-		return ret;
-	pc_clock_copy(sm->st->clock, len);
-	__atomic_store_n(&tags_of(sm, c, bucket)[w], slot_tag(key), __ATOMIC_RELEASE);
-	return 0;
+	free(vb);
+	return ret;
 }
 
 /* The class whose disk holds key (only the class of expect, when given), or -1. */
@@ -255,7 +270,7 @@ static int find_class(struct sm_spill *sp, struct pc_keyhash key, uint32_t expec
 
 /* Promote keys [i0, i1): they read back from disk at most PROMOTE_CHUNK bytes. */
 static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *keys, const int *cls,
-			  uint32_t i0, uint32_t i1, uint32_t budget, uint32_t *used,
+			  uint32_t i0, uint32_t i1, uint32_t budget, uint64_t *used,
 			  struct proto_promote_ans *ans, struct pc_msg *payloads)
 {
 	struct slotmap *sm = sp->sm;
@@ -276,7 +291,7 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 	bytes = 0;
 	for (uint32_t i = i0; i < i1; i++) {
 		b[i - i0] = (struct disk_blk){ .key = { .lo = keys[i].lo, .hi = keys[i].hi },
-					       .data = buf ? buf + bytes : NULL };
+					       .data = buf ? buf + bytes : NULL, .status = -ENOENT };
 		if (cls[i] >= 0) {
 			b[i - i0].cap = (uint32_t)sm->own.cls[cls[i]].g.page_bytes;
 			bytes += b[i - i0].cap;
@@ -292,8 +307,9 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 				g[k] = b[i - i0];
 				at[k++] = i - i0;
 			}
+		/* taken off the disk as it is read: a copy demoted again later is new */
 		if (k)
-			disk_get(sp->disk[c], g, k, false);
+			disk_get(sp->disk[c], g, k, true);
 		for (uint32_t j = 0; j < k; j++)
 			b[at[j]] = g[j];
 		free(g);
@@ -310,14 +326,18 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 			corrupt += d->status == -EBADMSG;
 			continue;
 		}
-		if ((q->expect && d->len != q->expect) || d->len > q->cap) {
-			a->status = -EMSGSIZE;
+		ret = install(sp, (uint32_t)cls[i], d->key, d->data, d->len);
+		if (ret == -EEXIST) {
+			a->status = -EAGAIN;	/* a copy is in its slot: read that one */
 			continue;
 		}
-		ret = install(sp, (uint32_t)cls[i], d->key, d->data, d->len);
-		if (!ret) {
-			disk_remove(sp->disk[cls[i]], d->key);
+		if (ret && disk_put(sp->disk[cls[i]], d, 1) != 1)
+			METRIC_ADD(sm->st, spill_failures, 1);	/* no slot, no disk: lost */
+		if (!ret)
 			METRIC_ADD(sm->st, spill_promoted, 1);
+		if ((q->expect && d->len != q->expect) || d->len > q->cap) {
+			a->status = -EMSGSIZE;	/* not the page this reader can take */
+			continue;
 		}
 		a->len = d->len;
 		a->checksum = sm->payload_free ? 0 : slot_checksum(d->key, d->data, d->len);
@@ -326,8 +346,8 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 			*used += sm->payload_free ? 0 : d->len;
 			a->status = 0;
 		} else {
-			/* back in its slot (or a newer copy is): read it there */
-			a->status = ret && ret != -EEXIST ? -EBUSY : -EAGAIN;
+			/* in its slot again: read it there; or, not placed, still on disk */
+			a->status = ret ? -EBUSY : -EAGAIN;
 		}
 	}
 	if (corrupt) {
@@ -345,8 +365,8 @@ void sm_spill_promote(struct slotmap *sm, const struct proto_promote_key *keys, 
 {
 	struct sm_spill *sp = sm->spill;
 	int *cls = malloc((n ? n : 1) * sizeof(*cls));
-	uint32_t used = 0, i0 = 0;
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, used = 0;
+	uint32_t i0 = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 		ans[i] = (struct proto_promote_ans){ .status = -ENOENT };
@@ -428,9 +448,9 @@ int sm_spill_open(struct slotmap *sm, char *err, size_t errlen)
 		struct pc_storage_params p = { .dir = node->nvme.path, .direct = true,
 					       .clock = st->clock, .backend_arg = st->backend_arg };
 
-		if (!blocks || blocks > UINT32_MAX) {
+		if (!blocks || blocks > KEYMAP_MAX) {
 			snprintf(err, errlen,
-				 "spill: nvme.capacity %llu bytes split over %u size classes holds %llu pages of %u bytes; give the node between one page per class and 2^32",
+				 "spill: nvme.capacity %llu bytes split over %u size classes holds %llu pages of %u bytes; give the node between one page per class and 2^30",
 				 (unsigned long long)node->nvme.capacity, sp->nr_classes,
 				 (unsigned long long)blocks, page);
 			ret = -EINVAL;

@@ -349,10 +349,11 @@ static void promote(struct tier *t, const uint64_t *hash, const uint32_t *idx, u
 {
 	struct disk_blk *b = calloc(m ? m : 1, sizeof(*b));
 	uint32_t *blk = malloc((m ? m : 1) * sizeof(*blk)), got, more = 0, promoted = 0;
+	uint32_t *spare = malloc((m ? m : 1) * sizeof(*spare)), extra = 0;
 	uint64_t t0 = pc_clock_now(t->clock), el, stride = t->pool->stride;
 	uint8_t *bounce = NULL;
 
-	if (!b || !blk)
+	if (!b || !blk || !spare)
 		goto out;
 	got = pool_alloc(t->pool, blk, m);
 	if (got < m && !t->payload_free && !(bounce = aligned_alloc(4096, (m - got) * stride)))
@@ -368,9 +369,9 @@ static void promote(struct tier *t, const uint64_t *hash, const uint32_t *idx, u
 
 		for (uint32_t k = got; k < m; k++)
 			ok += !b[k].status;
-		more = alloc_blocks(t, blk + got, ok, false);
+		more = alloc_blocks(t, spare, ok, false);
 	}
-	for (uint32_t k = 0, extra = 0; k < m; k++) {
+	for (uint32_t k = 0; k < m; k++) {
 		uint32_t i = idx[k], len;
 		uint64_t sum;
 
@@ -394,7 +395,7 @@ static void promote(struct tier *t, const uint64_t *hash, const uint32_t *idx, u
 				pin[i] = POOL_NONE;
 				continue;
 			}
-			blk[k] = blk[got + extra++];
+			blk[k] = spare[extra++];
 			if (bounce)
 				memcpy(pool_block(t->pool, blk[k]), b[k].data, b[k].len);
 		}
@@ -412,11 +413,14 @@ static void promote(struct tier *t, const uint64_t *hash, const uint32_t *idx, u
 		pc_info("promoted disk blocks into host memory promoted_blocks=%u elapsed_ms=%.2f",
 			promoted, ms_of(el));
 	}
+	while (extra < more)	/* had for keys that failed meanwhile */
+		pool_unstage(t->pool, spare[extra++]);
 	goto out;
 unstage:
 	for (uint32_t k = 0; k < got; k++)
 		pool_unstage(t->pool, blk[k]);
 out:
+	free(spare);
 	free(bounce);
 	free(b);
 	free(blk);
@@ -475,7 +479,9 @@ static int on_fetch(struct tier *t, const void *req, size_t len, struct pc_msg *
 						  .addr = (uint64_t)(uintptr_t)pool_block(t->pool, pin[i]) };
 		leased[nl++] = pin[i];
 	}
-	ttl = h.lease_ms ? (uint64_t)h.lease_ms * 1000000 : t->lease_ns;
+	/* the caller may ask for less than the node's lease, never for more */
+	ttl = h.lease_ms && (uint64_t)h.lease_ms * 1000000 < t->lease_ns ?
+		      (uint64_t)h.lease_ms * 1000000 : t->lease_ns;
 	if (nl && pool_lease_pinned(t->pool, leased, nl, ttl, &x.lease)) {
 		ret = -ENOMEM;
 		goto out;

@@ -190,7 +190,7 @@ int pc_tier_put(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n
 	if (st->self == PC_PEER_NONE)
 		return -EOPNOTSUPP;	/* the peer pulls: it must be able to address us */
 	for (size_t i = 0; i < n; i++) {
-		if (!b[i].data && b[i].len)
+		if ((!b[i].data && b[i].len) || b[i].len > UINT32_MAX)
 			return -EINVAL;
 		bytes += (b[i].len + 63) / 64 * 64;
 	}
@@ -228,8 +228,7 @@ int pc_tier_put(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n
 		b[i].status = s;
 		stored += !s;
 	}
-	if (!ret)
-		pc_msg_free(&r.resp);
+	pc_msg_free(&r.resp);
 	return stored;
 }
 
@@ -247,6 +246,8 @@ int pc_tier_fetch(struct pc_store *st, uint32_t node, struct pc_block *b, size_t
 	ret = check_args(st, node, b, n);
 	if (ret || !n)
 		return ret;
+	for (size_t i = 0; i < n; i++)
+		b[i].status = -EPROTO;	/* until an answer says otherwise */
 	req = keys_msg((uint32_t)n, 0, &len, hash_of_block, b);
 	if (!req)
 		return -ENOMEM;
@@ -257,11 +258,15 @@ int pc_tier_fetch(struct pc_store *st, uint32_t node, struct pc_block *b, size_t
 			b[i].status = ret;
 		return ret;
 	}
-	if (r.resp.len != sizeof(x) + n * sizeof(*e)) {
+	if (r.resp.len < sizeof(x)) {
 		pc_msg_free(&r.resp);
 		return -EPROTO;
 	}
 	memcpy(&x, r.resp.data, sizeof(x));
+	if (r.resp.len != sizeof(x) + n * sizeof(*e)) {
+		ret = -EPROTO;	/* still release what it may have leased */
+		goto release;
+	}
 	e = (const struct proto_tier_blk *)((const uint8_t *)r.resp.data + sizeof(x));
 	ops = calloc(n, sizeof(*ops));
 	at = malloc(n * sizeof(*at));

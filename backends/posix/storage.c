@@ -34,6 +34,7 @@ struct aio_slot {
 	struct iocb cb[AIO_DEPTH];
 	struct iocb *cbp[AIO_DEPTH];
 	struct io_event ev[AIO_DEPTH];
+	bool done[AIO_DEPTH];
 	struct iovec v[AIO_DEPTH][8];
 	struct aio_slot *next;
 };
@@ -218,6 +219,23 @@ static void aio_give(struct posix_storage *ps, struct aio_slot *a)
 }
 
 /*
+ * io_getevents failed with requests in flight: the context is destroyed (which waits
+ * for them, so no transfer lands in a buffer the caller reuses) and never reused;
+ * the runs not reaped count as failed.
+ */
+static void aio_abandon(struct aio_slot *a, struct pc_io *ios, const size_t *at, const size_t *cnt,
+			long nr, long sent, long got)
+{
+	(void)got;
+	pc_warn("disk: io_getevents: %s; abandoning %ld transfer(s)", strerror(errno), sent - got);
+	syscall(SYS_io_destroy, a->ctx);
+	a->ctx = 0;
+	for (long x = 0; x < nr; x++)
+		if (x >= sent || !a->done[x])
+			set_status(ios + at[x], cnt[x], -EIO);
+}
+
+/*
  * Up to AIO_DEPTH runs (of at most 8 transfers) in flight at once. Runs the kernel
  * would not take, or that came back short, finish synchronously. Returns how many
  * transfers it consumed.
@@ -245,6 +263,7 @@ static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_i
 					   .aio_buf = (uint64_t)(uintptr_t)a->v[nr], .aio_nbytes = k,
 					   .aio_offset = (int64_t)ios[i].off };
 		a->cbp[nr] = &a->cb[nr];
+		a->done[nr] = false;
 		nr++;
 		i += k;
 	}
@@ -260,12 +279,15 @@ static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_i
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
-			break;
+		if (r <= 0) {
+			aio_abandon(a, ios, at, cnt, nr, sent, got);
+			return i;
+		}
 		for (long e = 0; e < r; e++) {
 			size_t x = (size_t)a->ev[e].data;
 			int64_t res = a->ev[e].res;
 
+			a->done[x] = true;
 			if (res < 0)
 				set_status(ios + at[x], cnt[x], (int)res);
 			else if ((size_t)res < len[x])
@@ -290,7 +312,7 @@ static int posix_rw(struct pc_storage *s, struct pc_io *ios, size_t n, bool writ
 	for (size_t i = 0; i < n;) {
 		size_t k;
 
-		if (a) {
+		if (a && a->ctx) {
 			i += aio_wave(ps, a, ios + i, n - i, write);
 			continue;
 		}
@@ -298,8 +320,10 @@ static int posix_rw(struct pc_storage *s, struct pc_io *ios, size_t n, bool writ
 		run_sync(ps->fd, ios + i, k, write, 0);
 		i += k;
 	}
-	if (a)
+	if (a && a->ctx)
 		aio_give(ps, a);
+	else
+		free(a);	/* abandoned: its context is gone */
 	return 0;
 }
 

@@ -257,6 +257,40 @@ static void test_local_roundtrip(void)
 	free(slot);
 }
 
+/* Claims from a known version: a stale seq is refused; eviction empties only the
+ * page the caller copied (not another page written under a reused seq). */
+static void test_local_claims(void)
+{
+	struct slot_geometry g;
+	struct slot_header h, other;
+	uint8_t *slot, page[4096], out[4096];
+	uint32_t len, tag = 77;
+
+	slot_geometry_init(&g, 0, 4096, 1, 1, 0);
+	slot = aligned_alloc(64, g.stride);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(slot);
+	memset(slot, 0, g.stride);
+	fill(page, sizeof(page), 5);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 2), -EBUSY);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 0), 0);
+	slot_header_load(slot, &h);
+	CU_ASSERT_EQUAL(h.seq, 2);
+	/* another page written over it without a claim, reusing seq 2 */
+	slot_header_make(&other, 2, 0, KEY("B"), page, 500, 9);
+	slot_header_encode(&other, slot);
+	CU_ASSERT_EQUAL(slot_evict_local(slot, &h, &tag), -EBUSY);
+	CU_ASSERT_EQUAL(tag, 77);
+	CU_ASSERT_EQUAL(slot_read_local(slot, KEY("B"), 500, 4096, out, &len), SLOT_HIT);
+	/* the page the caller saw: emptied, tag cleared, seq moved on */
+	slot_header_load(slot, &h);
+	CU_ASSERT_EQUAL(slot_evict_local(slot, &h, &tag), 0);
+	CU_ASSERT_EQUAL(tag, 0);
+	CU_ASSERT_EQUAL(slot_read_local(slot, KEY("B"), 0, 4096, out, &len), SLOT_MISS_ABSENT);
+	CU_ASSERT_EQUAL(*(uint64_t *)slot, 4);
+	CU_ASSERT_EQUAL(slot_evict_local(slot, &h, NULL), -EBUSY);	/* seq is 4 now */
+	free(slot);
+}
+
 struct race {
 	uint8_t *slot;
 	struct slot_geometry g;
@@ -324,6 +358,7 @@ static void test_local_race(void)
 }
 
 static CU_TestInfo tests[] = {
+	{ "local claims from a version; eviction checks the page", test_local_claims },
 	{ "geometry: the seed's 1 GiB example", test_geometry_seed },
 	{ "geometry: explicit buckets, rounding, errors", test_geometry_other },
 	{ "bucket and predicted way spread", test_bucket_spread },
