@@ -398,69 +398,22 @@ static void test_peer_killed_mid_batch(void)
 
 /* Writers from two stores and readers racing them on one bucket of a remote owner:
  * no reader ever gets another key's page or a torn one. */
-struct racer {
-	struct pc_store *s;
-	char (*keys)[32];
-	int nkeys, writer;
-	volatile int *stop;
-	unsigned long ops, hits, bad;
-};
-
-static void *race(void *p)
-{
-	struct racer *r = p;
-	unsigned seed = (unsigned)(uintptr_t)r;
-	uint8_t buf[2048];
-
-	while (!*r->stop) {
-		int k = rand_r(&seed) % r->nkeys;
-		struct pc_page pg = { .key = r->keys[k], .key_len = strlen(r->keys[k]), .data = buf,
-				      .len = sizeof(buf), .cap = sizeof(buf) };
-
-		if (r->writer) {
-			pc_test_fill(buf, sizeof(buf), r->keys[k], (uint32_t)rand_r(&seed) % 4);
-			pc_batch_set(r->s, &pg, 1);
-		} else if (pc_batch_get(r->s, &pg, 1) == 1) {
-			int ok = 0;
-
-			for (uint32_t v = 0; v < 4; v++)
-				ok |= pc_test_page_ok(buf, sizeof(buf), r->keys[k], v);
-			r->bad += !ok;
-			r->hits++;
-		}
-		r->ops++;
-	}
-	return NULL;
-}
-
 static void test_concurrent_readers_writers(void)
 {
 	struct ecl *E = up("slot_size_classes: [2KiB], slot_ways: 2, slot_num_buckets: 1, global_segment_size: 1MiB");
 	struct pc_store *cl[3] = { ecl_open_store(E, NULL), ecl_open_store(E, NULL), ecl_open_store(E, NULL) };
 	char keys[6][32];
-	volatile int stop = 0;
-	struct racer r[4];
-	pthread_t t[4];
-	unsigned long bad = 0, hits = 0, writes = 0;
+	struct pc_test_racer r[4];
+	unsigned long bad, hits, writes;
 	int j = 0;
 
 	for (int i = 0; i < 6; i++)
 		key_on(E, 1, "race", &j, keys[i]);
 	/* writers: this node and a client; readers: two other clients */
-	r[0] = (struct racer){ .s = E->n0, .keys = keys, .nkeys = 6, .writer = 1, .stop = &stop };
-	r[1] = (struct racer){ .s = cl[0], .keys = keys, .nkeys = 6, .writer = 1, .stop = &stop };
-	r[2] = (struct racer){ .s = cl[1], .keys = keys, .nkeys = 6, .stop = &stop };
-	r[3] = (struct racer){ .s = cl[2], .keys = keys, .nkeys = 6, .stop = &stop };
 	for (int i = 0; i < 4; i++)
-		pthread_create(&t[i], NULL, race, &r[i]);
-	usleep(1500000);
-	stop = 1;
-	for (int i = 0; i < 4; i++) {
-		pthread_join(t[i], NULL);
-		bad += r[i].bad;
-		hits += r[i].hits;
-		writes += r[i].writer ? r[i].ops : 0;
-	}
+		r[i] = (struct pc_test_racer){ .s = i ? cl[i - 1] : E->n0, .writer = i < 2,
+					       .keys = (const char (*)[32])keys, .nkeys = 6 };
+	pc_test_race(r, 4, 1500, &writes, &hits, &bad);
 	printf("\n  over %s, 2 writers and 2 readers on one 2-way bucket of n1: %lu writes, %lu reader hits, %lu bad\n",
 	       protocol(), writes, hits, bad);
 	CU_ASSERT_EQUAL(bad, 0);

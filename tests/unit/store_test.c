@@ -631,76 +631,21 @@ static void test_cas_claim(void)
 
 /* (a) two nodes writing the same bucket at once, and readers racing them: no reader
  * ever gets another key's page or a torn page. */
-struct racer {
-	struct cluster *C;
-	uint32_t node;
-	int writer;
-	const char (*keys)[32];
-	int nkeys;
-	volatile int *stop;
-	unsigned long ops, hits, bad;
-};
-
-static void *race(void *p)
-{
-	struct racer *r = p;
-	uint8_t buf[2048];
-	unsigned seed = r->node * 7 + (unsigned)r->writer;
-
-	while (!*r->stop) {
-		int k = rand_r(&seed) % r->nkeys;
-		uint32_t v = (uint32_t)rand_r(&seed) % 4;
-		struct pc_page pg = { .key = r->keys[k], .key_len = strlen(r->keys[k]), .data = buf };
-
-		if (r->writer) {
-			pc_test_fill(buf, 2048, r->keys[k], v);
-			pg.len = 2048;
-			pc_batch_set(r->C->s[r->node], &pg, 1);
-		} else {
-			pg.cap = sizeof(buf);
-			pg.len = 2048;
-			if (pc_batch_get(r->C->s[r->node], &pg, 1) == 1) {
-				int ok = 0;
-
-				for (uint32_t x = 0; x < 4; x++)
-					ok |= pc_test_page_ok(buf, 2048, r->keys[k], x);
-				r->bad += !ok;
-				r->hits++;
-			}
-		}
-		r->ops++;
-	}
-	return NULL;
-}
-
 static void test_concurrent_writers(void)
 {
 	struct cluster *C = up(3, "slot_size_classes: [2KiB], slot_ways: 2, slot_num_buckets: 1, global_segment_size: 1MiB");
 	char keys[6][32];
-	volatile int stop = 0;
-	struct racer r[4];
-	pthread_t t[4];
+	struct pc_test_racer r[4];
 	int j = 0;
-	unsigned long bad = 0, hits = 0, writes = 0;
+	unsigned long bad, hits, writes;
 
 	for (int i = 0; i < 6; i++)
 		key_on(C, 2, "cw", &j, keys[i]);
 	/* two remote writers (n0, n1), two readers (n1 remote, n2 the owner) */
 	for (int i = 0; i < 4; i++)
-		r[i] = (struct racer){ .C = C, .node = (uint32_t)(i == 3 ? 2 : i >= 1), .writer = i < 2,
-				       .keys = (const char (*)[32])keys, .nkeys = 6, .stop = &stop };
-	r[1].node = 1;
-	r[2].node = 1;
-	for (int i = 0; i < 4; i++)
-		pthread_create(&t[i], NULL, race, &r[i]);
-	usleep(getenv("PC_TEST_UNDER_VALGRIND") ? 2000000 : 500000);
-	stop = 1;
-	for (int i = 0; i < 4; i++) {
-		pthread_join(t[i], NULL);
-		bad += r[i].bad;
-		hits += r[i].hits;
-		writes += r[i].writer ? r[i].ops : 0;
-	}
+		r[i] = (struct pc_test_racer){ .s = C->s[i == 0 ? 0 : i == 3 ? 2 : 1], .writer = i < 2,
+					       .keys = (const char (*)[32])keys, .nkeys = 6 };
+	pc_test_race(r, 4, 500, &writes, &hits, &bad);
 	printf("\n  concurrent writers of one bucket: %lu writes, %lu reader hits, %lu bad\n",
 	       writes, hits, bad);
 	CU_ASSERT_EQUAL(bad, 0);

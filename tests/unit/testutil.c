@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,71 @@ int pc_test_read_pages(struct pc_store *s, uint32_t total, uint32_t len, int *wr
 	}
 	free(buf);
 	return hits;
+}
+
+static void *racer_main(void *p)
+{
+	struct pc_test_racer *r = p;
+	unsigned seed = (unsigned)(uintptr_t)r;
+	uint8_t buf[2048];
+
+	while (!*r->stop) {
+		int k = rand_r(&seed) % r->nkeys;
+		struct pc_page pg = { .key = r->keys[k], .key_len = strlen(r->keys[k]), .data = buf,
+				      .len = sizeof(buf), .cap = sizeof(buf) };
+
+		if (r->writer) {
+			pc_test_fill(buf, sizeof(buf), r->keys[k], (uint32_t)rand_r(&seed) % 4);
+			pc_batch_set(r->s, &pg, 1);
+		} else if (pc_batch_get(r->s, &pg, 1) == 1) {
+			int ok = 0;
+
+			for (uint32_t v = 0; v < 4; v++)
+				ok |= pc_test_page_ok(buf, sizeof(buf), r->keys[k], v);
+			r->bad += !ok;
+			__atomic_fetch_add(&r->hits, 1, __ATOMIC_RELAXED);
+		}
+		__atomic_fetch_add(&r->ops, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static bool race_progressed(const struct pc_test_racer *r, int n)
+{
+	unsigned long hits = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (r[i].writer && __atomic_load_n(&r[i].ops, __ATOMIC_RELAXED) < 100)
+			return false;
+		hits += __atomic_load_n(&r[i].hits, __ATOMIC_RELAXED);
+	}
+	return hits >= 20;
+}
+
+void pc_test_race(struct pc_test_racer *r, int n, int min_ms, unsigned long *writes,
+		  unsigned long *hits, unsigned long *bad)
+{
+	volatile int stop = 0;
+	pthread_t t[16];
+
+	*writes = *hits = *bad = 0;
+	for (int i = 0; i < n && i < 16; i++) {
+		r[i].stop = &stop;
+		r[i].ops = r[i].hits = r[i].bad = 0;
+		pthread_create(&t[i], NULL, racer_main, &r[i]);
+	}
+	for (int ms = 0; ms < 60000; ms += 50) {
+		usleep(50000);
+		if (ms >= min_ms && race_progressed(r, n))
+			break;
+	}
+	stop = 1;
+	for (int i = 0; i < n && i < 16; i++) {
+		pthread_join(t[i], NULL);
+		*bad += r[i].bad;
+		*hits += r[i].hits;
+		*writes += r[i].writer ? r[i].ops : 0;
+	}
 }
 
 int pc_test_connect(uint16_t port)

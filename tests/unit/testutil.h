@@ -4,6 +4,7 @@
 #ifndef PC_TESTUTIL_H
 #define PC_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,24 @@ int pc_test_write_pages(struct pc_store *s, uint32_t from, uint32_t n, uint32_t 
  * the hits; *wrong counts hits whose bytes are not the page's, *bad statuses other
  * than 0 and -ENOENT. */
 int pc_test_read_pages(struct pc_store *s, uint32_t total, uint32_t len, int *wrong, int *bad);
+
+/* One thread of a race on a few keys: writers set 2 KiB pages of pc_test_fill(key,
+ * v) for random v in 0..3, readers get them and count hits whose bytes are none of
+ * those versions as bad. */
+struct pc_test_racer {
+	struct pc_store *s;
+	const char (*keys)[32];
+	int nkeys;
+	bool writer;
+	unsigned long ops, hits, bad;	/* out */
+	volatile int *stop;		/* set by pc_test_race */
+};
+
+/* Run racers on threads for at least min_ms and until every writer made 100 ops and
+ * the readers 20 hits together (a busy or valgrind-slowed machine may not schedule
+ * them for a while), at most 60 s. Returns the totals. */
+void pc_test_race(struct pc_test_racer *r, int n, int min_ms, unsigned long *writes,
+		  unsigned long *hits, unsigned long *bad);
 
 /* A TCP connection to 127.0.0.1:port, for tests that speak raw frames (fatal on failure). */
 int pc_test_connect(uint16_t port);
