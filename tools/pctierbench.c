@@ -4,7 +4,9 @@
  *   pctierbench [--dir DIR] [--block BYTES] [--blocks N] [--batch B] [--rounds R]
  *
  * 1. raw: sequential O_DIRECT writes and reads of an unlinked file in DIR, 4 MiB per
- *    call: what the disk does at best (the reference).
+ *    call: what the disk does at best (the reference); and reads of single blocks at
+ *    random offsets, a batch at a time through the storage ops (the reference for
+ *    promotion in random order: the same I/O without the pool).
  * 2. demote / promote: the disk pool writing and reading back N blocks in batches of
  *    B (with checksums, bounce buffers where needed, metadata), as GB/s and as a ratio
  *    of raw; promotion both in the order blocks were written and in random order.
@@ -45,8 +47,33 @@ static struct pc_storage *open_file(const struct opts *o, uint64_t bytes)
 	return s;
 }
 
-/* Sequential whole-file write then read, RAW_CHUNK per call. GB/s into w and r. */
-static void raw(const struct opts *o, uint64_t bytes, double *w, double *r)
+/* Blocks at random places, o->batch per storage call, as many bytes as the pool
+ * phases move. GB/s. */
+static double raw_random_read(const struct opts *o, struct pc_storage *s, uint64_t bytes)
+{
+	uint64_t stride = ((uint64_t)o->block + 4095) / 4096 * 4096, nblk = bytes / stride;
+	uint8_t *buf = aligned_alloc(4096, stride * o->batch);
+	struct pc_io *io = calloc(o->batch, sizeof(*io));
+	uint64_t total = (uint64_t)o->blocks * o->rounds;
+	double t0 = tool_now();
+
+	for (uint64_t done = 0; done < total; done += o->batch) {
+		uint32_t n = total - done < o->batch ? (uint32_t)(total - done) : o->batch;
+
+		for (uint32_t k = 0; k < n; k++)
+			io[k] = (struct pc_io){ .off = ((uint64_t)rand() % nblk) * stride,
+						.buf = buf + k * stride, .len = stride };
+		if (pc_storage_read(s, io, n))
+			tool_die("pctierbench", "raw random read failed");
+	}
+	free(io);
+	free(buf);
+	return (double)total * o->block / (tool_now() - t0) / 1e9;
+}
+
+/* Sequential whole-file write then read, RAW_CHUNK per call, then random block reads
+ * of the written file. GB/s into w, r and rnd. */
+static void raw(const struct opts *o, uint64_t bytes, double *w, double *r, double *rnd)
 {
 	struct pc_storage *s = open_file(o, bytes);
 	uint8_t *buf = aligned_alloc(4096, RAW_CHUNK);
@@ -65,6 +92,7 @@ static void raw(const struct opts *o, uint64_t bytes, double *w, double *r)
 		}
 		*(pass ? r : w) = (double)bytes / (tool_now() - t0) / 1e9;
 	}
+	*rnd = raw_random_read(o, s, bytes);
 	if (!s->direct)
 		printf("note: %s has no O_DIRECT here; the page cache flatters every number\n", o->dir);
 	free(buf);
@@ -87,7 +115,7 @@ static struct pc_keyhash key(uint32_t i)
 }
 
 /* The disk pool: put all blocks, get them back in write order and shuffled. */
-static void pool(const struct opts *o, double rw, double rr)
+static void pool(const struct opts *o, double rw, double rr, double rrand)
 {
 	uint64_t bytes = disk_file_bytes(o->blocks, o->block, 4096);
 	struct pc_storage *s = open_file(o, bytes);
@@ -132,9 +160,12 @@ static void pool(const struct opts *o, double rw, double rr)
 		el = tool_now() - t0;
 		disk_get_stats(d, &st1);
 		gbs = (double)o->blocks * o->rounds * o->block / el / 1e9;
-		printf("%-28s %10.2f %8.2f %9.1f%% %9.2f ms\n", name[phase], gbs, gbs / (phase ? rr : rw),
+		printf("%-28s %10.2f %8.2f %9.1f%% %9.2f ms", name[phase], gbs, gbs / (phase ? rr : rw),
 		       100.0 * (double)(st1.sum_ns - st0.sum_ns) / (el * 1e9),
 		       el * 1e3 / ((double)o->rounds * ((o->blocks + o->batch - 1) / o->batch)));
+		if (phase == 2)
+			printf("   (%.2f of raw random reads)", gbs / rrand);
+		printf("\n");
 	}
 	disk_close(d);
 	pc_storage_close(s);
@@ -224,7 +255,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct opts o = { .dir = "/var/tmp", .block = 12288, .blocks = 16384, .batch = 64, .rounds = 3 };
-	double rw, rr;
+	double rw, rr, rrand;
 	int c;
 
 	opterr = 0;
@@ -242,10 +273,11 @@ int main(int argc, char **argv)
 	tool_log_to_stderr("pctierbench");
 	pc_log_set_level(PC_LOG_WARN);
 	srand(1);
-	raw(&o, disk_file_bytes(o.blocks, o.block, 4096), &rw, &rr);
+	raw(&o, disk_file_bytes(o.blocks, o.block, 4096), &rw, &rr, &rrand);
 	printf("pctierbench: %u blocks of %u B in batches of %u, %s\n", o.blocks, o.block, o.batch, o.dir);
-	printf("%-28s %10.2f\n%-28s %10.2f\n", "raw sequential write", rw, "raw sequential read", rr);
-	pool(&o, rw, rr);
+	printf("%-28s %10.2f\n%-28s %10.2f\n%-28s %10.2f\n", "raw sequential write", rw,
+	       "raw sequential read", rr, "raw random block reads", rrand);
+	pool(&o, rw, rr, rrand);
 	seed_latency(&o);
 	return 0;
 }
