@@ -250,9 +250,10 @@ static FILE *out_file(const char *dir, const char *name)
 	return f;
 }
 
-static void plot(const char *dir)
+/* The plots; without timing there are no latencies to draw. */
+static void plot(const char *dir, bool timing)
 {
-	static const char *const scripts[] = { "hitrate.gp", "latency_cdf.gp", "timeseries.gp" };
+	static const char *const scripts[] = { "hitrate.gp", "timeseries.gp", "latency_cdf.gp" };
 	char cmd[1024];
 	int failed = 0;
 
@@ -260,7 +261,7 @@ static void plot(const char *dir)
 		fprintf(stderr, "pcsim: gnuplot is not installed; plots skipped (ci/install-deps.sh installs it)\n");
 		return;
 	}
-	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]) - !timing; i++) {
 		snprintf(cmd, sizeof(cmd), "gnuplot -e \"dir='%s'\" '%s/%s' 2>>'%s/plots.log'", dir,
 			 PC_SIM_PLOTS_DIR, scripts[i], dir);
 		failed += system(cmd) != 0;
@@ -439,7 +440,7 @@ int main(int argc, char **argv)
 				fclose(rf);
 		}
 	}
-	plot(dir);
+	plot(dir, cfg.timing);
 	{
 		struct rusage ru;
 
