@@ -11,13 +11,13 @@
 
 #define NONE POOL_NONE
 
-int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, bool payload_free,
-	      struct host_pool **out)
+int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, uint32_t align,
+	      bool payload_free, struct host_pool **out)
 {
 	struct host_pool *p;
 	int ret = -ENOMEM;
 
-	if (!nr_blocks || !block_bytes)
+	if (!nr_blocks || !block_bytes || !align || align & (align - 1))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -25,7 +25,7 @@ int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, 
 	p->clock = clock;
 	p->nr_blocks = nr_blocks;
 	p->block_bytes = block_bytes;
-	p->stride = ((uint64_t)block_bytes + 4095) / 4096 * 4096;
+	p->stride = ((uint64_t)block_bytes + align - 1) / align * align;
 	pthread_mutex_init(&p->lock, NULL);
 	p->meta = calloc(nr_blocks, sizeof(*p->meta));
 	p->free_list = malloc(nr_blocks * sizeof(*p->free_list));

@@ -54,7 +54,7 @@ struct host_pool {
 	struct pc_clock *clock;
 	uint32_t nr_blocks;
 	uint32_t block_bytes;
-	uint64_t stride;		/* block_bytes rounded up to 4 KiB (direct I/O) */
+	uint64_t stride;		/* block_bytes rounded up to the alignment asked for */
 	uint8_t *mem;
 	size_t mem_bytes;
 	pthread_mutex_t lock;
@@ -70,10 +70,11 @@ struct host_pool {
 
 #define POOL_NONE UINT32_MAX
 
-/* nr_blocks blocks of up to block_bytes, zeroed (payload_free: metadata only, mem
- * stays NULL). 0 or -errno. */
-int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, bool payload_free,
-	      struct host_pool **out);
+/* nr_blocks blocks of up to block_bytes, each starting at a multiple of align (a
+ * power of two: 4096 for blocks that go to disk with O_DIRECT), zeroed (payload_free:
+ * metadata only, mem stays NULL). 0 or -errno. */
+int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, uint32_t align,
+	      bool payload_free, struct host_pool **out);
 void pool_close(struct host_pool *p);
 
 static inline uint8_t *pool_block(const struct host_pool *p, uint32_t i)

@@ -23,6 +23,56 @@ enum pc_rpc_opcode {
 	PC_RPC_TIER_STATS = 7,		/* () -> struct pc_tier_metrics */
 	/* Spill under slotmap (slotmap_spill.c). */
 	PC_RPC_SLOT_PROMOTE = 8,	/* proto_promote + key[n] -> answer[n] + payloads */
+	/* p2p mode's directory (p2p.c). */
+	PC_RPC_DIR_UPDATE = 9,		/* proto_dir_update + put[nput] + del[ndel] -> () */
+	PC_RPC_DIR_GET = 10,		/* proto_dir_get + key[n] -> proto_dir_ans[n] */
+};
+
+#define PROTO_DIR_MAX 65536		/* entries per directory request */
+
+/* Where a p2p page is published. */
+struct proto_dir_loc {
+	uint64_t addr;
+	uint64_t inc;
+	uint32_t node;
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t cls;
+};
+
+struct proto_dir_update {
+	uint32_t nput;
+	uint32_t ndel;
+	/* then struct proto_dir_put[nput], then struct proto_dir_del[ndel] */
+};
+
+struct proto_dir_put {
+	uint64_t lo, hi;
+	struct proto_dir_loc loc;
+};
+
+/* Remove the entry only if it still names this block. */
+struct proto_dir_del {
+	uint64_t lo, hi;
+	uint64_t addr;
+	uint32_t node;
+	uint32_t pad;
+};
+
+struct proto_dir_get {
+	uint32_t n;
+	uint32_t pad;
+	/* then struct proto_dir_key[n] */
+};
+
+struct proto_dir_key {
+	uint64_t lo, hi;
+};
+
+struct proto_dir_ans {
+	int32_t status;			/* 0 or -ENOENT */
+	uint32_t pad;
+	struct proto_dir_loc loc;
 };
 
 #define PROTO_PROMOTE_MAX_KEYS 4096

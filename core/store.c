@@ -14,6 +14,7 @@
 
 #include "backends.h"
 #include "log.h"
+#include "p2p.h"
 #include "proto.h"
 #include "slotmap.h"
 #include "store.h"
@@ -77,6 +78,8 @@ int store_set_member(struct pc_store *st, uint32_t node, bool member)
 	__atomic_store_n(&st->ring, r, __ATOMIC_RELEASE);
 	old->retired_next = st->retired;
 	st->retired = old;
+	if (st->p2p)
+		p2p_member_changed(st->p2p, node, member);
 	return 0;
 }
 
@@ -128,9 +131,12 @@ static int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req,
 
 	switch (opcode) {
 	case PC_RPC_LAYOUT:
-		return len ? -EPROTO : slotmap_layout_rpc(st->sm, resp);
+		return !st->sm ? -EOPNOTSUPP : len ? -EPROTO : slotmap_layout_rpc(st->sm, resp);
 	case PC_RPC_SLOT_PROMOTE:
-		return sm_spill_rpc(st->sm, req, len, resp);
+		return st->sm ? sm_spill_rpc(st->sm, req, len, resp) : -EOPNOTSUPP;
+	case PC_RPC_DIR_UPDATE:
+	case PC_RPC_DIR_GET:
+		return st->p2p ? p2p_rpc(st->p2p, from, opcode, req, len, resp) : -EOPNOTSUPP;
 	case PC_RPC_TIER_OFFER:
 	case PC_RPC_TIER_QUERY:
 	case PC_RPC_TIER_PUT:
@@ -222,11 +228,6 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 		}
 		st->self = (uint32_t)idx;
 	}
-	if (st->topo->store.mode != PC_MODE_SLOTMAP) {
-		ret = open_error(o, "%s: store.mode p2p is not available in this build; use mode: slotmap",
-				 st->topo->source);
-		goto err_topo;
-	}
 	st->ring = ring_create(st->topo->store.vnodes);
 	if (!st->ring) {
 		ret = -ENOMEM;
@@ -263,7 +264,8 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 			goto err_ring;
 		st->owns_fabric = true;
 	}
-	ret = slotmap_open(st, &st->sm, err, sizeof(err));
+	ret = st->topo->store.mode == PC_MODE_P2P ? p2p_open(st, &st->p2p, err, sizeof(err)) :
+						      slotmap_open(st, &st->sm, err, sizeof(err));
 	if (ret) {
 		open_error(o, "%s: node %s: %s", st->topo->source, o->node ? o->node : "-", err);
 		goto err_fabric;
@@ -297,6 +299,7 @@ err_tier:
 	tier_close(st->tier);
 err_slotmap:
 	slotmap_close(st->sm);
+	p2p_close(st->p2p);
 err_fabric:
 	if (st->owns_fabric)
 		pc_fabric_close(st->fabric);
@@ -321,6 +324,7 @@ void pc_store_close(struct pc_store *st)
 	tier_close(st->tier);
 	store_stages_free(st);
 	slotmap_close(st->sm);
+	p2p_close(st->p2p);
 	while (st->bufs)
 		pc_store_unregister(st, st->bufs->r.addr);
 	if (st->owns_fabric)
@@ -343,7 +347,7 @@ int pc_batch_set(struct pc_store *st, struct pc_page *pages, size_t n)
 	if (!st || (!pages && n))
 		return -EINVAL;
 	METRIC_ADD(st, batches, 1);
-	return slotmap_set(st->sm, pages, n);
+	return st->p2p ? p2p_set(st->p2p, pages, n) : slotmap_set(st->sm, pages, n);
 }
 
 int pc_batch_get(struct pc_store *st, struct pc_page *pages, size_t n)
@@ -351,7 +355,7 @@ int pc_batch_get(struct pc_store *st, struct pc_page *pages, size_t n)
 	if (!st || (!pages && n))
 		return -EINVAL;
 	METRIC_ADD(st, batches, 1);
-	return slotmap_get(st->sm, pages, n);
+	return st->p2p ? p2p_get(st->p2p, pages, n) : slotmap_get(st->sm, pages, n);
 }
 
 int pc_batch_exists(struct pc_store *st, struct pc_page *pages, size_t n)
@@ -359,7 +363,7 @@ int pc_batch_exists(struct pc_store *st, struct pc_page *pages, size_t n)
 	if (!st || (!pages && n))
 		return -EINVAL;
 	METRIC_ADD(st, batches, 1);
-	return slotmap_exists(st->sm, pages, n);
+	return st->p2p ? p2p_exists(st->p2p, pages, n) : slotmap_exists(st->sm, pages, n);
 }
 
 void pc_store_metrics(struct pc_store *st, struct pc_metrics *out)
@@ -370,6 +374,7 @@ void pc_store_metrics(struct pc_store *st, struct pc_metrics *out)
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	sm_spill_metrics(st->sm, out);
+	p2p_metrics(st->p2p, out);
 }
 
 int pc_store_node(const struct pc_store *st)

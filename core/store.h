@@ -15,6 +15,7 @@
 #include "ring.h"
 
 struct slotmap;
+struct p2p;
 struct tier;
 
 /* Staging memory a client exposes for stage_put (peers READ it); reused, never held
@@ -40,7 +41,8 @@ struct pc_store {
 	struct pc_clock *clock;
 	struct ring *ring;		/* replaced whole on membership change */
 	struct ring *retired;		/* earlier rings, freed at close (readers may hold them) */
-	struct slotmap *sm;
+	struct slotmap *sm;		/* mode slotmap */
+	struct p2p *p2p;		/* mode p2p */
 	struct tier *tier;		/* the tiered pool this node serves, or NULL */
 	pthread_mutex_t stage_lock;	/* guards the list only, never held across a call */
 	struct store_stage *stages;	/* idle staging areas */

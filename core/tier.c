@@ -547,7 +547,8 @@ int tier_open(const struct tier_params *p, struct tier **out, char *err, size_t 
 	t->payload_free = p->payload_free;
 	t->lease_ns = (uint64_t)cfg->tier_lease_ms * 1000000;
 	t->free_target = (uint32_t)((uint64_t)cfg->tier_host_blocks * cfg->tier_free_percent / 100);
-	ret = pool_open(p->clock, cfg->tier_host_blocks, t->block_bytes, p->payload_free, &t->pool);
+	/* 4 KiB aligned: blocks go to and from disk with O_DIRECT, without a bounce */
+	ret = pool_open(p->clock, cfg->tier_host_blocks, t->block_bytes, 4096, p->payload_free, &t->pool);
 	if (ret) {
 		snprintf(err, errlen, "tiered pool: cannot map %u host blocks of %u bytes: %s",
 			 cfg->tier_host_blocks, t->block_bytes, strerror(-ret));

@@ -421,6 +421,10 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 		c.alive[i] = true;
 	}
 	for (uint32_t i = 0; i < c.nn; i++) {
+		if (!c.st[i]->sm) {	/* p2p: the published pool takes the same memory */
+			res->slot_bytes += t->store.global_segment_size;
+			continue;
+		}
 		for (uint32_t k = 0; k < c.st[i]->sm->own.nr_classes; k++) {
 			res->slot_bytes += c.st[i]->sm->own.cls[k].g.bytes;
 			res->mem_bytes += slot_region_bytes(&c.st[i]->sm->own.cls[k].g);

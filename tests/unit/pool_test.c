@@ -86,7 +86,7 @@ static struct host_pool *filled(struct fake_clock *fc, uint32_t blocks, uint32_t
 	struct host_pool *p = NULL;
 	uint32_t b;
 
-	CU_ASSERT_EQUAL_FATAL(pool_open(&fc->base, blocks, 4096, false, &p), 0);
+	CU_ASSERT_EQUAL_FATAL(pool_open(&fc->base, blocks, 4096, 4096, false, &p), 0);
 	for (uint32_t i = 0; i < valid; i++) {
 		CU_ASSERT_EQUAL_FATAL(pool_alloc(p, &b, 1), 1);
 		CU_ASSERT_EQUAL(pool_commit(p, b, key(i), 100 + i, i, false, false), 0);

@@ -107,8 +107,8 @@ PC_API int pc_batch_set(struct pc_store *s, struct pc_page *pages, size_t n);
 PC_API int pc_batch_get(struct pc_store *s, struct pc_page *pages, size_t n);
 PC_API int pc_batch_exists(struct pc_store *s, struct pc_page *pages, size_t n);
 
-/* Counters since open. In slotmap mode there is no pool_keys (no published pool, no
- * directory), by design. */
+/* Counters since open. In slotmap mode pool_keys and dir_entries stay 0 (no
+ * published pool, no directory), by design. */
 struct pc_metrics {
 	/* writes */
 	uint64_t write_requests;	/* pages stored */
@@ -144,6 +144,9 @@ struct pc_metrics {
 	uint64_t spill_failures;	/* owner: demotions that failed (EIO, ENOSPC) */
 	uint64_t spill_dropped;		/* owner: pages the full disk dropped (its LRU tail) */
 	uint64_t spill_stale;		/* owner: disk copies dropped for a newer slot version */
+	/* p2p mode (none of these in slotmap mode: no published pool, no directory) */
+	uint64_t pool_keys;		/* pages in this node's published pool, now */
+	uint64_t dir_entries;		/* entries in this node's directory shard, now */
 };
 
 PC_API void pc_store_metrics(struct pc_store *s, struct pc_metrics *out);

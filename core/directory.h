@@ -1,0 +1,65 @@
+/*
+ * directory.h - one shard of p2p mode's distributed directory: key -> where the page
+ * is published (node, address, region key, length, class, the node's incarnation).
+ * Shards follow the ring: a key's entry lives on ring(key), like a slotmap key's page.
+ *
+ * It grows as entries come; one mutex guards it (never held across a call out).
+ *
+ * Not for: the pages themselves (p2p.c publishes them; readers READ them and pass
+ * the slot gate, so a stale entry is a clean miss, never wrong data).
+ */
+#ifndef PC_DIRECTORY_H
+#define PC_DIRECTORY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keyhash.h"
+#include "keymap.h"
+
+struct dir_loc {
+	uint64_t addr;			/* the block on node */
+	uint64_t inc;			/* node's fabric incarnation when it published */
+	uint32_t node;
+	uint32_t rkey;
+	uint32_t len;			/* payload bytes */
+	uint32_t cls;			/* size class */
+};
+
+struct dir_rec {
+	struct pc_keyhash key;
+	struct dir_loc loc;
+	bool used;
+};
+
+struct dir {
+	pthread_mutex_t lock;
+	struct keymap map;		/* key -> record */
+	struct dir_rec *rec;
+	uint32_t nr_rec, cap_rec;
+	uint32_t *free_rec;		/* indices of unused records */
+	uint32_t nr_free;
+};
+
+int dir_init(struct dir *d);
+void dir_fini(struct dir *d);
+
+/* Insert or replace. 0 or -ENOMEM. */
+int dir_put(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc);
+/* true and *out when key has an entry. */
+bool dir_get(struct dir *d, struct pc_keyhash key, struct dir_loc *out);
+/* Remove key's entry if it still names this block (node, addr): a newer entry for
+ * the key, published since, stays. true when removed. */
+bool dir_del_if(struct dir *d, struct pc_keyhash key, uint32_t node, uint64_t addr);
+/* Remove every entry naming node (it left). Returns how many. */
+uint32_t dir_drop_node(struct dir *d, uint32_t node);
+/* Remove the entries for which moved(arg, key) says true and return them (the caller
+ * frees *out): resharding hands them to their new shard. Returns how many (short of
+ * all of them only when memory ran out; the rest stay). */
+int dir_take_if(struct dir *d, bool (*moved)(void *arg, struct pc_keyhash key), void *arg,
+		struct dir_rec **out);
+uint32_t dir_size(struct dir *d);
+
+#endif

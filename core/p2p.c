@@ -1,0 +1,788 @@
+/*
+ * p2p.c - p2p mode, the seed's default: every node publishes pages into its own
+ * published pool (registered host memory, fixed-size blocks per size class, LRU),
+ * and a distributed directory, sharded over the same ring as slotmap's owners, maps
+ * key -> {node, address, region key, length}.
+ *
+ *   set:    write the page into a block of this node's pool (evicting its LRU tail
+ *           when full), then one DIR_UPDATE per directory shard carrying the batch's
+ *           entries and the evicted blocks' removals: one round trip.
+ *   get:    one DIR_GET per shard, then one batched READ of header and payload from
+ *           the publishing nodes, through the same gate as slotmap (a stale entry is
+ *           another key's header or a failed checksum: a clean miss): two round trips.
+ *   exists: the directory alone: one round trip.
+ *
+ * When the ring changes, entries whose shard moved are handed to their new owner
+ * and entries naming a departed node are dropped. Slotmap has nothing to move.
+ *
+ * Not for: slotmap (slotmap*.c) or the tiered pool (tier.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "directory.h"
+#include "log.h"
+#include "p2p.h"
+#include "pool.h"
+#include "proto.h"
+#include "slot.h"
+
+#define MAX_TASKS 256		/* handoffs kept to join at close */
+
+struct p2p_class {
+	struct slot_geometry g;		/* a block is one slot: header, then the page */
+	struct host_pool *pool;
+	struct pc_region reg;
+};
+
+struct p2p {
+	struct pc_store *st;
+	uint32_t nr_classes;
+	struct p2p_class cls[PC_MAX_CLASSES];
+	struct dir dir;			/* this node's shard */
+	struct pc_task *tasks[MAX_TASKS];
+	uint32_t nr_tasks;
+};
+
+/* One entry to send a shard: a put or a removal. */
+struct upd {
+	struct pc_keyhash key;
+	struct dir_loc loc;
+	bool del;
+	size_t page;			/* put: the page of the batch it is for */
+};
+
+static int class_for(const struct p2p *p, const struct pc_store_cfg *cfg, uint64_t len)
+{
+	for (uint32_t c = 0; c < cfg->nr_classes; c++)
+		if (cfg->size_classes[c] >= len)
+			return (int)c;
+	(void)p;
+	return -1;
+}
+
+static uint64_t block_addr(const struct p2p_class *k, uint32_t b)
+{
+	return (uint64_t)(uintptr_t)pool_block(k->pool, b);
+}
+
+/* ------------------------------------------------------------------ directory RPCs */
+
+static void to_proto(const struct dir_loc *l, struct proto_dir_loc *o)
+{
+	*o = (struct proto_dir_loc){ .addr = l->addr, .inc = l->inc, .node = l->node, .rkey = l->rkey,
+				     .len = l->len, .cls = l->cls };
+}
+
+/* A location from a peer: within the topology, its class, its page size. */
+static int from_proto(const struct pc_store *st, const struct proto_dir_loc *o, struct dir_loc *l)
+{
+	const struct pc_store_cfg *cfg = &st->topo->store;
+
+	if (o->node >= st->topo->nr_nodes || o->cls >= cfg->nr_classes ||
+	    o->len > cfg->size_classes[o->cls])
+		return -EPROTO;
+	*l = (struct dir_loc){ .addr = o->addr, .inc = o->inc, .node = o->node, .rkey = o->rkey,
+			       .len = o->len, .cls = o->cls };
+	return 0;
+}
+
+static int on_update(struct p2p *p, const void *req, size_t len)
+{
+	struct proto_dir_update h;
+	const uint8_t *at = (const uint8_t *)req + sizeof(h);
+
+	if (len < sizeof(h))
+		return -EPROTO;
+	memcpy(&h, req, sizeof(h));
+	if (h.nput > PROTO_DIR_MAX || h.ndel > PROTO_DIR_MAX ||
+	    len != sizeof(h) + (size_t)h.nput * sizeof(struct proto_dir_put) +
+			   (size_t)h.ndel * sizeof(struct proto_dir_del))
+		return -EPROTO;
+	for (uint32_t i = 0; i < h.nput; i++, at += sizeof(struct proto_dir_put)) {
+		struct proto_dir_put e;
+		struct dir_loc l;
+
+		memcpy(&e, at, sizeof(e));
+		if (from_proto(p->st, &e.loc, &l))
+			return -EPROTO;
+		if (dir_put(&p->dir, (struct pc_keyhash){ e.lo, e.hi }, &l))
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < h.ndel; i++, at += sizeof(struct proto_dir_del)) {
+		struct proto_dir_del e;
+
+		memcpy(&e, at, sizeof(e));
+		dir_del_if(&p->dir, (struct pc_keyhash){ e.lo, e.hi }, e.node, e.addr);
+	}
+	return 0;
+}
+
+static int on_get(struct p2p *p, const void *req, size_t len, struct pc_msg *resp)
+{
+	struct proto_dir_get h;
+	const uint8_t *at = (const uint8_t *)req + sizeof(h);
+	struct proto_dir_ans *out;
+
+	if (len < sizeof(h))
+		return -EPROTO;
+	memcpy(&h, req, sizeof(h));
+	if (!h.n || h.n > PROTO_DIR_MAX || len != sizeof(h) + (size_t)h.n * sizeof(struct proto_dir_key))
+		return -EPROTO;
+	if (pc_msg_reserve(resp, h.n * sizeof(*out)))
+		return -ENOMEM;
+	out = resp->data;
+	for (uint32_t i = 0; i < h.n; i++, at += sizeof(struct proto_dir_key)) {
+		struct proto_dir_key k;
+		struct dir_loc l;
+
+		memcpy(&k, at, sizeof(k));
+		out[i] = (struct proto_dir_ans){ .status = -ENOENT };
+		if (dir_get(&p->dir, (struct pc_keyhash){ k.lo, k.hi }, &l)) {
+			out[i].status = 0;
+			to_proto(&l, &out[i].loc);
+		}
+	}
+	resp->len = h.n * sizeof(*out);
+	return 0;
+}
+
+int p2p_rpc(struct p2p *p, uint32_t from, uint16_t opcode, const void *req, size_t len,
+	    struct pc_msg *resp)
+{
+	(void)from;
+	switch (opcode) {
+	case PC_RPC_DIR_UPDATE:
+		return on_update(p, req, len);
+	case PC_RPC_DIR_GET:
+		return on_get(p, req, len, resp);
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+/* Send updates to their shards: this node's own directly, the others in one RPC
+ * phase. status[i] gets the outcome for u[i]. */
+static void send_updates(struct p2p *p, const struct upd *u, size_t n, int *status)
+{
+	struct pc_store *st = p->st;
+	uint32_t nn = st->topo->nr_nodes, nr = 0, *owner = malloc((n ? n : 1) * sizeof(*owner));
+	uint32_t *nput = calloc(nn, sizeof(*nput)), *ndel = calloc(nn, sizeof(*ndel));
+	uint8_t **req = calloc(nn, sizeof(*req));
+	size_t *at = calloc(nn, sizeof(*at));
+	struct pc_rpc *rpcs = calloc(nn, sizeof(*rpcs));
+	struct ring *ring = store_ring(st);
+
+	if (!owner || !nput || !ndel || !req || !at || !rpcs) {
+		for (size_t i = 0; i < n; i++)
+			status[i] = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		owner[i] = ring_owner_of(ring, u[i].key);
+		status[i] = 0;
+		if (owner[i] == RING_NONE) {
+			status[i] = -EHOSTUNREACH;
+			continue;
+		}
+		if (owner[i] == st->self) {
+			if (u[i].del)
+				dir_del_if(&p->dir, u[i].key, u[i].loc.node, u[i].loc.addr);
+			else
+				status[i] = dir_put(&p->dir, u[i].key, &u[i].loc);
+			continue;
+		}
+		u[i].del ? ndel[owner[i]]++ : nput[owner[i]]++;
+	}
+	for (uint32_t o = 0; o < nn; o++) {
+		struct proto_dir_update h = { .nput = nput[o], .ndel = ndel[o] };
+		size_t len = sizeof(h) + nput[o] * sizeof(struct proto_dir_put) +
+			     ndel[o] * sizeof(struct proto_dir_del);
+
+		if (!nput[o] && !ndel[o])
+			continue;
+		req[o] = malloc(len);
+		if (!req[o])
+			continue;
+		memcpy(req[o], &h, sizeof(h));
+		rpcs[nr++] = (struct pc_rpc){ .peer = o, .opcode = PC_RPC_DIR_UPDATE, .req = req[o],
+					      .req_len = len };
+		at[o] = sizeof(h);
+	}
+	/* puts first, then removals, each in batch order */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			uint32_t o = owner[i];
+
+			if (o == RING_NONE || o == st->self || !req[o] || u[i].del != (pass == 1))
+				continue;
+			if (!u[i].del) {
+				struct proto_dir_put e = { .lo = u[i].key.lo, .hi = u[i].key.hi };
+
+				to_proto(&u[i].loc, &e.loc);
+				memcpy(req[o] + at[o], &e, sizeof(e));
+				at[o] += sizeof(e);
+			} else {
+				struct proto_dir_del e = { .lo = u[i].key.lo, .hi = u[i].key.hi,
+							   .addr = u[i].loc.addr, .node = u[i].loc.node };
+
+				memcpy(req[o] + at[o], &e, sizeof(e));
+				at[o] += sizeof(e);
+			}
+		}
+	}
+	if (nr)
+		store_call(st, rpcs, nr);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t o = owner[i];
+
+		if (o == RING_NONE || o == st->self)
+			continue;
+		status[i] = -ENOMEM;
+		for (uint32_t r = 0; r < nr; r++)
+			if (rpcs[r].peer == o)
+				status[i] = rpcs[r].status;
+	}
+out:
+	for (uint32_t r = 0; rpcs && r < nr; r++)
+		pc_msg_free(&rpcs[r].resp);
+	for (uint32_t o = 0; req && o < nn; o++)
+		free(req[o]);
+	free(req);
+	free(rpcs);
+	free(at);
+	free(nput);
+	free(ndel);
+	free(owner);
+}
+
+/* ------------------------------------------------------------------ set */
+
+/* A free block of class c, evicting the LRU tail when there is none; an evicted
+ * block's removal goes into *del (del->del set). POOL_NONE when every block is busy. */
+static uint32_t take_block(struct p2p *p, uint32_t c, struct upd *del)
+{
+	struct p2p_class *k = &p->cls[c];
+	uint32_t b, v;
+
+	del->del = false;
+	if (pool_alloc(k->pool, &b, 1))
+		return b;
+	if (!pool_pick_victims(k->pool, &v, 1))
+		return POOL_NONE;
+	/* DEMOTING: its key and address are stable until pool_demoted */
+	*del = (struct upd){ .key = k->pool->meta[v].key, .del = true,
+			     .loc = { .node = p->st->self, .addr = block_addr(k, v) } };
+	pool_demoted(k->pool, v, false);
+	METRIC_ADD(p->st, evictions, 1);
+	return pool_alloc(k->pool, &b, 1) ? b : POOL_NONE;
+}
+
+/* Forget key in every class of this node's pool (it is being published again). */
+static void unpublish(struct p2p *p, struct pc_keyhash key)
+{
+	for (uint32_t c = 0; c < p->nr_classes; c++)
+		pool_remove(p->cls[c].pool, key);
+}
+
+int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
+{
+	struct pc_store *st = p->st;
+	const struct pc_store_cfg *cfg = &st->topo->store;
+	struct upd *u = calloc(2 * n + 1, sizeof(*u));
+	int *status = malloc((2 * n + 1) * sizeof(*status)), stored = 0;
+	size_t nu = 0;
+
+	if (!u || !status) {
+		free(u);
+		free(status);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct pc_page *pg = &pages[i];
+		struct pc_keyhash key;
+		struct p2p_class *k;
+		uint32_t b;
+		int c;
+
+		pg->status = 0;
+		if ((!pg->key && pg->key_len) || (!pg->data && pg->len && !st->payload_free)) {
+			pg->status = -EINVAL;
+			continue;
+		}
+		if (st->self == PC_PEER_NONE) {
+			pg->status = -EOPNOTSUPP;	/* p2p publishes into the writer's own pool */
+			METRIC_ADD(st, write_failures, 1);
+			continue;
+		}
+		c = class_for(p, cfg, pg->len);
+		if (c < 0) {
+			pg->status = -EFBIG;
+			METRIC_ADD(st, skipped_oversize, 1);
+			continue;
+		}
+		key = keyhash_of(pg->key, pg->key_len);
+		k = &p->cls[c];
+		unpublish(p, key);
+		b = take_block(p, (uint32_t)c, &u[nu]);
+		if (u[nu].del)
+			nu++;
+		if (b == POOL_NONE || slot_write_local(pool_block(k->pool, b), &k->g, key, pg->data,
+						       (uint32_t)pg->len, pc_clock_now(st->clock))) {
+			if (b != POOL_NONE)
+				pool_unstage(k->pool, b);
+			pg->status = -EBUSY;
+			METRIC_ADD(st, write_failures, 1);
+			continue;
+		}
+		pc_clock_copy(st->clock, pg->len);
+		if (pool_commit(k->pool, b, key, (uint32_t)pg->len, 0, false, false)) {
+			pg->status = 0;	/* another thread published the key meanwhile */
+			continue;
+		}
+		u[nu++] = (struct upd){ .key = key, .page = i,
+					.loc = { .addr = block_addr(k, b), .inc = st->fabric->incarnation,
+						 .node = st->self, .rkey = k->reg.key,
+						 .len = (uint32_t)pg->len, .cls = (uint32_t)c } };
+	}
+	send_updates(p, u, nu, status);
+	for (size_t j = 0; j < nu; j++) {
+		struct pc_page *pg;
+
+		if (u[j].del)
+			continue;
+		pg = &pages[u[j].page];
+		if (status[j]) {
+			/* no shard knows it: nobody could find it, so free the block */
+			pg->status = status[j];
+			unpublish(p, u[j].key);
+			METRIC_ADD(st, write_failures, 1);
+			continue;
+		}
+		METRIC_ADD(st, write_requests, 1);
+		METRIC_ADD(st, bytes_written, pg->len);
+	}
+	for (size_t i = 0; i < n; i++)
+		stored += !pages[i].status;
+	free(u);
+	free(status);
+	return stored;
+}
+
+/* ------------------------------------------------------------------ get, exists */
+
+struct pkey {
+	struct pc_keyhash key;
+	int state;			/* 0 ask, 1 found, 2 done */
+	int verdict;
+	int err;
+	struct dir_loc loc;
+	uint8_t hdr[SLOT_HEADER_BYTES];
+};
+
+/* Phase 1: the directory, one DIR_GET per remote shard, this node's own directly. */
+static void lookup(struct p2p *p, struct pkey *k, size_t n)
+{
+	struct pc_store *st = p->st;
+	uint32_t nn = st->topo->nr_nodes, nr = 0;
+	uint32_t *cnt = calloc(nn, sizeof(*cnt)), *owner = malloc((n ? n : 1) * sizeof(*owner));
+	uint8_t **req = calloc(nn, sizeof(*req));
+	struct pc_rpc *rpcs = calloc(nn, sizeof(*rpcs));
+	struct ring *ring = store_ring(st);
+
+	if (!cnt || !owner || !req || !rpcs) {
+		for (size_t i = 0; i < n; i++)
+			k[i].err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (k[i].state)
+			continue;
+		owner[i] = ring_owner_of(ring, k[i].key);
+		if (owner[i] == RING_NONE) {
+			k[i].err = -EHOSTUNREACH;
+		} else if (owner[i] == st->self) {
+			k[i].state = dir_get(&p->dir, k[i].key, &k[i].loc) ? 1 : 2;
+			k[i].verdict = SLOT_MISS_ABSENT;
+		} else {
+			cnt[owner[i]]++;
+		}
+	}
+	for (uint32_t o = 0; o < nn; o++) {
+		struct proto_dir_get h = { .n = cnt[o] };
+
+		if (!cnt[o])
+			continue;
+		req[o] = malloc(sizeof(h) + cnt[o] * sizeof(struct proto_dir_key));
+		if (!req[o])
+			continue;
+		memcpy(req[o], &h, sizeof(h));
+		rpcs[nr++] = (struct pc_rpc){ .peer = o, .opcode = PC_RPC_DIR_GET, .req = req[o],
+					      .req_len = sizeof(h) + cnt[o] * sizeof(struct proto_dir_key) };
+		cnt[o] = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct proto_dir_key q = { k[i].key.lo, k[i].key.hi };
+		uint32_t o = owner[i];
+
+		if (k[i].state || k[i].err || o == st->self || !req[o])
+			continue;
+		memcpy(req[o] + sizeof(struct proto_dir_get) + cnt[o]++ * sizeof(q), &q, sizeof(q));
+	}
+	if (nr)
+		store_call(st, rpcs, nr);
+	for (uint32_t r = 0; r < nr; r++) {
+		uint32_t o = rpcs[r].peer, j = 0;
+		const struct proto_dir_ans *a = rpcs[r].resp.data;
+		bool ok = !rpcs[r].status && rpcs[r].resp.len == cnt[o] * sizeof(*a);
+
+		for (size_t i = 0; i < n; i++) {
+			if (k[i].state || k[i].err || owner[i] != o)
+				continue;
+			if (!ok) {
+				k[i].err = rpcs[r].status ? rpcs[r].status : -EPROTO;
+				continue;
+			}
+			k[i].verdict = SLOT_MISS_ABSENT;
+			k[i].state = !a[j].status && !from_proto(st, &a[j].loc, &k[i].loc) ? 1 : 2;
+			j++;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!k[i].state && !k[i].err)
+			k[i].err = -ENOMEM;
+out:
+	for (uint32_t r = 0; rpcs && r < nr; r++)
+		pc_msg_free(&rpcs[r].resp);
+	for (uint32_t o = 0; req && o < nn; o++)
+		free(req[o]);
+	free(req);
+	free(rpcs);
+	free(owner);
+	free(cnt);
+}
+
+/* A page this node published: its block, if addr names one of class cls. */
+static uint8_t *own_block(struct p2p *p, const struct dir_loc *l, uint32_t *b)
+{
+	struct p2p_class *k;
+	uint64_t base, off;
+
+	if (l->cls >= p->nr_classes)
+		return NULL;
+	k = &p->cls[l->cls];
+	base = block_addr(k, 0);
+	off = l->addr - base;
+	if (l->addr < base || off % k->pool->stride || off / k->pool->stride >= k->pool->nr_blocks)
+		return NULL;
+	*b = (uint32_t)(off / k->pool->stride);
+	return pool_block(k->pool, *b);
+}
+
+int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
+{
+	struct pc_store *st = p->st;
+	struct pkey *k = calloc(n ? n : 1, sizeof(*k));
+	struct pc_op *ops = calloc(n ? n : 1, sizeof(*ops));
+	struct upd *stale = calloc(n ? n : 1, sizeof(*stale));
+	uint32_t *at = malloc((n ? n : 1) * sizeof(*at)), nops = 0;
+	int hits = 0, *sst = NULL;
+	size_t nstale = 0;
+
+	if (!k || !ops || !stale || !at) {
+		hits = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct pc_page *pg = &pages[i];
+
+		pg->status = 0;
+		if ((!pg->key && pg->key_len) || (!pg->data && pg->cap && !st->payload_free) ||
+		    pg->len > pg->cap || pg->len > UINT32_MAX) {
+			pg->status = -EINVAL;
+			k[i].state = 2;
+			continue;
+		}
+		k[i].key = keyhash_of(pg->key, pg->key_len);
+	}
+	lookup(p, k, n);
+	/* Phase 2: header and payload from the publishing nodes; own pages locally. */
+	for (size_t i = 0; i < n; i++) {
+		struct pc_page *pg = &pages[i];
+		struct dir_loc *l = &k[i].loc;
+		uint32_t cap = pg->cap > UINT32_MAX ? UINT32_MAX : (uint32_t)pg->cap, len = 0, b;
+		uint8_t *blk;
+
+		if (k[i].state != 1 || k[i].err)
+			continue;
+		k[i].state = 2;
+		if ((pg->len && l->len != pg->len) || l->len > cap) {
+			k[i].verdict = SLOT_MISS_LENGTH;	/* known from the entry: no read */
+			continue;
+		}
+		if (l->node == st->self) {
+			blk = own_block(p, l, &b);
+			k[i].verdict = !blk ? SLOT_MISS_ABSENT :
+				slot_read_local(blk, k[i].key, (uint32_t)pg->len, l->len,
+						st->payload_free ? NULL : pg->data, &len);
+			if (k[i].verdict == SLOT_HIT) {
+				pg->len = len;
+				pool_touch(p->cls[l->cls].pool, b);
+				pc_clock_copy(st->clock, len);
+			}
+			continue;
+		}
+		ops[nops] = (struct pc_op){ .kind = PC_OP_READ, .peer = l->node, .peer_inc = l->inc,
+					    .rkey = l->rkey, .raddr = l->addr, .head = k[i].hdr,
+					    .head_len = SLOT_HEADER_BYTES, .local = pg->data, .len = l->len,
+					    .lreg = store_lreg(st, pg->data, pg->cap) };
+		if (st->payload_free) {
+			ops[nops] = (struct pc_op){ .kind = PC_OP_READ, .peer = l->node, .peer_inc = l->inc,
+						    .rkey = l->rkey, .raddr = l->addr, .local = k[i].hdr,
+						    .len = SLOT_HEADER_BYTES, .virt_len = l->len };
+		}
+		k[i].state = 1;
+		at[nops++] = (uint32_t)i;
+	}
+	if (nops) {
+		store_post(st, ops, nops);
+		for (uint32_t j = 0; j < nops; j++)
+			if (!ops[j].status)
+				METRIC_ADD(st, bytes_read, pc_op_bytes(&ops[j]) + ops[j].virt_len);
+	}
+	for (uint32_t j = 0; j < nops; j++) {
+		struct pkey *x = &k[at[j]];
+		struct pc_page *pg = &pages[at[j]];
+		struct slot_header h;
+
+		x->state = 2;
+		if (ops[j].status) {
+			/* the node restarted or is gone: the entry is stale; drop it */
+			if (ops[j].status == -ESTALE || ops[j].status == -ECONNREFUSED ||
+			    ops[j].status == -ETIMEDOUT || ops[j].status == -EHOSTUNREACH)
+				stale[nstale++] = (struct upd){ .key = x->key, .loc = x->loc, .del = true };
+			if (ops[j].status == -ESTALE)
+				x->verdict = SLOT_MISS_ABSENT;
+			else
+				x->err = ops[j].status;
+			continue;
+		}
+		slot_header_decode(x->hdr, &h);
+		if (slot_header_empty(&h) || !keyhash_eq(h.key, x->key)) {
+			x->verdict = SLOT_MISS_OTHER_KEY;	/* the block moved on */
+			continue;
+		}
+		x->verdict = st->payload_free ?
+			slot_matches_virtual(&h, x->key, (uint32_t)pg->len, x->loc.len) :
+			slot_matches(&h, pg->data, x->key, (uint32_t)pg->len, x->loc.len);
+		if (x->verdict == SLOT_HIT)
+			pg->len = h.payload_len;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct pc_page *pg = &pages[i];
+
+		if (pg->status)
+			goto next;
+		if (k[i].err) {
+			pg->status = k[i].err;
+			METRIC_ADD(st, miss_unreachable, 1);
+		} else if (k[i].verdict == SLOT_HIT) {
+			hits++;
+			METRIC_ADD(st, hits, 1);
+			METRIC_ADD(st, hit_bytes, pg->len);
+		} else {
+			static const size_t field[SLOT_NR_VERDICTS] = {
+				[SLOT_MISS_ABSENT] = offsetof(struct pc_metrics, miss_absent),
+				[SLOT_MISS_OTHER_KEY] = offsetof(struct pc_metrics, miss_other_key),
+				[SLOT_MISS_TORN] = offsetof(struct pc_metrics, miss_torn),
+				[SLOT_MISS_LENGTH] = offsetof(struct pc_metrics, miss_length),
+				[SLOT_MISS_CHECKSUM] = offsetof(struct pc_metrics, miss_checksum),
+			};
+
+			pg->status = -ENOENT;
+			pc_stat_add((uint64_t *)((char *)&st->metrics + field[k[i].verdict]), 1);
+		}
+next:
+		if (pg->status)
+			pg->len = 0;
+	}
+	METRIC_ADD(st, read_requests, n);
+	/* entries naming a node that is gone or restarted: tell their shards (rare) */
+	if (nstale && (sst = malloc(nstale * sizeof(*sst))))
+		send_updates(p, stale, nstale, sst);
+out:
+	free(sst);
+	free(k);
+	free(ops);
+	free(stale);
+	free(at);
+	return hits;
+}
+
+int p2p_exists(struct p2p *p, struct pc_page *pages, size_t n)
+{
+	struct pkey *k = calloc(n ? n : 1, sizeof(*k));
+	int present = 0;
+
+	if (!k)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		pages[i].status = 0;
+		if (!pages[i].key && pages[i].key_len) {
+			pages[i].status = -EINVAL;
+			k[i].state = 2;
+			continue;
+		}
+		k[i].key = keyhash_of(pages[i].key, pages[i].key_len);
+	}
+	lookup(p, k, n);
+	for (size_t i = 0; i < n; i++) {
+		if (pages[i].status)
+			continue;
+		if (k[i].err)
+			pages[i].status = k[i].err;
+		else if (k[i].state != 1 || (pages[i].len && k[i].loc.len != pages[i].len))
+			pages[i].status = -ENOENT;
+		else
+			present++;
+	}
+	METRIC_ADD(p->st, exists_requests, n);
+	METRIC_ADD(p->st, exists_hits, present);
+	free(k);
+	return present;
+}
+
+/* ------------------------------------------------------------------ membership */
+
+static bool moved(void *arg, struct pc_keyhash key)
+{
+	struct p2p *p = arg;
+
+	return ring_owner_of(store_ring(p->st), key) != p->st->self;
+}
+
+/* Hand the entries whose shard is another node's now to that node. */
+static void handoff(void *arg)
+{
+	struct p2p *p = arg;
+	struct dir_rec *v = NULL;
+	int n = dir_take_if(&p->dir, moved, p, &v);
+	struct upd *u = calloc(n > 0 ? (size_t)n : 1, sizeof(*u));
+	int *status = malloc((n > 0 ? (size_t)n : 1) * sizeof(*status)), lost = 0;
+
+	for (int i = 0; u && status && i < n; i++)
+		u[i] = (struct upd){ .key = v[i].key, .loc = v[i].loc };
+	if (u && status && n > 0) {
+		send_updates(p, u, (size_t)n, status);
+		for (int i = 0; i < n; i++)
+			lost += status[i] != 0;
+	}
+	if (n > 0)
+		pc_info("p2p: handed %d directory entries to their new shards (%d could not be)", n, lost);
+	free(v);
+	free(u);
+	free(status);
+}
+
+void p2p_member_changed(struct p2p *p, uint32_t node, bool member)
+{
+	if (!member) {
+		uint32_t d = dir_drop_node(&p->dir, node);
+
+		if (d)
+			pc_dbg("p2p: dropped %u directory entries naming node %u", d, node);
+	}
+	if (!member || p->st->self == PC_PEER_NONE)
+		return;		/* a node leaving moves no shard to the nodes that stay */
+	/* entries move in the background (the ring changes from event context in the
+	 * simulator, where nothing may block) */
+	if (p->nr_tasks == MAX_TASKS)
+		pc_warn("p2p: %d membership changes since open; this one's entries stay put", MAX_TASKS);
+	else if (!pc_clock_spawn(p->st->clock, "pc-p2p-handoff", handoff, p, &p->tasks[p->nr_tasks]))
+		p->nr_tasks++;
+}
+
+/* ------------------------------------------------------------------ open, close */
+
+int p2p_open(struct pc_store *st, struct p2p **out, char *err, size_t errlen)
+{
+	const struct pc_store_cfg *cfg = &st->topo->store;
+	struct p2p *p = calloc(1, sizeof(*p));
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	p->st = st;
+	ret = dir_init(&p->dir);
+	if (ret) {
+		free(p);
+		return ret;
+	}
+	*out = p;
+	if (st->self == PC_PEER_NONE)
+		return 0;	/* a client: no pool, no shard */
+	p->nr_classes = cfg->nr_classes;
+	for (uint32_t c = 0; c < cfg->nr_classes; c++) {
+		struct p2p_class *k = &p->cls[c];
+		uint64_t blocks;
+
+		/* a block is one slot; the same memory per node as slotmap's slots */
+		ret = slot_geometry_init(&k->g, c, cfg->size_classes[c], 1, 1, 0);
+		blocks = cfg->global_segment_size / cfg->nr_classes / k->g.stride;
+		if (!ret && (!blocks || blocks > KEYMAP_MAX))
+			ret = -EINVAL;
+		if (st->payload_free)
+			slot_geometry_drop_payload(&k->g);
+		if (!ret)
+			ret = pool_open(st->clock, (uint32_t)blocks, (uint32_t)k->g.mem_stride, 64, false,
+					&k->pool);
+		if (!ret) {
+			k->reg = (struct pc_region){ .addr = k->pool->mem, .len = k->pool->mem_bytes,
+						     .access = PC_ACCESS_REMOTE_READ };
+			ret = pc_fabric_reg(st->fabric, &k->reg);
+			if (ret)
+				k->reg.len = 0;
+		}
+		if (ret) {
+			snprintf(err, errlen, "p2p: cannot set up the %llu-byte class of its published pool: %s",
+				 (unsigned long long)cfg->size_classes[c], strerror(-ret));
+			p2p_close(p);
+			*out = NULL;
+			return ret;
+		}
+		pc_info("published pool ready: %llu blocks of %llu B for pages up to %llu B",
+			(unsigned long long)blocks, (unsigned long long)k->g.stride,
+			(unsigned long long)cfg->size_classes[c]);
+	}
+	return 0;
+}
+
+void p2p_close(struct p2p *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < p->nr_tasks; i++)
+		pc_clock_join(p->st->clock, p->tasks[i]);
+	for (uint32_t c = 0; c < PC_MAX_CLASSES; c++) {
+		if (p->cls[c].reg.len)
+			pc_fabric_dereg(p->st->fabric, &p->cls[c].reg);
+		pool_close(p->cls[c].pool);
+	}
+	dir_fini(&p->dir);
+	free(p);
+}
+
+void p2p_metrics(struct p2p *p, struct pc_metrics *m)
+{
+	if (!p)
+		return;
+	for (uint32_t c = 0; c < p->nr_classes; c++) {
+		struct pool_usage u;
+
+		pool_usage(p->cls[c].pool, &u);
+		m->pool_keys += u.valid;
+	}
+	m->dir_entries += dir_size(&p->dir);
+}

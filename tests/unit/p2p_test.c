@@ -1,0 +1,281 @@
+/*
+ * p2p_test.c - p2p mode on the in-process fabric: a round trip across nodes in two
+ * round trips per get, exists from the directory, a stale entry (another key's block)
+ * as a clean miss, a full published pool evicting its LRU tail and its entries, a
+ * node leaving (entries naming it dropped), and a node joining: p2p hands the moved
+ * directory shards over and keeps every page reachable, where slotmap loses the pages
+ * whose owner moved.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <peercache/peercache.h>
+#include <peercache/pc_topology.h>
+
+#include "inproc/inproc.h"
+#include "proto.h"
+#include "store.h"
+#include "testutil.h"
+
+#define PAGE 12288
+
+struct cluster {
+	struct pc_topology *topo;
+	struct inproc_world *w;
+	struct pc_store *s[3];
+};
+
+static struct cluster *up(const char *mode, const char *segment)
+{
+	struct cluster *C = calloc(1, sizeof(*C));
+	char text[1024], err[PC_ERR_MAX] = "";
+	int len = snprintf(text, sizeof(text),
+			   "store: {mode: %s, global_segment_size: %s, slot_size_classes: [16KiB]}\n"
+			   "node_defaults: {address: 127.0.0.1}\n"
+			   "nodes:\n  - {name: n0, port: 40000}\n  - {name: n1, port: 40001}\n"
+			   "  - {name: n2, port: 40002}\n", mode, segment);
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, (size_t)len, "p2p", &C->topo, err, sizeof(err)), 0);
+	C->w = inproc_world_create(3);
+	for (int i = 0; i < 3; i++) {
+		char name[8];
+		struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
+					   .backend_arg = C->w, .node = name, .err = err,
+					   .errlen = sizeof(err) };
+
+		snprintf(name, sizeof(name), "n%d", i);
+		if (pc_store_open(&o, &C->s[i]))
+			printf("\n  %s\n", err);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(C->s[i]);
+	}
+	return C;
+}
+
+static void down(struct cluster *C)
+{
+	for (int i = 0; i < 3; i++)
+		pc_store_close(C->s[i]);
+	inproc_world_destroy(C->w);
+	pc_topology_free(C->topo);
+	free(C);
+}
+
+static struct pc_metrics metrics(struct pc_store *s)
+{
+	struct pc_metrics m;
+
+	pc_store_metrics(s, &m);
+	return m;
+}
+
+/* Write pages [0, n) through node w, 16 per batch. */
+static void publish(struct cluster *C, int w, uint32_t from, uint32_t n)
+{
+	for (uint32_t i = from; i < from + n; i += 16)
+		CU_ASSERT_EQUAL(pc_test_write_pages(C->s[w], i, from + n - i < 16 ? from + n - i : 16, PAGE),
+				(int)(from + n - i < 16 ? from + n - i : 16));
+}
+
+static void test_roundtrip(void)
+{
+	struct cluster *C = up("p2p", "8MiB");
+	struct pc_metrics before, after;
+	int wrong = 0, bad = 0;
+
+	publish(C, 0, 0, 160);		/* half published by n0 */
+	publish(C, 1, 160, 160);	/* half by n1 */
+	before = metrics(C->s[2]);
+	CU_ASSERT_EQUAL(pc_test_read_pages(C->s[2], 320, PAGE, &wrong, &bad), 320);
+	after = metrics(C->s[2]);
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(bad, 0);
+	/* 20 batches of 16: a directory phase and a READ phase each */
+	CU_ASSERT_EQUAL(after.round_trips - before.round_trips, 40);
+	CU_ASSERT_EQUAL(metrics(C->s[0]).pool_keys + metrics(C->s[1]).pool_keys, 320);
+	CU_ASSERT_EQUAL(metrics(C->s[0]).dir_entries + metrics(C->s[1]).dir_entries +
+			metrics(C->s[2]).dir_entries, 320);
+	/* and from the publishers themselves (own pages locally) */
+	CU_ASSERT_EQUAL(pc_test_read_pages(C->s[0], 320, PAGE, &wrong, &bad), 320);
+	CU_ASSERT_EQUAL(wrong, 0);
+	down(C);
+}
+
+static void test_exists_and_misses(void)
+{
+	struct cluster *C = up("p2p", "8MiB");
+	struct pc_page pg[3];
+	uint8_t buf[PAGE];
+	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
+				   .backend_arg = C->w };
+	struct pc_store *client = NULL;
+
+	publish(C, 0, 0, 16);
+	pg[0] = (struct pc_page){ .key = "page-3", .key_len = 6 };
+	pg[1] = (struct pc_page){ .key = "page-99", .key_len = 7 };
+	pg[2] = (struct pc_page){ .key = "page-4", .key_len = 6, .len = PAGE + 1 };
+	CU_ASSERT_EQUAL(pc_batch_exists(C->s[1], pg, 3), 1);
+	CU_ASSERT(pg[0].status == 0 && pg[1].status == -ENOENT && pg[2].status == -ENOENT);
+	/* the wrong length is known from the entry: a clean miss, nothing copied */
+	memset(buf, 0x5a, sizeof(buf));
+	pg[0] = (struct pc_page){ .key = "page-3", .key_len = 6, .data = buf, .cap = sizeof(buf),
+				  .len = 4096 };
+	CU_ASSERT_EQUAL(pc_batch_get(C->s[2], pg, 1), 0);
+	CU_ASSERT_EQUAL(pg[0].status, -ENOENT);
+	CU_ASSERT_EQUAL(buf[0], 0x5a);
+	/* a client reads, but publishes nowhere */
+	CU_ASSERT_EQUAL_FATAL(pc_store_open(&o, &client), 0);
+	pg[0] = (struct pc_page){ .key = "page-3", .key_len = 6, .data = buf, .cap = sizeof(buf) };
+	CU_ASSERT_EQUAL(pc_batch_get(client, pg, 1), 1);
+	pg[0] = (struct pc_page){ .key = "new", .key_len = 3, .data = buf, .len = 100 };
+	CU_ASSERT_EQUAL(pc_batch_set(client, pg, 1), 0);
+	CU_ASSERT_EQUAL(pg[0].status, -EOPNOTSUPP);
+	pc_store_close(client);
+	down(C);
+}
+
+/* An entry naming another key's block (stale, or forged): the gate makes it a miss. */
+static void test_stale_entry(void)
+{
+	struct cluster *C = up("p2p", "8MiB");
+	struct pc_keyhash x = keyhash_of("page-1", 6), y = keyhash_of("page-2", 6);
+	struct {
+		struct proto_dir_get h;
+		struct proto_dir_key k;
+	} get = { { .n = 1 }, { y.lo, y.hi } };
+	struct {
+		struct proto_dir_update h;
+		struct proto_dir_put p;
+	} put = { { .nput = 1 }, { .lo = x.lo, .hi = x.hi } };
+	uint32_t shard_y = ring_owner_of(C->s[0]->ring, y), shard_x = ring_owner_of(C->s[0]->ring, x);
+	struct pc_rpc r = { .peer = shard_y, .opcode = PC_RPC_DIR_GET, .req = &get, .req_len = sizeof(get) };
+	struct pc_metrics m;
+	int wrong = 0, bad = 0;
+
+	publish(C, 1, 0, 16);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->s[2]->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(r.status, 0);
+	memcpy(&put.p.loc, &((struct proto_dir_ans *)r.resp.data)->loc, sizeof(put.p.loc));
+	pc_msg_free(&r.resp);
+	r = (struct pc_rpc){ .peer = shard_x, .opcode = PC_RPC_DIR_UPDATE, .req = &put,
+			     .req_len = sizeof(put) };
+	CU_ASSERT_EQUAL(pc_fabric_call(C->s[2]->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(r.status, 0);
+	pc_msg_free(&r.resp);
+	/* page-1 now points at page-2's block */
+	CU_ASSERT_EQUAL(pc_test_read_pages(C->s[2], 16, PAGE, &wrong, &bad), 15);
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(bad, 0);
+	m = metrics(C->s[2]);
+	CU_ASSERT_EQUAL(m.miss_other_key, 1);
+	down(C);
+}
+
+/* A published pool of 63 blocks (1 MiB of 16 KiB slots) takes 240 pages from one
+ * writer: its LRU tail goes, with its directory entries. */
+static void test_pool_eviction(void)
+{
+	struct cluster *C = up("p2p", "1MiB");
+	const uint64_t blocks = (1u << 20) / (64 + 16384);
+	struct pc_metrics m;
+	uint64_t entries = 0;
+	int wrong = 0, bad = 0, hits;
+
+	publish(C, 0, 0, 240);
+	m = metrics(C->s[0]);
+	CU_ASSERT_EQUAL(m.pool_keys, blocks);
+	CU_ASSERT_EQUAL(m.evictions, 240 - blocks);
+	for (int i = 0; i < 3; i++)
+		entries += metrics(C->s[i]).dir_entries;
+	CU_ASSERT_EQUAL(entries, blocks);	/* evicted blocks took their entries along */
+	hits = pc_test_read_pages(C->s[1], 240, PAGE, &wrong, &bad);
+	CU_ASSERT_EQUAL(hits, (int)blocks);
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(bad, 0);
+	/* the survivors are the last ones published */
+	CU_ASSERT_EQUAL(pc_test_read_pages(C->s[1], 240, PAGE, &wrong, &bad), (int)blocks);
+	down(C);
+}
+
+/* How many of pages [0, n) each node can read. */
+static int readable(struct cluster *C, int via, uint32_t n)
+{
+	int wrong = 0, bad = 0, hits = pc_test_read_pages(C->s[via], n, PAGE, &wrong, &bad);
+
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(bad, 0);
+	return hits;
+}
+
+static void member(struct cluster *C, uint32_t node, bool in)
+{
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(store_set_member(C->s[i], node, in), 0);
+}
+
+/* n2 joins a ring of n0 and n1 that holds 240 pages. p2p moves the directory shards
+ * n2 now owns and every page stays reachable; slotmap's pages stay where they are,
+ * so the keys n2 now owns miss. Then n1 leaves: p2p drops the entries naming it. */
+static void test_join_and_leave(void)
+{
+	int got[2];
+
+	for (int mode = 0; mode < 2; mode++) {
+		struct cluster *C = up(mode ? "slotmap" : "p2p", "8MiB");
+		uint64_t on_n2 = 0, want_n2 = 0;
+
+		member(C, 2, false);
+		publish(C, 0, 0, 120);
+		publish(C, 1, 120, 120);
+		/* slotmap may lose a page or two to a full bucket; p2p none */
+		CU_ASSERT(readable(C, 0, 240) >= (mode ? 235 : 240));
+		member(C, 2, true);
+		for (uint32_t i = 0; i < 240; i++) {
+			char k[32];
+
+			snprintf(k, sizeof(k), "page-%u", i);
+			want_n2 += ring_owner_of(C->s[0]->ring, keyhash_of(k, strlen(k))) == 2;
+		}
+		for (int t = 0; mode == 0 && t < 500 && on_n2 < want_n2; t++) {
+			usleep(10000);	/* the handoffs run in the background */
+			on_n2 = metrics(C->s[2]).dir_entries;
+		}
+		got[mode] = readable(C, 2, 240);
+		printf("\n  %s: after n2 joined, %d of 240 pages readable%s", mode ? "slotmap" : "p2p", got[mode],
+		       mode ? "" : " (directory shards handed over)");
+		if (mode == 0) {
+			int stay = 0;
+
+			CU_ASSERT_EQUAL(on_n2, want_n2);
+			CU_ASSERT_EQUAL(got[0], 240);
+			/* n1 leaves: its pages and the entries its shard held are gone; every
+			 * page of n0 whose entry lived on n0 or n2 stays */
+			for (uint32_t i = 0; i < 120; i++) {
+				char k[32];
+
+				snprintf(k, sizeof(k), "page-%u", i);
+				stay += ring_owner_of(C->s[0]->ring, keyhash_of(k, strlen(k))) != 1;
+			}
+			member(C, 1, false);
+			CU_ASSERT_EQUAL(readable(C, 2, 240), stay);
+			CU_ASSERT_EQUAL(metrics(C->s[0]).dir_entries + metrics(C->s[2]).dir_entries,
+					(uint64_t)stay);
+			printf("; n1 left: %d of n0's 120 pages readable (their shards stayed)", stay);
+		}
+		down(C);
+	}
+	CU_ASSERT(got[1] < 235 && got[1] > 0);	/* slotmap: the keys n2 now owns miss */
+}
+
+static CU_TestInfo tests[] = {
+	{ "round trip across nodes, two round trips per get", test_roundtrip },
+	{ "exists from the directory; length miss; clients", test_exists_and_misses },
+	{ "a stale entry is a clean miss", test_stale_entry },
+	{ "a full published pool evicts with its entries", test_pool_eviction },
+	{ "join: p2p hands shards over, slotmap moves nothing; leave", test_join_and_leave },
+	CU_TEST_INFO_NULL,
+};
+
+PC_TEST_MAIN({ "p2p", NULL, NULL, NULL, NULL, tests })
