@@ -27,9 +27,14 @@ grep -vE '^\s*$' /tmp/conform.log | grep -vE 'CUnit|sourceforge' | tail -25
 [ $rc = 0 ] || fail conformance
 
 echo "VM: ---- 2. slotmap e2e over rxe"
-timeout 300 e2e_test /pc/pcd rxe > /tmp/e2e.log 2>&1; rc=$?
+timeout 300 e2e_test /pc/pcd rxe slotmap > /tmp/e2e.log 2>&1; rc=$?
 grep -vE '^\s*$' /tmp/e2e.log | grep -vE 'CUnit|sourceforge' | tail -25
 [ $rc = 0 ] || fail e2e
+
+echo "VM: ---- 2a. the same e2e suite in p2p mode over rxe"
+timeout 300 e2e_test /pc/pcd rxe p2p > /tmp/e2e-p2p.log 2>&1; rc=$?
+grep -E 'p2p|PASS|FAIL|passed|failed' /tmp/e2e-p2p.log | tail -12
+[ $rc = 0 ] || fail e2e-p2p
 
 echo "VM: ---- 2b. tiered pool e2e over rxe (the peer pulls from us, we READ its blocks)"
 timeout 300 tier_e2e_test /pc/pcd rxe > /tmp/tier.log 2>&1; rc=$?

@@ -5,7 +5,8 @@
 # own binaries (with the libraries they load), boots it under TCG, creates rxe0 on
 # lo, and runs:
 #   1. tcp_test rxe        the fabric conformance suite on the rxe backend
-#   2. e2e_test pcd rxe    the slotmap e2e suite across processes over rxe, and
+#   2. e2e_test pcd rxe    the e2e suite across processes over rxe, in slotmap and
+#                          in p2p mode, and
 #      tier_e2e_test         the tiered pool's smoke runs over rxe
 #   3. ib_read_bw (bandwidth, and one READ in flight) next to pcbench over rxe
 #   4. pcdemo: three node processes over rxe

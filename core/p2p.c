@@ -42,7 +42,8 @@ struct p2p {
 	uint32_t nr_classes;
 	struct p2p_class cls[PC_MAX_CLASSES];
 	struct dir dir;			/* this node's shard */
-	struct pc_task *tasks[MAX_TASKS];
+	pthread_mutex_t tasks_lock;
+	struct pc_task *tasks[MAX_TASKS];	/* handoffs and republishes, joined at close */
 	uint32_t nr_tasks;
 };
 
@@ -165,7 +166,7 @@ int p2p_rpc(struct p2p *p, uint32_t from, uint16_t opcode, const void *req, size
 
 /* Send updates to their shards: this node's own directly, the others in one RPC
  * phase. status[i] gets the outcome for u[i]. */
-static void send_updates(struct p2p *p, const struct upd *u, size_t n, int *status)
+static void send_chunk(struct p2p *p, const struct upd *u, size_t n, int *status)
 {
 	struct pc_store *st = p->st;
 	uint32_t nn = st->topo->nr_nodes, nr = 0, *owner = malloc((n ? n : 1) * sizeof(*owner));
@@ -256,6 +257,13 @@ out:
 	free(nput);
 	free(ndel);
 	free(owner);
+}
+
+/* The same for any number of updates (a handoff or republish can be a whole shard). */
+static void send_updates(struct p2p *p, const struct upd *u, size_t n, int *status)
+{
+	for (size_t at = 0; at < n; at += PROTO_DIR_MAX)
+		send_chunk(p, u + at, n - at < PROTO_DIR_MAX ? n - at : PROTO_DIR_MAX, status + at);
 }
 
 /* ------------------------------------------------------------------ set */
@@ -383,7 +391,7 @@ struct pkey {
 };
 
 /* Phase 1: the directory, one DIR_GET per remote shard, this node's own directly. */
-static void lookup(struct p2p *p, struct pkey *k, size_t n)
+static void lookup_chunk(struct p2p *p, struct pkey *k, size_t n)
 {
 	struct pc_store *st = p->st;
 	uint32_t nn = st->topo->nr_nodes, nr = 0;
@@ -462,6 +470,12 @@ out:
 	free(rpcs);
 	free(owner);
 	free(cnt);
+}
+
+static void lookup(struct p2p *p, struct pkey *k, size_t n)
+{
+	for (size_t at = 0; at < n; at += PROTO_DIR_MAX)
+		lookup_chunk(p, k + at, n - at < PROTO_DIR_MAX ? n - at : PROTO_DIR_MAX);
 }
 
 /* A page this node published: its block, if addr names one of class cls. */
@@ -686,22 +700,100 @@ static void handoff(void *arg)
 	free(status);
 }
 
-void p2p_member_changed(struct p2p *p, uint32_t node, bool member)
-{
-	if (!member) {
-		uint32_t d = dir_drop_node(&p->dir, node);
+/* After a leave: this node's own pages whose shard was the departed node's, published
+ * again to their new shards (the entries died with that node). */
+struct republish {
+	struct p2p *p;
+	struct ring *old;
+	uint32_t node;
+};
 
-		if (d)
-			pc_dbg("p2p: dropped %u directory entries naming node %u", d, node);
+static void republish(void *arg)
+{
+	struct republish *r = arg;
+	struct p2p *p = r->p;
+	struct pc_store *st = p->st;
+	uint32_t total = 0;
+	struct upd *u;
+	int *status;
+	size_t n = 0;
+	int lost = 0;
+
+	for (uint32_t c = 0; c < p->nr_classes; c++)
+		total += p->cls[c].pool->nr_blocks;
+	u = calloc(total ? total : 1, sizeof(*u));
+	status = malloc((total ? total : 1) * sizeof(*status));
+	for (uint32_t c = 0; u && status && c < p->nr_classes; c++) {
+		struct p2p_class *k = &p->cls[c];
+
+		pthread_mutex_lock(&k->pool->lock);
+		for (uint32_t b = 0; b < k->pool->nr_blocks; b++) {
+			const struct pool_meta *m = &k->pool->meta[b];
+
+			if (m->state != POOL_VALID || ring_owner_of(r->old, m->key) != r->node)
+				continue;
+			u[n++] = (struct upd){ .key = m->key,
+					       .loc = { .addr = block_addr(k, b), .inc = st->fabric->incarnation,
+							.node = st->self, .rkey = k->reg.key, .len = m->len,
+							.cls = c } };
+		}
+		pthread_mutex_unlock(&k->pool->lock);
 	}
-	if (!member || p->st->self == PC_PEER_NONE)
-		return;		/* a node leaving moves no shard to the nodes that stay */
-	/* entries move in the background (the ring changes from event context in the
-	 * simulator, where nothing may block) */
-	if (p->nr_tasks == MAX_TASKS)
-		pc_warn("p2p: %d membership changes since open; this one's entries stay put", MAX_TASKS);
-	else if (!pc_clock_spawn(p->st->clock, "pc-p2p-handoff", handoff, p, &p->tasks[p->nr_tasks]))
-		p->nr_tasks++;
+	if (n) {
+		send_updates(p, u, n, status);
+		for (size_t i = 0; i < n; i++)
+			lost += status[i] != 0;
+		pc_info("p2p: published %zu entries again after %s left (%d could not be)", n,
+			st->topo->nodes[r->node].name, lost);
+	} else if (!u || !status) {
+		pc_warn("p2p: out of memory: pages whose shard was %s's stay unreachable",
+			st->topo->nodes[r->node].name);
+	}
+	free(u);
+	free(status);
+	free(r);
+}
+
+static void spawn(struct p2p *p, const char *name, void (*fn)(void *), void *arg)
+{
+	int ret = -ENOSPC;
+
+	pthread_mutex_lock(&p->tasks_lock);
+	if (p->nr_tasks < MAX_TASKS) {
+		ret = pc_clock_spawn(p->st->clock, name, fn, arg, &p->tasks[p->nr_tasks]);
+		p->nr_tasks += !ret;
+	}
+	pthread_mutex_unlock(&p->tasks_lock);
+	if (ret) {
+		pc_warn("p2p: cannot start %s (%s): the directory keeps its entries where they are",
+			name, ret == -ENOSPC ? "too many membership changes since open" : strerror(-ret));
+		if (fn == republish)
+			free(arg);
+	}
+}
+
+void p2p_member_changed(struct p2p *p, uint32_t node, bool member, struct ring *old)
+{
+	struct republish *r;
+
+	if (member) {
+		/* entries move in the background (the ring changes from event context in
+		 * the simulator, where nothing may block) */
+		if (p->st->self != PC_PEER_NONE)
+			spawn(p, "pc-p2p-handoff", handoff, p);
+		return;
+	}
+	if (dir_drop_node(&p->dir, node))
+		pc_dbg("p2p: dropped the directory entries naming node %u", node);
+	if (p->st->self == PC_PEER_NONE || node == p->st->self)
+		return;
+	r = malloc(sizeof(*r));
+	if (!r) {
+		pc_warn("p2p: out of memory: pages whose shard was node %u's stay unreachable", node);
+		return;
+	}
+	*r = (struct republish){ .p = p, .old = old, .node = node };
+	spawn(p, "pc-p2p-republish", republish, r);
 }
 
 /* ------------------------------------------------------------------ open, close */
@@ -720,6 +812,7 @@ int p2p_open(struct pc_store *st, struct p2p **out, char *err, size_t errlen)
 		free(p);
 		return ret;
 	}
+	pthread_mutex_init(&p->tasks_lock, NULL);
 	*out = p;
 	if (st->self == PC_PEER_NONE)
 		return 0;	/* a client: no pool, no shard */
@@ -771,6 +864,7 @@ void p2p_close(struct p2p *p)
 		pool_close(p->cls[c].pool);
 	}
 	dir_fini(&p->dir);
+	pthread_mutex_destroy(&p->tasks_lock);
 	free(p);
 }
 

@@ -25,9 +25,11 @@ int p2p_exists(struct p2p *p, struct pc_page *pages, size_t n);
 int p2p_rpc(struct p2p *p, uint32_t from, uint16_t opcode, const void *req, size_t len,
 	    struct pc_msg *resp);
 
-/* The ring changed (node joined or left): drop entries naming a node that left, hand
- * entries whose shard moved to their new owner (in the background). */
-void p2p_member_changed(struct p2p *p, uint32_t node, bool member);
+/* The ring changed from old (kept until the store closes) to the store's current
+ * one, as node joined or left. Join: hand the entries whose shard moved to their new
+ * owner. Leave: drop the entries naming node, and publish again this node's own pages
+ * whose shard was node's. Both in the background. */
+void p2p_member_changed(struct p2p *p, uint32_t node, bool member, struct ring *old);
 
 /* pool_keys and dir_entries. */
 void p2p_metrics(struct p2p *p, struct pc_metrics *m);

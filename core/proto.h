@@ -26,6 +26,7 @@ enum pc_rpc_opcode {
 	/* p2p mode's directory (p2p.c). */
 	PC_RPC_DIR_UPDATE = 9,		/* proto_dir_update + put[nput] + del[ndel] -> () */
 	PC_RPC_DIR_GET = 10,		/* proto_dir_get + key[n] -> proto_dir_ans[n] */
+	PC_RPC_MEMBER = 11,		/* proto_member -> () */
 };
 
 #define PROTO_DIR_MAX 65536		/* entries per directory request */
@@ -73,6 +74,12 @@ struct proto_dir_ans {
 	int32_t status;			/* 0 or -ENOENT */
 	uint32_t pad;
 	struct proto_dir_loc loc;
+};
+
+/* A node joined (member 1) or left (0) the ring: the receiver changes its ring. */
+struct proto_member {
+	uint32_t node;
+	uint32_t member;
 };
 
 #define PROTO_PROMOTE_MAX_KEYS 4096

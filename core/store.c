@@ -60,26 +60,66 @@ const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t le
 
 int store_set_member(struct pc_store *st, uint32_t node, bool member)
 {
-	struct ring *old = store_ring(st), *r;
-	int ret;
+	struct ring *old, *r;
+	int ret = 0;
 
 	if (node >= st->topo->nr_nodes)
 		return -EINVAL;
+	pthread_mutex_lock(&st->member_lock);
+	old = store_ring(st);
 	if (ring_contains(old, node) == member)
-		return 0;
+		goto out;
 	r = ring_dup(old);
-	if (!r)
-		return -ENOMEM;
+	if (!r) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	ret = member ? ring_add(r, node, st->topo->nodes[node].name) : ring_remove(r, node);
 	if (ret) {
 		ring_destroy(r);
-		return ret;
+		goto out;
 	}
 	__atomic_store_n(&st->ring, r, __ATOMIC_RELEASE);
 	old->retired_next = st->retired;
 	st->retired = old;
+	pc_info("node %s %s the ring", st->topo->nodes[node].name, member ? "joined" : "left");
 	if (st->p2p)
-		p2p_member_changed(st->p2p, node, member);
+		p2p_member_changed(st->p2p, node, member, old);
+out:
+	pthread_mutex_unlock(&st->member_lock);
+	return ret;
+}
+
+int pc_store_set_member(struct pc_store *st, const char *node, bool member)
+{
+	int idx = st ? pc_topology_find_node(st->topo, node) : -1;
+	struct proto_member m;
+	struct pc_rpc *rpcs;
+	uint32_t nr = 0;
+	int ret;
+
+	if (idx < 0)
+		return -ENOENT;
+	ret = store_set_member(st, (uint32_t)idx, member);
+	if (ret)
+		return ret;
+	/* tell every other node; a node leaving is not asked (it may be dead) */
+	rpcs = calloc(st->topo->nr_nodes, sizeof(*rpcs));
+	if (!rpcs)
+		return -ENOMEM;
+	m = (struct proto_member){ .node = (uint32_t)idx, .member = member };
+	for (uint32_t i = 0; i < st->topo->nr_nodes; i++)
+		if (i != st->self && (member || i != (uint32_t)idx))
+			rpcs[nr++] = (struct pc_rpc){ .peer = i, .opcode = PC_RPC_MEMBER, .req = &m,
+						      .req_len = sizeof(m) };
+	pc_fabric_call(st->fabric, rpcs, nr);
+	for (uint32_t r = 0; r < nr; r++) {
+		if (rpcs[r].status)
+			pc_warn("node %s did not hear that %s %s: %s", st->topo->nodes[rpcs[r].peer].name,
+				node, member ? "joined" : "left", strerror(-rpcs[r].status));
+		pc_msg_free(&rpcs[r].resp);
+	}
+	free(rpcs);
 	return 0;
 }
 
@@ -137,6 +177,14 @@ static int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req,
 	case PC_RPC_DIR_UPDATE:
 	case PC_RPC_DIR_GET:
 		return st->p2p ? p2p_rpc(st->p2p, from, opcode, req, len, resp) : -EOPNOTSUPP;
+	case PC_RPC_MEMBER: {
+		struct proto_member m;
+
+		if (len != sizeof(m))
+			return -EPROTO;
+		memcpy(&m, req, sizeof(m));
+		return m.member > 1 ? -EPROTO : store_set_member(st, m.node, m.member);
+	}
 	case PC_RPC_TIER_OFFER:
 	case PC_RPC_TIER_QUERY:
 	case PC_RPC_TIER_PUT:
@@ -208,6 +256,7 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 	st->backend_arg = o->backend_arg;
 	pthread_rwlock_init(&st->bufs_lock, NULL);
 	pthread_mutex_init(&st->stage_lock, NULL);
+	pthread_mutex_init(&st->member_lock, NULL);
 	if (o->topo) {
 		st->topo = pc_topology_dup(o->topo);
 		ret = st->topo ? 0 : -ENOMEM;
@@ -310,6 +359,7 @@ err_topo:
 err_free:
 	pthread_rwlock_destroy(&st->bufs_lock);
 	pthread_mutex_destroy(&st->stage_lock);
+	pthread_mutex_destroy(&st->member_lock);
 	free(st);
 	return ret;
 }
@@ -339,6 +389,7 @@ void pc_store_close(struct pc_store *st)
 	pc_topology_free(st->topo);
 	pthread_rwlock_destroy(&st->bufs_lock);
 	pthread_mutex_destroy(&st->stage_lock);
+	pthread_mutex_destroy(&st->member_lock);
 	free(st);
 }
 

@@ -41,6 +41,7 @@ struct pc_store {
 	struct pc_clock *clock;
 	struct ring *ring;		/* replaced whole on membership change */
 	struct ring *retired;		/* earlier rings, freed at close (readers may hold them) */
+	pthread_mutex_t member_lock;	/* serialises membership changes */
 	struct slotmap *sm;		/* mode slotmap */
 	struct p2p *p2p;		/* mode p2p */
 	struct tier *tier;		/* the tiered pool this node serves, or NULL */
@@ -56,8 +57,9 @@ struct pc_store {
 
 #define METRIC_ADD(st, field, v) pc_stat_add(&(st)->metrics.field, (uint64_t)(v))
 
-/* Add a node to this store's ring or take it out (join, leave). The ring is
- * swapped whole; batches that already took the old one finish with it. 0 or -errno. */
+/* Add a node to this store's ring or take it out (join, leave), in this store only
+ * (pc_store_set_member also tells the peers). The ring is swapped whole; batches
+ * that already took the old one finish with it. 0 or -errno. */
 int store_set_member(struct pc_store *st, uint32_t node, bool member);
 
 /* The current ring. */

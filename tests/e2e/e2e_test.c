@@ -1,12 +1,13 @@
 /*
- * e2e_test.c - slotmap over tcp across processes: this process is node n0 (it
- * embeds the library, as a serving engine does), pcd daemons are n1 and n2, and
- * forked client processes read. Round trips byte for byte, every miss reason,
- * header-only exists, bucket reservations and evictions, oversize pages, malformed
- * frames and refused ops against a live pcd, and peers stalled, killed mid-batch
- * and restarted.
+ * e2e_test.c - the store across processes: this process is node n0 (it embeds the
+ * library, as a serving engine does), pcd daemons are n1 and n2, and forked client
+ * processes read. Round trips byte for byte, every miss reason, exists, bucket
+ * reservations or pool evictions, oversize pages, malformed frames and refused ops
+ * against a live pcd, peers stalled, killed mid-batch and restarted, and nodes
+ * leaving and joining the ring. In p2p mode also: a publishing node killed.
  *
- * argv[1] is the pcd binary; argv[2] the protocol (tcp by default, rxe in the VM).
+ * argv[1] is the pcd binary; argv[2] the protocol (tcp by default, rxe in the VM);
+ * argv[3] the mode (slotmap by default, or p2p).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,6 +48,16 @@ static bool over_tcp(void)
 	return !strcmp(protocol(), "tcp");
 }
 
+static const char *mode(void)
+{
+	return pc_test_argc > 3 ? pc_test_argv[3] : "slotmap";
+}
+
+static bool p2p(void)
+{
+	return !strcmp(mode(), "p2p");
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -58,7 +69,10 @@ static double now_s(void)
 /* n0 in this process, n1 and n2 as pcd. */
 static struct ecl *up(const char *store)
 {
-	return ecl_up(pcd_bin(), protocol(), store, true);
+	char s[512];
+
+	snprintf(s, sizeof(s), "mode: %s, %s", mode(), store);
+	return ecl_up(pcd_bin(), protocol(), s, true);
 }
 
 static uint32_t owner(struct ecl *E, const char *key)
@@ -163,8 +177,8 @@ static void test_roundtrip(void)
 		sprintf(keys[i], "rt-%d", i);
 		on[owner(E, keys[i])]++;
 	}
-	printf("\n  over %s, 96 keys: %d on n0 (this process), %d on n1, %d on n2 (pcd)\n", protocol(),
-	       on[0], on[1], on[2]);
+	printf("\n  %s over %s, 96 keys: %s %d on n0 (this process), %d on n1, %d on n2 (pcd)\n",
+	       mode(), protocol(), p2p() ? "pages on n0, directory entries" : "pages", on[0], on[1], on[2]);
 	CU_ASSERT_EQUAL(put(E->n0, keys, 96, 12288, 5, NULL), 96);
 	CU_ASSERT_EQUAL(get(E->n0, keys, 96, 12288, 12288, 5, st), 96);
 	/* two other processes read every page back */
@@ -195,18 +209,22 @@ static void test_misses_and_exists(void)
 	for (int i = 0; i < 8; i++)
 		CU_ASSERT_EQUAL(st[i], -ENOENT);
 	CU_ASSERT_EQUAL(get(E->n0, keys, 8, 16384, 0, 1, st), 8);
-	/* exists: header bytes only, ways x 64 per key, and agrees with get */
+	/* exists agrees with get in one round trip: slotmap reads header bytes only
+	 * (ways x 64 per key), p2p asks the directory and reads nothing */
 	for (int i = 0; i < 8; i++)
 		ex[i] = (struct pc_page){ .key = keys[i], .key_len = strlen(keys[i]) };
 	pc_store_metrics(E->n0, &m0);
 	CU_ASSERT_EQUAL(pc_batch_exists(E->n0, ex, 8), 8);
 	pc_store_metrics(E->n0, &m1);
-	printf("\n  exists over tcp: %llu bytes read for 8 keys, %llu round trip(s)\n",
-	       (unsigned long long)(m1.bytes_read - m0.bytes_read),
+	printf("\n  %s exists over %s: %llu bytes read for 8 keys, %llu round trip(s)\n", mode(),
+	       protocol(), (unsigned long long)(m1.bytes_read - m0.bytes_read),
 	       (unsigned long long)(m1.round_trips - m0.round_trips));
-	CU_ASSERT_EQUAL(m1.bytes_read - m0.bytes_read, 8 * 4 * 64);
+	CU_ASSERT_EQUAL(m1.bytes_read - m0.bytes_read, p2p() ? 0 : 8 * 4 * 64);
 	CU_ASSERT_EQUAL(m1.round_trips - m0.round_trips, 1);
 	CU_ASSERT(m1.miss_length >= 8 && m1.miss_absent >= 8);
+	for (int i = 0; i < 8; i++)
+		ex[i] = (struct pc_page){ .key = none[i], .key_len = strlen(none[i]) };
+	CU_ASSERT_EQUAL(pc_batch_exists(E->n0, ex, 8), 0);
 	ecl_down(E);
 }
 
@@ -409,13 +427,16 @@ static void test_concurrent_readers_writers(void)
 
 	for (int i = 0; i < 6; i++)
 		key_on(E, 1, "race", &j, keys[i]);
-	/* writers: this node and a client; readers: two other clients */
+	/* writers: this node and a client (p2p: this node twice, a client cannot
+	 * publish); readers: two other clients */
 	for (int i = 0; i < 4; i++)
-		r[i] = (struct pc_test_racer){ .s = i ? cl[i - 1] : E->n0, .writer = i < 2,
-					       .keys = (const char (*)[32])keys, .nkeys = 6 };
+		r[i] = (struct pc_test_racer){ .s = i && !(i == 1 && p2p()) ? cl[i - 1] : E->n0,
+					       .writer = i < 2, .keys = (const char (*)[32])keys,
+					       .nkeys = 6 };
 	pc_test_race(r, 4, 1500, &writes, &hits, &bad);
-	printf("\n  over %s, 2 writers and 2 readers on one 2-way bucket of n1: %lu writes, %lu reader hits, %lu bad\n",
-	       protocol(), writes, hits, bad);
+	printf("\n  %s over %s, 2 writers and 2 readers on %s: %lu writes, %lu reader hits, %lu bad\n",
+	       mode(), protocol(), p2p() ? "6 keys n0 publishes again and again" : "one 2-way bucket of n1",
+	       writes, hits, bad);
 	CU_ASSERT_EQUAL(bad, 0);
 	CU_ASSERT(writes > 0 && hits > 0);
 	for (int i = 0; i < 3; i++)
@@ -423,15 +444,245 @@ static void test_concurrent_readers_writers(void)
 	ecl_down(E);
 }
 
+/* ---------------------------------------------------------------- membership */
+
+struct count_arg {
+	char (*keys)[32];
+	size_t n;
+	bool leave_n2;			/* tell this client's ring that n2 left */
+};
+
+/* A client in another process: how many of the keys it reads (exit code; 200 when
+ * one of them came back wrong). */
+static int count_hits(struct ecl *E, struct pc_store *s, void *p)
+{
+	struct count_arg *a = p;
+	int *st = calloc(a->n, sizeof(int)), hits = 0;
+
+	(void)E;
+	if (a->leave_n2 && pc_store_set_member(s, "n2", false))
+		return 201;
+	get(s, a->keys, a->n, 12288, 12288, 5, st);
+	for (size_t i = 0; i < a->n; i++) {
+		if (st[i] == -EBADMSG)
+			return 200;
+		hits += !st[i];
+	}
+	free(st);
+	return hits;
+}
+
+/* Wait (at most 5 s) until this node reads want of the keys back. */
+static int n0_reads(struct ecl *E, char (*keys)[32], size_t n, int want)
+{
+	int st[96], hits = 0;
+
+	for (int t = 0; t < 100; t++) {
+		hits = get(E->n0, keys, n, 12288, 12288, 5, st);
+		for (size_t i = 0; i < n; i++)
+			CU_ASSERT_NOT_EQUAL(st[i], -EBADMSG);
+		if (hits >= want)
+			break;
+		usleep(50000);
+	}
+	return hits;
+}
+
+/* n2 dies and leaves the ring, then comes back empty and joins it. p2p: the
+ * directory follows (entries n2's shard held are published again by their
+ * publisher, and handed to n2 when it is back), so every page n0 published stays
+ * readable throughout. Slotmap moves nothing: n2's pages are gone with it, the
+ * others stay where they are. */
+static void test_leave_and_join(void)
+{
+	struct ecl *E = up("slot_size_classes: [16KiB], global_segment_size: 32MiB");
+	char keys[96][32];
+	int on_n2 = 0, alive, after_leave, after_join, client_leave, client_join;
+	struct count_arg a = { keys, 96, false };
+
+	for (int i = 0; i < 96; i++) {
+		sprintf(keys[i], "lj-%d", i);
+		on_n2 += owner(E, keys[i]) == 2;
+	}
+	CU_ASSERT_EQUAL(put(E->n0, keys, 96, 12288, 5, NULL), 96);
+	ecl_stop_pcd(E, 2, SIGKILL);
+	alive = in_child(E, count_hits, &a);
+	CU_ASSERT_EQUAL(alive, 96 - on_n2);	/* before anyone says it left */
+	CU_ASSERT_EQUAL(pc_store_set_member(E->n0, "n2", false), 0);
+	after_leave = n0_reads(E, keys, 96, p2p() ? 96 : 96 - on_n2);
+	a.leave_n2 = true;
+	client_leave = in_child(E, count_hits, &a);
+	/* n2 is back, empty, and joins */
+	E->pcd[2] = ecl_spawn_pcd(E, 2);
+	CU_ASSERT_FATAL(E->pcd[2] > 0);
+	CU_ASSERT_EQUAL(pc_store_set_member(E->n0, "n2", true), 0);
+	after_join = n0_reads(E, keys, 96, p2p() ? 96 : 96 - on_n2);
+	a.leave_n2 = false;
+	client_join = in_child(E, count_hits, &a);
+	printf("\n  %s: 96 pages, %d %s n2; n2 killed: %d readable; n2 left: %d (this node), %d (a client); n2 back and joined: %d, %d\n",
+	       mode(), on_n2, p2p() ? "with their directory entry on" : "on", alive, after_leave,
+	       client_leave, after_join, client_join);
+	if (p2p()) {
+		CU_ASSERT_EQUAL(after_leave, 96);
+		CU_ASSERT_EQUAL(client_leave, 96);
+		CU_ASSERT_EQUAL(after_join, 96);
+		CU_ASSERT_EQUAL(client_join, 96);
+	} else {
+		CU_ASSERT_EQUAL(after_leave, 96 - on_n2);
+		CU_ASSERT_EQUAL(client_leave, 96 - on_n2);
+		CU_ASSERT_EQUAL(after_join, 96 - on_n2);
+		CU_ASSERT_EQUAL(client_join, 96 - on_n2);
+	}
+	CU_ASSERT(on_n2 > 0);
+	ecl_down(E);
+}
+
+/* ---------------------------------------------------------------- p2p only */
+
+/* A full published pool evicts its least recently used pages and their directory
+ * entries (held by pcd shards): a clean miss for the evicted, never stale bytes. */
+static void test_pool_eviction(void)
+{
+	/* 16 blocks of 4096 + 64 B */
+	struct ecl *E = up("slot_size_classes: [4KiB], global_segment_size: 66560");
+	char keys[24][32];
+	int st[24], hits = 0, j = 0;
+	struct pc_metrics m;
+
+	for (int i = 0; i < 24; i++)
+		key_on(E, (uint32_t)(1 + i % 2), "ev", &j, keys[i]);
+	CU_ASSERT_EQUAL(put(E->n0, keys, 24, 4096, 3, NULL), 24);
+	pc_store_metrics(E->n0, &m);
+	CU_ASSERT_EQUAL(m.pool_keys, 16);
+	CU_ASSERT_EQUAL(m.evictions, 8);
+	get(E->n0, keys, 24, 4096, 4096, 3, st);
+	for (int i = 0; i < 24; i++) {
+		CU_ASSERT_EQUAL(st[i], i < 8 ? -ENOENT : 0);	/* the oldest went */
+		hits += !st[i];
+	}
+	pc_store_metrics(E->n0, &m);
+	printf("\n  24 pages into a 16-block pool: %d readable, %llu evicted, %llu other-key misses\n",
+	       hits, (unsigned long long)m.evictions, (unsigned long long)m.miss_other_key);
+	CU_ASSERT_EQUAL(m.miss_other_key, 0);	/* the shards had dropped their entries */
+	/* a page over the largest class is skipped and counted */
+	{
+		uint8_t big[5000] = { 0 };
+		struct pc_page p = { .key = "big", .key_len = 3, .data = big, .len = sizeof(big) };
+
+		CU_ASSERT_EQUAL(pc_batch_set(E->n0, &p, 1), 0);
+		CU_ASSERT_EQUAL(p.status, -EFBIG);
+		pc_store_metrics(E->n0, &m);
+		CU_ASSERT_EQUAL(m.skipped_oversize, 1);
+	}
+	ecl_down(E);
+}
+
+/* n1 is not pcd but a forked store that publishes pages, then waits to be killed. */
+static pid_t publisher(struct ecl *E, char (*keys)[32], size_t n)
+{
+	int fd[2];
+	char ok = 0;
+	pid_t pid;
+
+	ecl_stop_pcd(E, 1, SIGTERM);
+	CU_ASSERT_FATAL(pipe(fd) == 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		struct pc_store *s = ecl_open_store(E, "n1");
+
+		ok = s && put(s, keys, n, 12288, 7, NULL) == (int)n;
+		if (write(fd[1], &ok, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(fd[1]);
+	if (read(fd[0], &ok, 1) != 1)
+		ok = 0;
+	close(fd[0]);
+	CU_ASSERT_FATAL(ok);
+	return pid;
+}
+
+/* The node that published pages is killed: its pages miss cleanly within the
+ * timeout, readers tell the shards, and the entries naming it are gone. */
+static void test_publisher_killed(void)
+{
+	struct ecl *E = up("slot_size_classes: [16KiB], global_segment_size: 8MiB");
+	char keys[48][32];
+	int st[48], failed = 0, absent = 0, unreachable = 0, shard_n1 = 0;
+	struct pc_metrics m0, m1;
+	pid_t pid;
+	double t0, dt;
+
+	for (int i = 0; i < 48; i++) {
+		sprintf(keys[i], "pub-%d", i);
+		shard_n1 += owner(E, keys[i]) == 1;
+	}
+	pid = publisher(E, keys, 48);
+	CU_ASSERT_EQUAL(get(E->n0, keys, 48, 12288, 12288, 7, st), 48);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	t0 = now_s();
+	CU_ASSERT_EQUAL(get(E->n0, keys, 48, 12288, 12288, 7, st), 0);
+	dt = now_s() - t0;
+	for (int i = 0; i < 48; i++)
+		failed += st[i] != 0 && st[i] != -EBADMSG;
+	CU_ASSERT_EQUAL(failed, 48);
+	CU_ASSERT(dt < 1.5);	/* the timeout is 1 s */
+	/* the readers dropped the entries naming n1 from the live shards: no read goes
+	 * to n1 any more; the keys whose shard was n1's fail at the directory */
+	pc_store_metrics(E->n0, &m0);
+	get(E->n0, keys, 48, 12288, 12288, 7, st);
+	pc_store_metrics(E->n0, &m1);
+	for (int i = 0; i < 48; i++) {
+		absent += owner(E, keys[i]) != 1 && st[i] == -ENOENT;
+		unreachable += owner(E, keys[i]) == 1 && st[i] != 0 && st[i] != -ENOENT;
+	}
+	printf("\n  publisher n1 killed: 48 of 48 pages failed cleanly in %.3f s; then %d absent from the live shards, %d behind n1's own shard; %llu bytes read\n",
+	       dt, absent, unreachable, (unsigned long long)(m1.bytes_read - m0.bytes_read));
+	CU_ASSERT_EQUAL(absent, 48 - shard_n1);
+	CU_ASSERT_EQUAL(unreachable, shard_n1);
+	CU_ASSERT_EQUAL(m1.bytes_read, m0.bytes_read);
+	/* n1 leaves the ring: every key is a plain miss */
+	CU_ASSERT_EQUAL(pc_store_set_member(E->n0, "n1", false), 0);
+	CU_ASSERT_EQUAL(get(E->n0, keys, 48, 12288, 12288, 7, st), 0);
+	for (int i = 0; i < 48; i++)
+		CU_ASSERT_EQUAL(st[i], -ENOENT);
+	ecl_down(E);
+}
+
+/* Both modes. */
 static CU_TestInfo tests[] = {
 	{ "cross-process round trip, byte-identical", test_roundtrip },
 	{ "concurrent writers and readers of one bucket", test_concurrent_readers_writers },
-	{ "clean misses, length mismatch, header-only exists", test_misses_and_exists },
-	{ "bucket reservations, eviction, oversize", test_buckets_and_oversize },
+	{ "clean misses, length mismatch, exists", test_misses_and_exists },
 	{ "malformed frames against a live pcd", test_bad_frames_live },
-	{ "refused ops against a live pcd", test_refused_ops_live },
 	{ "a peer stalled, killed mid-batch, restarted", test_peer_killed_mid_batch },
+	{ "a node leaves and joins the ring", test_leave_and_join },
 	CU_TEST_INFO_NULL,
 };
 
-PC_TEST_MAIN({ "e2e", NULL, NULL, NULL, NULL, tests })
+static CU_TestInfo slotmap_tests[] = {
+	{ "bucket reservations, eviction, oversize", test_buckets_and_oversize },
+	{ "refused ops against a live pcd", test_refused_ops_live },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo p2p_tests[] = {
+	{ "pool eviction drops directory entries; oversize", test_pool_eviction },
+	{ "a publishing node killed", test_publisher_killed },
+	CU_TEST_INFO_NULL,
+};
+
+static bool wanted(const char *suite, int argc, char **argv)
+{
+	const char *m = argc > 3 ? argv[3] : "slotmap";
+
+	return !strcmp(suite, "e2e") || !strcmp(suite + 4, m);
+}
+
+PC_TEST_MAIN_SOME(wanted, { "e2e", NULL, NULL, NULL, NULL, tests },
+		  { "e2e-slotmap", NULL, NULL, NULL, NULL, slotmap_tests },
+		  { "e2e-p2p", NULL, NULL, NULL, NULL, p2p_tests })

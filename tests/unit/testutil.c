@@ -193,6 +193,8 @@ const char *pc_test_tmpdir(void)
 	return tmpdir;
 }
 
+bool (*pc_test_suite_wanted)(const char *suite, int argc, char **argv);
+
 int pc_test_main(int argc, char **argv, CU_SuiteInfo *suites)
 {
 	unsigned run, failed, asserts;
@@ -207,6 +209,9 @@ int pc_test_main(int argc, char **argv, CU_SuiteInfo *suites)
 		fprintf(stderr, "%s: CUnit setup failed: %s\n", name, CU_get_error_msg());
 		return 2;
 	}
+	for (CU_SuiteInfo *si = suites; pc_test_suite_wanted && si->pName; si++)
+		if (!pc_test_suite_wanted(si->pName, argc, argv))
+			CU_set_suite_active(CU_get_suite(si->pName), CU_FALSE);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	run = CU_get_number_of_tests_run();

@@ -59,10 +59,23 @@ void pc_test_race(struct pc_test_racer *r, int n, int min_ms, unsigned long *wri
 /* A TCP connection to 127.0.0.1:port, for tests that speak raw frames (fatal on failure). */
 int pc_test_connect(uint16_t port);
 
+/* Set before pc_test_main runs (e.g. from argv in a suite's test): suites for which
+ * it returns false are registered but inactive, and show as such in the summary. */
+extern bool (*pc_test_suite_wanted)(const char *suite, int argc, char **argv);
+
 #define PC_TEST_MAIN(...)                                        \
 	int main(int argc, char **argv)                          \
 	{                                                        \
 		CU_SuiteInfo suites[] = { __VA_ARGS__, CU_SUITE_INFO_NULL }; \
+		return pc_test_main(argc, argv, suites);         \
+	}
+
+/* The same, with wanted(suite, argc, argv) choosing the suites that run. */
+#define PC_TEST_MAIN_SOME(wanted, ...)                           \
+	int main(int argc, char **argv)                          \
+	{                                                        \
+		CU_SuiteInfo suites[] = { __VA_ARGS__, CU_SUITE_INFO_NULL }; \
+		pc_test_suite_wanted = wanted;                   \
 		return pc_test_main(argc, argv, suites);         \
 	}
 

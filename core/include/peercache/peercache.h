@@ -161,6 +161,25 @@ PC_API void pc_store_unregister(struct pc_store *s, void *buf);
 /* Index of this store's node in the topology, or -1 for a client. */
 PC_API int pc_store_node(const struct pc_store *s);
 
+/*
+ * Membership. A store starts with every node of its topology in its ring. When a
+ * node dies or is drained (member false), or comes back (true), whoever watches the
+ * cluster (a control plane, an operator, a serving engine's health check) calls this
+ * on one store: it changes that store's ring and tells every other node of the
+ * topology, which change theirs (a node leaving is not told). Client stores are not
+ * told: each calls this itself (telling the nodes again changes nothing).
+ *
+ * In p2p mode the directory follows the ring: on a join, shards hand the entries the
+ * newcomer now owns to it; on a leave, entries naming the departed node are dropped
+ * and every node publishes again the entries of its own pages whose shard was the
+ * departed node's, so every surviving page stays reachable. Slotmap moves nothing:
+ * a departed node's pages are gone with it and its keys go to their new owners.
+ *
+ * 0, -ENOENT for a name not in the topology, or -errno. A node that could not be
+ * told gets a warning line (it keeps its old ring until told again).
+ */
+PC_API int pc_store_set_member(struct pc_store *s, const char *node, bool member);
+
 /* ------------------------------------------------------------------ tiered pools */
 
 /*
