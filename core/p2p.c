@@ -546,6 +546,8 @@ int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 				pool_touch(p->cls[l->cls].pool, b);
 				pc_clock_copy(st->clock, len);
 			}
+			if (blk)	/* read locally, counted as slotmap counts its own */
+				METRIC_ADD(st, bytes_read, SLOT_HEADER_BYTES + len);
 			continue;
 		}
 		ops[nops] = (struct pc_op){ .kind = PC_OP_READ, .peer = l->node, .peer_inc = l->inc,

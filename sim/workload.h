@@ -26,6 +26,8 @@
 
 #include <peercache/pc_topology.h>
 
+#include "zipf.h"
+
 enum wl_kind { WL_ZIPF, WL_PREFIX, WL_TRACE };
 
 struct wl_spec {
@@ -60,15 +62,5 @@ int wl_open(const struct wl_spec *spec, uint64_t seed, uint32_t tokens_per_page,
 void wl_close(struct wl_gen *g);
 /* The next request (valid until the next call). 1, or 0 at the end. */
 int wl_next(struct wl_gen *g, struct wl_req *r);
-
-/* Zipf(s) over [1, n] by rejection-inversion (Hoermann and Derflinger 1996): O(1)
- * per draw, no tables, any n. */
-struct zipf {
-	uint64_t n;
-	double s, h_x1, h_n, sv;
-};
-void zipf_init(struct zipf *z, uint64_t n, double s);
-/* u() returns uniform doubles in [0, 1) from ctx's stream. */
-uint64_t zipf_draw(const struct zipf *z, double (*u)(void *ctx), void *ctx);
 
 #endif

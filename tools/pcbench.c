@@ -7,12 +7,19 @@
  *           [--raw-tcp HOST | --no-raw-tcp] [--redis PORT] [--memcached PORT]
  *           [--cpu N] [--server-cpu N] [--prefix STR] [--min-hits PCT]
  *           [--set key=value ...]
+ *   pcbench --mode slotmap|p2p|both --topology FILE [--page-size SIZE] [--batch N]
+ *           [--keys N] [--iters N] [--zipf S] [--no-verify] [--set key=value ...]
  *
  * Per op it prints pages/s, GB/s, p50/p99 per batch, round trips per batch, bytes
  * read per hit byte and the hit rate; then the references: a raw single-connection
  * TCP stream over the same loopback (and Redis / memcached when given ports), and
  * the store's get throughput as a ratio of each. Exit code 1 when a page read back
  * is not byte-identical to what was written, or fewer gets hit than --min-hits.
+ *
+ * With --mode it starts a local cluster of its own per measurement (one process per
+ * topology node, on the topology's ports) and compares the modes on the same
+ * workload, hot-spot (Zipf, --zipf S, 1.1 by default) and uniform: see
+ * pcbench_modes.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +32,7 @@
 #include <xxhash.h>
 
 #include "bench_ref.h"
+#include "pcbench.h"
 #include "tool_common.h"
 
 struct bench {
@@ -49,7 +57,7 @@ struct result {
 	int first_err;			/* the first page error other than a miss */
 };
 
-static void fill_page(uint8_t *p, size_t len, const char *key)
+void pcbench_fill(uint8_t *p, size_t len, const char *key)
 {
 	uint64_t x = XXH3_64bits(key, strlen(key));
 
@@ -95,7 +103,7 @@ static void run_op(struct bench *B, const char *op, struct result *r)
 				*p = (struct pc_page){ .key = key, .key_len = strlen(key),
 						       .data = B->buf + i * B->page };
 				if (!strcmp(op, "set")) {
-					fill_page(p->data, B->page, key);
+					pcbench_fill(p->data, B->page, key);
 					p->len = B->page;
 				} else if (!strcmp(op, "get")) {
 					p->cap = B->page;
@@ -121,7 +129,7 @@ static void run_op(struct bench *B, const char *op, struct result *r)
 				for (size_t i = 0; i < n; i++) {
 					if (B->pg[i].status)
 						continue;
-					fill_page(want, B->page, B->pg[i].key);
+					pcbench_fill(want, B->page, B->pg[i].key);
 					if (B->pg[i].len != B->page || memcmp(want, B->pg[i].data, B->page))
 						B->bad++;
 				}
@@ -187,6 +195,7 @@ int main(int argc, char **argv)
 		{ "memcached", required_argument, NULL, 'm' }, { "cpu", required_argument, NULL, 'c' },
 		{ "server-cpu", required_argument, NULL, 'C' }, { "prefix", required_argument, NULL, 'x' },
 		{ "min-hits", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
+		{ "mode", required_argument, NULL, 'M' }, { "zipf", required_argument, NULL, 'z' },
 		{ 0 },
 	};
 	struct bench B = { .keys = 4096, .batch = 64, .iters = 3, .verify = true };
@@ -197,17 +206,19 @@ int main(int argc, char **argv)
 	int c, nsets = 0, cpu = -1, server_cpu = -1, redis = 0, memcached = 0;
 	struct result get_r = { 0 };
 	struct pc_topology *t;
-	double raw = 0, min_hits = 0;
+	double raw = 0, min_hits = 0, zipf_s = 1.1;
+	const char *modes = NULL;
+	bool keys_given = false;
 
 	snprintf(B.prefix, sizeof(B.prefix), "bench-%d", getpid());
 	opterr = 0;	/* one line of our own instead of getopt's */
-	while ((c = getopt_long(argc, argv, "t:n:s:P:k:p:b:i:o:aVr:Rd:m:c:C:x:H:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:n:s:P:k:p:b:i:o:aVr:Rd:m:c:C:x:H:hM:z:", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': path = optarg; break;
 		case 'n': node = optarg; break;
 		case 's': sets[nsets++] = optarg; break;
 		case 'P': protocol = optarg; break;
-		case 'k': B.keys = tool_uint("pcbench", "--keys", optarg); break;
+		case 'k': B.keys = tool_uint("pcbench", "--keys", optarg); keys_given = true; break;
 		case 'p': B.page = tool_size("pcbench", "--page-size", optarg); break;
 		case 'b': B.batch = tool_uint("pcbench", "--batch", optarg); break;
 		case 'i': B.iters = (int)tool_uint("pcbench", "--iters", optarg); break;
@@ -222,6 +233,12 @@ int main(int argc, char **argv)
 		case 'C': server_cpu = (int)strtol(optarg, NULL, 10); break;
 		case 'x': snprintf(B.prefix, sizeof(B.prefix), "%s", optarg); break;
 		case 'H': min_hits = (double)tool_uint("pcbench", "--min-hits", optarg); break;
+		case 'M': modes = optarg; break;
+		case 'z':
+			zipf_s = strtod(optarg, NULL);
+			if (!(zipf_s > 0 && zipf_s < 10))
+				tool_die("pcbench", "--zipf %s: give an exponent such as 1.1", optarg);
+			break;
 		case 'h':
 			printf("see the comment at the top of tools/pcbench.c, or README.md\n");
 			return 0;
@@ -240,6 +257,22 @@ int main(int argc, char **argv)
 		tool_die("pcbench", "--page-size %zu: larger than the largest size class (%llu)",
 			 B.page, (unsigned long long)t->store.slot_max_page_bytes);
 	tool_log_to_stderr("pcbench");
+	if (modes) {
+		struct pcbench_modes a = { .t = t, .page = B.page, .batch = B.batch, .iters = B.iters,
+					   .keys = keys_given ? B.keys : 0, .zipf_s = zipf_s,
+					   .verify = B.verify, .seed = 1,
+					   .slotmap = !strcmp(modes, "slotmap") || !strcmp(modes, "both"),
+					   .p2p = !strcmp(modes, "p2p") || !strcmp(modes, "both") };
+		int ret;
+
+		if (!a.slotmap && !a.p2p)
+			tool_die("pcbench", "--mode %s: use slotmap, p2p or both", modes);
+		if (node)
+			tool_die("pcbench", "--mode starts its own cluster: drop --node");
+		ret = pcbench_run_modes(&a);
+		pc_topology_free(t);
+		return ret;
+	}
 	pin_self(cpu);
 	o.topo = t;
 	o.node = node;
