@@ -13,6 +13,7 @@
 #include <peercache/pc_topology.h>
 
 #include "backends.h"
+#include "hostmem.h"
 #include "log.h"
 #include "p2p.h"
 #include "proto.h"
@@ -160,6 +161,60 @@ void pc_store_unregister(struct pc_store *st, void *buf)
 	if (b) {
 		pc_fabric_dereg(st->fabric, &b->r);
 		free(b);
+	}
+}
+
+/* ------------------------------------------------------------------ scratch memory */
+
+struct store_stage *store_stage_take(struct pc_store *st, size_t bytes, uint32_t access)
+{
+	struct store_stage **pp, *s = NULL;
+
+	pthread_mutex_lock(&st->stage_lock);
+	for (pp = &st->stages; *pp; pp = &(*pp)->next) {
+		if ((*pp)->bytes >= bytes && (*pp)->r.access == access) {
+			s = *pp;
+			*pp = s->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&st->stage_lock);
+	if (s)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->bytes = bytes < (1u << 20) ? (1u << 20) : bytes;
+	if (hostmem_map(&s->mem, s->bytes, false)) {
+		free(s);
+		return NULL;
+	}
+	s->r = (struct pc_region){ .addr = s->mem, .len = s->bytes, .access = access };
+	if (pc_fabric_reg(st->fabric, &s->r)) {
+		hostmem_unmap(s->mem, s->bytes);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void store_stage_give(struct pc_store *st, struct store_stage *s)
+{
+	pthread_mutex_lock(&st->stage_lock);
+	s->next = st->stages;
+	st->stages = s;
+	pthread_mutex_unlock(&st->stage_lock);
+}
+
+void store_stages_free(struct pc_store *st)
+{
+	while (st->stages) {
+		struct store_stage *s = st->stages;
+
+		st->stages = s->next;
+		pc_fabric_dereg(st->fabric, &s->r);
+		hostmem_unmap(s->mem, s->bytes);
+		free(s);
 	}
 }
 

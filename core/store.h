@@ -18,8 +18,9 @@ struct slotmap;
 struct p2p;
 struct tier;
 
-/* Staging memory a client exposes for stage_put (peers READ it); reused, never held
- * by more than one call at a time. */
+/* Registered scratch memory, reused across calls and never held by more than one
+ * call at a time: staging a client exposes for stage_put (peers READ it), landing
+ * space for a batch's reads (local access only). */
 struct store_stage {
 	struct pc_region r;
 	uint8_t *mem;
@@ -75,7 +76,11 @@ const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t le
 int store_post(struct pc_store *st, struct pc_op *ops, size_t n);
 int store_call(struct pc_store *st, struct pc_rpc *rpcs, size_t n);
 
-/* tier_client.c: drop the staging areas (at close). */
+/* Scratch memory of at least bytes registered with access (PC_ACCESS_*), from the
+ * store's idle areas or new; NULL when out of memory. Give it back when done. */
+struct store_stage *store_stage_take(struct pc_store *st, size_t bytes, uint32_t access);
+void store_stage_give(struct pc_store *st, struct store_stage *s);
+/* Drop the idle areas (at close). */
 void store_stages_free(struct pc_store *st);
 
 #endif

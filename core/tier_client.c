@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "disk.h"
-#include "hostmem.h"
 #include "log.h"
 #include "proto.h"
 #include "store.h"
@@ -117,61 +116,6 @@ int pc_tier_query(struct pc_store *st, uint32_t node, const uint64_t *hashes, si
 	return offer_or_query(st, node, PC_RPC_TIER_QUERY, hashes, n, where);
 }
 
-/* ------------------------------------------------------------------ staging */
-
-static struct store_stage *stage_take(struct pc_store *st, size_t bytes)
-{
-	struct store_stage **pp, *s = NULL;
-
-	pthread_mutex_lock(&st->stage_lock);
-	for (pp = &st->stages; *pp; pp = &(*pp)->next) {
-		if ((*pp)->bytes >= bytes) {
-			s = *pp;
-			*pp = s->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&st->stage_lock);
-	if (s)
-		return s;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
-	s->bytes = bytes < (1u << 20) ? (1u << 20) : bytes;
-	if (hostmem_map(&s->mem, s->bytes, false)) {
-		free(s);
-		return NULL;
-	}
-	/* Peers pull staged blocks from here, and only from here. */
-	s->r = (struct pc_region){ .addr = s->mem, .len = s->bytes, .access = PC_ACCESS_REMOTE_READ };
-	if (pc_fabric_reg(st->fabric, &s->r)) {
-		hostmem_unmap(s->mem, s->bytes);
-		free(s);
-		return NULL;
-	}
-	return s;
-}
-
-static void stage_give(struct pc_store *st, struct store_stage *s)
-{
-	pthread_mutex_lock(&st->stage_lock);
-	s->next = st->stages;
-	st->stages = s;
-	pthread_mutex_unlock(&st->stage_lock);
-}
-
-void store_stages_free(struct pc_store *st)
-{
-	while (st->stages) {
-		struct store_stage *s = st->stages;
-
-		st->stages = s->next;
-		pc_fabric_dereg(st->fabric, &s->r);
-		hostmem_unmap(s->mem, s->bytes);
-		free(s);
-	}
-}
-
 /* ------------------------------------------------------------------ put, fetch */
 
 int pc_tier_put(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n)
@@ -194,12 +138,12 @@ int pc_tier_put(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n
 			return -EINVAL;
 		bytes += (b[i].len + 63) / 64 * 64;
 	}
-	sg = stage_take(st, bytes ? bytes : 64);
+	sg = store_stage_take(st, bytes ? bytes : 64, PC_ACCESS_REMOTE_READ);
 	len = sizeof(x) + n * sizeof(*e);
 	req = malloc(len);
 	if (!sg || !req) {
 		if (sg)
-			stage_give(st, sg);
+			store_stage_give(st, sg);
 		free(req);
 		return -ENOMEM;
 	}
@@ -216,7 +160,7 @@ int pc_tier_put(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n
 		off += (b[i].len + 63) / 64 * 64;
 	}
 	ret = call1(st, node, PC_RPC_TIER_PUT, req, len, &r);
-	stage_give(st, sg);	/* the peer has pulled (or given up) by the time it answers */
+	store_stage_give(st, sg);	/* the peer has pulled (or given up) by the time it answers */
 	free(req);
 	if (!ret && r.resp.len != n * sizeof(int32_t))
 		ret = -EPROTO;
