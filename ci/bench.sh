@@ -3,7 +3,8 @@
 # cluster on loopback at 12 KiB, 64 KiB and 256 KiB pages (64-page batches), next to
 # a raw TCP stream, Redis 7 (pipelined MSET/MGET) and memcached 1.6 (multi-get,
 # -I 1m), all started and stopped here. pcd is pinned to CPU 1, pcbench to CPU 0.
-# Then the disk tier (pctierbench) against raw sequential I/O of the same disk.
+# Then the disk tier (pctierbench) against raw sequential I/O of the same disk, and
+# slotmap against p2p on the same workloads (pcbench --mode both, laptop.yaml's ports).
 # Timing is noisy on a shared machine: read the ratios, measured in one run.
 set -eu
 cd "$(dirname "$0")/.."
@@ -57,3 +58,9 @@ done
 echo "=== disk tier: 12 KiB blocks (Qwen2.5-0.5B pages), then 2 MiB (Llama-3.1-8B pages)"
 ./build/tools/pctierbench --dir "${PC_BENCH_DISK_DIR:-/var/tmp}"
 ./build/tools/pctierbench --dir "${PC_BENCH_DISK_DIR:-/var/tmp}" --block 2MiB --blocks 512 --batch 16 --rounds 2
+
+# The two modes on the same workloads, each on a 3-node cluster of its own.
+echo "=== slotmap vs p2p: 12 KiB pages, then 256 KiB"
+./build/tools/pcbench --mode both --topology topologies/laptop.yaml --page-size 12KiB --iters 5
+./build/tools/pcbench --mode both --topology topologies/laptop.yaml --page-size 256KiB --iters 10 \
+	--set store.global_segment_size=384MiB
