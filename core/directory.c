@@ -79,7 +79,10 @@ int dir_put(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc)
 
 	pthread_mutex_lock(&d->lock);
 	if (keymap_get(&d->map, key, &i)) {
-		d->rec[i].loc = *loc;
+		const struct dir_loc *o = &d->rec[i].loc;
+
+		if (o->node != loc->node || o->inc != loc->inc || o->gen < loc->gen)
+			d->rec[i].loc = *loc;
 		goto out;
 	}
 	if (d->map.n == d->map.max && (ret = grow_map(d)))
@@ -107,13 +110,19 @@ bool dir_get(struct dir *d, struct pc_keyhash key, struct dir_loc *out)
 	return found;
 }
 
-bool dir_del_if(struct dir *d, struct pc_keyhash key, uint32_t node, uint64_t addr)
+bool dir_del_if(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc)
 {
+	const struct dir_loc *o;
 	uint32_t i;
 	bool found;
 
 	pthread_mutex_lock(&d->lock);
-	found = keymap_get(&d->map, key, &i) && d->rec[i].loc.node == node && d->rec[i].loc.addr == addr;
+	found = keymap_get(&d->map, key, &i);
+	if (found) {
+		o = &d->rec[i].loc;
+		found = o->node == loc->node && o->inc == loc->inc && o->addr == loc->addr &&
+			o->gen == loc->gen;
+	}
 	if (found)
 		drop_record(d, i);
 	pthread_mutex_unlock(&d->lock);

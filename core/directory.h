@@ -22,6 +22,7 @@
 struct dir_loc {
 	uint64_t addr;			/* the block on node */
 	uint64_t inc;			/* node's fabric incarnation when it published */
+	uint64_t gen;			/* node's publication number, rising */
 	uint32_t node;
 	uint32_t rkey;
 	uint32_t len;			/* payload bytes */
@@ -46,13 +47,14 @@ struct dir {
 int dir_init(struct dir *d);
 void dir_fini(struct dir *d);
 
-/* Insert or replace. 0 or -ENOMEM. */
+/* Insert or replace, unless the entry there is a later publication by the same node
+ * incarnation (updates may arrive out of order). 0 or -ENOMEM. */
 int dir_put(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc);
 /* true and *out when key has an entry. */
 bool dir_get(struct dir *d, struct pc_keyhash key, struct dir_loc *out);
-/* Remove key's entry if it still names this block (node, addr): a newer entry for
- * the key, published since, stays. true when removed. */
-bool dir_del_if(struct dir *d, struct pc_keyhash key, uint32_t node, uint64_t addr);
+/* Remove key's entry if it is still this publication (node, incarnation, block,
+ * gen): anything published since stays. true when removed. */
+bool dir_del_if(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc);
 /* Remove every entry naming node (it left). Returns how many. */
 uint32_t dir_drop_node(struct dir *d, uint32_t node);
 /* Remove the entries for which moved(arg, key) says true and return them (the caller

@@ -29,11 +29,12 @@
 #include "proto.h"
 #include "slot.h"
 
-#define MAX_TASKS 256		/* handoffs kept to join at close */
+#define MAX_JOBS 256		/* background jobs running at once */
 
 struct p2p_class {
 	struct slot_geometry g;		/* a block is one slot: header, then the page */
 	struct host_pool *pool;
+	uint64_t *gen;			/* per block: the publication it holds */
 	struct pc_region reg;
 };
 
@@ -42,10 +43,25 @@ struct p2p {
 	uint32_t nr_classes;
 	struct p2p_class cls[PC_MAX_CLASSES];
 	struct dir dir;			/* this node's shard */
-	pthread_mutex_t tasks_lock;
-	struct pc_task *tasks[MAX_TASKS];	/* handoffs and republishes, joined at close */
-	uint32_t nr_tasks;
+	uint64_t gen;			/* publications so far (atomic) */
+	pthread_mutex_t tasks_lock;	/* guards jobs, nr_jobs, closing */
+	struct p2p_job *jobs[MAX_JOBS];	/* handoffs and republishes not yet joined */
+	uint32_t nr_jobs;
+	bool closing;
+	bool handoff_queued;		/* a handoff will look at the shard (atomic) */
 };
+
+/* A background job: a handoff, or a republish after a leave. */
+struct p2p_job {
+	struct p2p *p;
+	void (*fn)(struct p2p_job *j);
+	struct pc_task *task;
+	bool done;			/* the job's last act (atomic) */
+	struct ring *old;		/* republish: the ring before the leave */
+	uint32_t node;			/* republish: the node that left */
+};
+
+static void handoff_soon(struct p2p *p);
 
 /* One entry to send a shard: a put or a removal. */
 struct upd {
@@ -69,12 +85,22 @@ static uint64_t block_addr(const struct p2p_class *k, uint32_t b)
 	return (uint64_t)(uintptr_t)pool_block(k->pool, b);
 }
 
+/* The directory entry for block b of class c, holding len bytes. */
+static struct dir_loc own_loc(const struct p2p *p, uint32_t c, uint32_t b, uint32_t len)
+{
+	const struct p2p_class *k = &p->cls[c];
+
+	return (struct dir_loc){ .addr = block_addr(k, b), .inc = p->st->fabric->incarnation,
+				 .gen = k->gen[b], .node = p->st->self, .rkey = k->reg.key,
+				 .len = len, .cls = c };
+}
+
 /* ------------------------------------------------------------------ directory RPCs */
 
 static void to_proto(const struct dir_loc *l, struct proto_dir_loc *o)
 {
-	*o = (struct proto_dir_loc){ .addr = l->addr, .inc = l->inc, .node = l->node, .rkey = l->rkey,
-				     .len = l->len, .cls = l->cls };
+	*o = (struct proto_dir_loc){ .addr = l->addr, .inc = l->inc, .gen = l->gen, .node = l->node,
+				     .rkey = l->rkey, .len = l->len, .cls = l->cls };
 }
 
 /* A location from a peer: within the topology, its class, its page size. */
@@ -85,8 +111,8 @@ static int from_proto(const struct pc_store *st, const struct proto_dir_loc *o, 
 	if (o->node >= st->topo->nr_nodes || o->cls >= cfg->nr_classes ||
 	    o->len > cfg->size_classes[o->cls])
 		return -EPROTO;
-	*l = (struct dir_loc){ .addr = o->addr, .inc = o->inc, .node = o->node, .rkey = o->rkey,
-			       .len = o->len, .cls = o->cls };
+	*l = (struct dir_loc){ .addr = o->addr, .inc = o->inc, .gen = o->gen, .node = o->node,
+			       .rkey = o->rkey, .len = o->len, .cls = o->cls };
 	return 0;
 }
 
@@ -94,6 +120,7 @@ static int on_update(struct p2p *p, const void *req, size_t len)
 {
 	struct proto_dir_update h;
 	const uint8_t *at = (const uint8_t *)req + sizeof(h);
+	size_t n;
 
 	if (len < sizeof(h))
 		return -EPROTO;
@@ -102,21 +129,32 @@ static int on_update(struct p2p *p, const void *req, size_t len)
 	    len != sizeof(h) + (size_t)h.nput * sizeof(struct proto_dir_put) +
 			   (size_t)h.ndel * sizeof(struct proto_dir_del))
 		return -EPROTO;
-	for (uint32_t i = 0; i < h.nput; i++, at += sizeof(struct proto_dir_put)) {
+	/* puts and removals have one shape: check them all before applying any */
+	n = (size_t)h.nput + h.ndel;
+	for (size_t i = 0; i < n; i++) {
 		struct proto_dir_put e;
 		struct dir_loc l;
 
-		memcpy(&e, at, sizeof(e));
+		memcpy(&e, at + i * sizeof(e), sizeof(e));
 		if (from_proto(p->st, &e.loc, &l))
 			return -EPROTO;
-		if (dir_put(&p->dir, (struct pc_keyhash){ e.lo, e.hi }, &l))
-			return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < h.ndel; i++, at += sizeof(struct proto_dir_del)) {
-		struct proto_dir_del e;
+	for (size_t i = 0; i < n; i++) {
+		struct proto_dir_put e;
+		struct pc_keyhash key;
+		struct dir_loc l;
 
-		memcpy(&e, at, sizeof(e));
-		dir_del_if(&p->dir, (struct pc_keyhash){ e.lo, e.hi }, e.node, e.addr);
+		memcpy(&e, at + i * sizeof(e), sizeof(e));
+		from_proto(p->st, &e.loc, &l);
+		key = (struct pc_keyhash){ e.lo, e.hi };
+		if (i >= h.nput) {
+			dir_del_if(&p->dir, key, &l);
+			continue;
+		}
+		if (dir_put(&p->dir, key, &l))
+			return -ENOMEM;
+		if (ring_owner_of(store_ring(p->st), key) != p->st->self)
+			handoff_soon(p);	/* sent by a node whose ring is older or newer */
 	}
 	return 0;
 }
@@ -190,9 +228,10 @@ static void send_chunk(struct p2p *p, const struct upd *u, size_t n, int *status
 		}
 		if (owner[i] == st->self) {
 			if (u[i].del)
-				dir_del_if(&p->dir, u[i].key, u[i].loc.node, u[i].loc.addr);
-			else
-				status[i] = dir_put(&p->dir, u[i].key, &u[i].loc);
+				dir_del_if(&p->dir, u[i].key, &u[i].loc);
+			else if (!(status[i] = dir_put(&p->dir, u[i].key, &u[i].loc)) &&
+				 store_ring(st) != ring)
+				handoff_soon(p);	/* the ring moved under this batch */
 			continue;
 		}
 		u[i].del ? ndel[owner[i]]++ : nput[owner[i]]++;
@@ -219,19 +258,12 @@ static void send_chunk(struct p2p *p, const struct upd *u, size_t n, int *status
 
 			if (o == RING_NONE || o == st->self || !req[o] || u[i].del != (pass == 1))
 				continue;
-			if (!u[i].del) {
-				struct proto_dir_put e = { .lo = u[i].key.lo, .hi = u[i].key.hi };
+			struct proto_dir_put e = { .lo = u[i].key.lo, .hi = u[i].key.hi };
 
-				to_proto(&u[i].loc, &e.loc);
-				memcpy(req[o] + at[o], &e, sizeof(e));
-				at[o] += sizeof(e);
-			} else {
-				struct proto_dir_del e = { .lo = u[i].key.lo, .hi = u[i].key.hi,
-							   .addr = u[i].loc.addr, .node = u[i].loc.node };
-
-				memcpy(req[o] + at[o], &e, sizeof(e));
-				at[o] += sizeof(e);
-			}
+			/* a removal has the same shape (struct proto_dir_del) */
+			to_proto(&u[i].loc, &e.loc);
+			memcpy(req[o] + at[o], &e, sizeof(e));
+			at[o] += sizeof(e);
 		}
 	}
 	if (nr)
@@ -266,6 +298,23 @@ static void send_updates(struct p2p *p, const struct upd *u, size_t n, int *stat
 		send_chunk(p, u + at, n - at < PROTO_DIR_MAX ? n - at : PROTO_DIR_MAX, status + at);
 }
 
+/* A page this node published: its block, if addr names one of class cls. */
+static uint8_t *own_block(struct p2p *p, const struct dir_loc *l, uint32_t *b)
+{
+	struct p2p_class *k;
+	uint64_t base, off;
+
+	if (l->cls >= p->nr_classes || l->inc != p->st->fabric->incarnation)
+		return NULL;
+	k = &p->cls[l->cls];
+	base = block_addr(k, 0);
+	off = l->addr - base;
+	if (l->addr < base || off % k->pool->stride || off / k->pool->stride >= k->pool->nr_blocks)
+		return NULL;
+	*b = (uint32_t)(off / k->pool->stride);
+	return pool_block(k->pool, *b);
+}
+
 /* ------------------------------------------------------------------ set */
 
 /* A free block of class c, evicting the LRU tail when there is none; an evicted
@@ -280,9 +329,9 @@ static uint32_t take_block(struct p2p *p, uint32_t c, struct upd *del)
 		return b;
 	if (!pool_pick_victims(k->pool, &v, 1))
 		return POOL_NONE;
-	/* DEMOTING: its key and address are stable until pool_demoted */
+	/* DEMOTING: its key, length and gen are stable until pool_demoted */
 	*del = (struct upd){ .key = k->pool->meta[v].key, .del = true,
-			     .loc = { .node = p->st->self, .addr = block_addr(k, v) } };
+			     .loc = own_loc(p, c, v, k->pool->meta[v].len) };
 	pool_demoted(k->pool, v, false);
 	METRIC_ADD(p->st, evictions, 1);
 	return pool_alloc(k->pool, &b, 1) ? b : POOL_NONE;
@@ -346,14 +395,15 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 			continue;
 		}
 		pc_clock_copy(st->clock, pg->len);
+		k->gen[b] = __atomic_add_fetch(&p->gen, 1, __ATOMIC_RELAXED);
 		if (pool_commit(k->pool, b, key, (uint32_t)pg->len, 0, false, false)) {
-			pg->status = 0;	/* another thread published the key meanwhile */
+			/* another thread published or is evicting the key: busy, not stored */
+			pg->status = -EBUSY;
+			METRIC_ADD(st, write_failures, 1);
 			continue;
 		}
 		u[nu++] = (struct upd){ .key = key, .page = i,
-					.loc = { .addr = block_addr(k, b), .inc = st->fabric->incarnation,
-						 .node = st->self, .rkey = k->reg.key,
-						 .len = (uint32_t)pg->len, .cls = (uint32_t)c } };
+					.loc = own_loc(p, (uint32_t)c, b, (uint32_t)pg->len) };
 	}
 	send_updates(p, u, nu, status);
 	for (size_t j = 0; j < nu; j++) {
@@ -363,9 +413,13 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 			continue;
 		pg = &pages[u[j].page];
 		if (status[j]) {
-			/* no shard knows it: nobody could find it, so free the block */
+			/* no shard knows it: nobody could find it, so free the block (this
+			 * one: another thread may have published the key since) */
+			uint32_t b;
+
 			pg->status = status[j];
-			unpublish(p, u[j].key);
+			if (own_block(p, &u[j].loc, &b))
+				pool_remove_at(p->cls[u[j].loc.cls].pool, u[j].key, b);
 			METRIC_ADD(st, write_failures, 1);
 			continue;
 		}
@@ -478,23 +532,6 @@ static void lookup(struct p2p *p, struct pkey *k, size_t n)
 		lookup_chunk(p, k + at, n - at < PROTO_DIR_MAX ? n - at : PROTO_DIR_MAX);
 }
 
-/* A page this node published: its block, if addr names one of class cls. */
-static uint8_t *own_block(struct p2p *p, const struct dir_loc *l, uint32_t *b)
-{
-	struct p2p_class *k;
-	uint64_t base, off;
-
-	if (l->cls >= p->nr_classes)
-		return NULL;
-	k = &p->cls[l->cls];
-	base = block_addr(k, 0);
-	off = l->addr - base;
-	if (l->addr < base || off % k->pool->stride || off / k->pool->stride >= k->pool->nr_blocks)
-		return NULL;
-	*b = (uint32_t)(off / k->pool->stride);
-	return pool_block(k->pool, *b);
-}
-
 int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 {
 	struct pc_store *st = p->st;
@@ -548,6 +585,8 @@ int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 			}
 			if (blk)	/* read locally, counted as slotmap counts its own */
 				METRIC_ADD(st, bytes_read, SLOT_HEADER_BYTES + len);
+			if (k[i].verdict == SLOT_MISS_ABSENT || k[i].verdict == SLOT_MISS_OTHER_KEY)
+				stale[nstale++] = (struct upd){ .key = k[i].key, .loc = *l, .del = true };
 			continue;
 		}
 		ops[nops] = (struct pc_op){ .kind = PC_OP_READ, .peer = l->node, .peer_inc = l->inc,
@@ -575,9 +614,10 @@ int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 
 		x->state = 2;
 		if (ops[j].status) {
-			/* the node restarted or is gone: the entry is stale; drop it */
-			if (ops[j].status == -ESTALE || ops[j].status == -ECONNREFUSED ||
-			    ops[j].status == -ETIMEDOUT || ops[j].status == -EHOSTUNREACH)
+			/* the node restarted (its pool is new) or nothing listens there any
+			 * more: the entry is stale, drop it; a node that is only slow or
+			 * unreachable for now keeps its entries */
+			if (ops[j].status == -ESTALE || ops[j].status == -ECONNREFUSED)
 				stale[nstale++] = (struct upd){ .key = x->key, .loc = x->loc, .del = true };
 			if (ops[j].status == -ESTALE)
 				x->verdict = SLOT_MISS_ABSENT;
@@ -587,7 +627,9 @@ int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 		}
 		slot_header_decode(x->hdr, &h);
 		if (slot_header_empty(&h) || !keyhash_eq(h.key, x->key)) {
-			x->verdict = SLOT_MISS_OTHER_KEY;	/* the block moved on */
+			/* the block moved on: this publication is gone */
+			x->verdict = SLOT_MISS_OTHER_KEY;
+			stale[nstale++] = (struct upd){ .key = x->key, .loc = x->loc, .del = true };
 			continue;
 		}
 		x->verdict = st->payload_free ?
@@ -679,24 +721,34 @@ static bool moved(void *arg, struct pc_keyhash key)
 	return ring_owner_of(store_ring(p->st), key) != p->st->self;
 }
 
-/* Hand the entries whose shard is another node's now to that node. */
-static void handoff(void *arg)
+/* Hand the entries whose shard is another node's now to that node; keep those that
+ * could not be sent (a later change or stray put tries again). */
+static void handoff(struct p2p_job *j)
 {
-	struct p2p *p = arg;
+	struct p2p *p = j->p;
 	struct dir_rec *v = NULL;
-	int n = dir_take_if(&p->dir, moved, p, &v);
-	struct upd *u = calloc(n > 0 ? (size_t)n : 1, sizeof(*u));
-	int *status = malloc((n > 0 ? (size_t)n : 1) * sizeof(*status)), lost = 0;
+	int n, lost = 0;
+	struct upd *u;
+	int *status;
 
+	__atomic_store_n(&p->handoff_queued, false, __ATOMIC_SEQ_CST);
+	n = dir_take_if(&p->dir, moved, p, &v);
+	if (n <= 0)
+		return;
+	u = calloc((size_t)n, sizeof(*u));
+	status = malloc((size_t)n * sizeof(*status));
 	for (int i = 0; u && status && i < n; i++)
 		u[i] = (struct upd){ .key = v[i].key, .loc = v[i].loc };
-	if (u && status && n > 0) {
+	if (u && status)
 		send_updates(p, u, (size_t)n, status);
-		for (int i = 0; i < n; i++)
-			lost += status[i] != 0;
+	for (int i = 0; i < n; i++) {
+		if (u && status && !status[i])
+			continue;
+		lost++;
+		dir_put(&p->dir, v[i].key, &v[i].loc);	/* back; a newer entry wins */
 	}
-	if (n > 0)
-		pc_info("p2p: handed %d directory entries to their new shards (%d could not be)", n, lost);
+	pc_info("p2p: handed %d directory entries to their new shards (%d kept here for now)", n - lost,
+		lost);
 	free(v);
 	free(u);
 	free(status);
@@ -704,16 +756,9 @@ static void handoff(void *arg)
 
 /* After a leave: this node's own pages whose shard was the departed node's, published
  * again to their new shards (the entries died with that node). */
-struct republish {
-	struct p2p *p;
-	struct ring *old;
-	uint32_t node;
-};
-
-static void republish(void *arg)
+static void republish(struct p2p_job *j)
 {
-	struct republish *r = arg;
-	struct p2p *p = r->p;
+	struct p2p *p = j->p;
 	struct pc_store *st = p->st;
 	uint32_t total = 0;
 	struct upd *u;
@@ -732,12 +777,9 @@ static void republish(void *arg)
 		for (uint32_t b = 0; b < k->pool->nr_blocks; b++) {
 			const struct pool_meta *m = &k->pool->meta[b];
 
-			if (m->state != POOL_VALID || ring_owner_of(r->old, m->key) != r->node)
+			if (m->state != POOL_VALID || ring_owner_of(j->old, m->key) != j->node)
 				continue;
-			u[n++] = (struct upd){ .key = m->key,
-					       .loc = { .addr = block_addr(k, b), .inc = st->fabric->incarnation,
-							.node = st->self, .rkey = k->reg.key, .len = m->len,
-							.cls = c } };
+			u[n++] = (struct upd){ .key = m->key, .loc = own_loc(p, c, b, m->len) };
 		}
 		pthread_mutex_unlock(&k->pool->lock);
 	}
@@ -746,56 +788,79 @@ static void republish(void *arg)
 		for (size_t i = 0; i < n; i++)
 			lost += status[i] != 0;
 		pc_info("p2p: published %zu entries again after %s left (%d could not be)", n,
-			st->topo->nodes[r->node].name, lost);
+			st->topo->nodes[j->node].name, lost);
 	} else if (!u || !status) {
 		pc_warn("p2p: out of memory: pages whose shard was %s's stay unreachable",
-			st->topo->nodes[r->node].name);
+			st->topo->nodes[j->node].name);
 	}
 	free(u);
 	free(status);
-	free(r);
 }
 
-static void spawn(struct p2p *p, const char *name, void (*fn)(void *), void *arg)
+static void run_job(void *arg)
 {
-	int ret = -ENOSPC;
+	struct p2p_job *j = arg;
+
+	j->fn(j);
+	__atomic_store_n(&j->done, true, __ATOMIC_RELEASE);
+}
+
+/* Start a job in the background (the ring changes from event context in the
+ * simulator, where nothing may block), joining the jobs that ended first. */
+static bool spawn(struct p2p *p, const char *name, void (*fn)(struct p2p_job *), struct ring *old,
+		  uint32_t node)
+{
+	struct p2p_job *j = calloc(1, sizeof(*j));
+	int ret = j ? 0 : -ENOMEM;
+	uint32_t keep = 0;
 
 	pthread_mutex_lock(&p->tasks_lock);
-	if (p->nr_tasks < MAX_TASKS) {
-		ret = pc_clock_spawn(p->st->clock, name, fn, arg, &p->tasks[p->nr_tasks]);
-		p->nr_tasks += !ret;
+	for (uint32_t i = 0; i < p->nr_jobs; i++) {
+		if (__atomic_load_n(&p->jobs[i]->done, __ATOMIC_ACQUIRE)) {
+			pc_clock_join(p->st->clock, p->jobs[i]->task);
+			free(p->jobs[i]);
+		} else {
+			p->jobs[keep++] = p->jobs[i];
+		}
+	}
+	p->nr_jobs = keep;
+	if (!ret && (p->closing || p->nr_jobs == MAX_JOBS))
+		ret = p->closing ? -ESHUTDOWN : -EBUSY;
+	if (!ret) {
+		*j = (struct p2p_job){ .p = p, .fn = fn, .old = old, .node = node };
+		ret = pc_clock_spawn(p->st->clock, name, run_job, j, &j->task);
+		if (!ret)
+			p->jobs[p->nr_jobs++] = j;
 	}
 	pthread_mutex_unlock(&p->tasks_lock);
 	if (ret) {
-		pc_warn("p2p: cannot start %s (%s): the directory keeps its entries where they are",
-			name, ret == -ENOSPC ? "too many membership changes since open" : strerror(-ret));
-		if (fn == republish)
-			free(arg);
+		free(j);
+		if (ret != -ESHUTDOWN)
+			pc_warn("p2p: cannot start %s (%s): directory entries stay where they are", name,
+				strerror(-ret));
 	}
+	return !ret;
+}
+
+/* Look for entries this shard no longer owns, once more, in the background. */
+static void handoff_soon(struct p2p *p)
+{
+	if (p->st->self == PC_PEER_NONE || __atomic_exchange_n(&p->handoff_queued, true, __ATOMIC_SEQ_CST))
+		return;
+	if (!spawn(p, "pc-p2p-handoff", handoff, NULL, 0))
+		__atomic_store_n(&p->handoff_queued, false, __ATOMIC_SEQ_CST);
 }
 
 void p2p_member_changed(struct p2p *p, uint32_t node, bool member, struct ring *old)
 {
-	struct republish *r;
-
 	if (member) {
-		/* entries move in the background (the ring changes from event context in
-		 * the simulator, where nothing may block) */
-		if (p->st->self != PC_PEER_NONE)
-			spawn(p, "pc-p2p-handoff", handoff, p);
+		handoff_soon(p);
 		return;
 	}
 	if (dir_drop_node(&p->dir, node))
 		pc_dbg("p2p: dropped the directory entries naming node %u", node);
-	if (p->st->self == PC_PEER_NONE || node == p->st->self)
-		return;
-	r = malloc(sizeof(*r));
-	if (!r) {
-		pc_warn("p2p: out of memory: pages whose shard was node %u's stay unreachable", node);
-		return;
-	}
-	*r = (struct republish){ .p = p, .old = old, .node = node };
-	spawn(p, "pc-p2p-republish", republish, r);
+	if (p->st->self != PC_PEER_NONE && node != p->st->self)
+		spawn(p, "pc-p2p-republish", republish, old, node);
 }
 
 /* ------------------------------------------------------------------ open, close */
@@ -833,6 +898,8 @@ int p2p_open(struct pc_store *st, struct p2p **out, char *err, size_t errlen)
 		if (!ret)
 			ret = pool_open(st->clock, (uint32_t)blocks, (uint32_t)k->g.mem_stride, 64, false,
 					&k->pool);
+		if (!ret && !(k->gen = calloc(blocks, sizeof(*k->gen))))
+			ret = -ENOMEM;
 		if (!ret) {
 			k->reg = (struct pc_region){ .addr = k->pool->mem, .len = k->pool->mem_bytes,
 						     .access = PC_ACCESS_REMOTE_READ };
@@ -858,12 +925,18 @@ void p2p_close(struct p2p *p)
 {
 	if (!p)
 		return;
-	for (uint32_t i = 0; i < p->nr_tasks; i++)
-		pc_clock_join(p->st->clock, p->tasks[i]);
+	pthread_mutex_lock(&p->tasks_lock);
+	p->closing = true;	/* no job starts from here */
+	pthread_mutex_unlock(&p->tasks_lock);
+	for (uint32_t i = 0; i < p->nr_jobs; i++) {
+		pc_clock_join(p->st->clock, p->jobs[i]->task);
+		free(p->jobs[i]);
+	}
 	for (uint32_t c = 0; c < PC_MAX_CLASSES; c++) {
 		if (p->cls[c].reg.len)
 			pc_fabric_dereg(p->st->fabric, &p->cls[c].reg);
 		pool_close(p->cls[c].pool);
+		free(p->cls[c].gen);
 	}
 	dir_fini(&p->dir);
 	pthread_mutex_destroy(&p->tasks_lock);

@@ -234,6 +234,21 @@ bool pool_remove(struct host_pool *p, struct pc_keyhash key)
 	return removed;
 }
 
+bool pool_remove_at(struct host_pool *p, struct pc_keyhash key, uint32_t i)
+{
+	uint32_t at;
+	bool removed = false;
+
+	pthread_mutex_lock(&p->lock);
+	if (keymap_get(&p->map, key, &at) && at == i && p->meta[i].state == POOL_VALID &&
+	    !p->meta[i].leases) {
+		block_drop(p, i);
+		removed = true;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return removed;
+}
+
 uint32_t pool_find_lease(struct host_pool *p, struct pc_keyhash key, uint32_t *len, uint64_t *sum)
 {
 	uint32_t i;

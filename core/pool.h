@@ -110,6 +110,8 @@ void pool_demoted(struct host_pool *p, uint32_t i, bool on_disk);
 
 /* Forget key if it is VALID and unleased (invalidation). true when removed. */
 bool pool_remove(struct host_pool *p, struct pc_keyhash key);
+/* The same, only if key's block is block i (not a later one). */
+bool pool_remove_at(struct host_pool *p, struct pc_keyhash key, uint32_t i);
 
 /* Find key (VALID or DEMOTING) and pin it as a lease would: from here it is never
  * reused until pool_unpin() or the lease it joins ends. The block, or POOL_NONE. */

@@ -31,10 +31,12 @@ enum pc_rpc_opcode {
 
 #define PROTO_DIR_MAX 65536		/* entries per directory request */
 
-/* Where a p2p page is published. */
+/* Where a p2p page is published. gen orders one node's publications (within one
+ * incarnation): a shard keeps the newest, and a removal names exactly one. */
 struct proto_dir_loc {
 	uint64_t addr;
 	uint64_t inc;
+	uint64_t gen;
 	uint32_t node;
 	uint32_t rkey;
 	uint32_t len;
@@ -52,13 +54,13 @@ struct proto_dir_put {
 	struct proto_dir_loc loc;
 };
 
-/* Remove the entry only if it still names this block. */
+/* Remove the entry only if it is still this publication (node, inc, addr, gen). */
 struct proto_dir_del {
 	uint64_t lo, hi;
-	uint64_t addr;
-	uint32_t node;
-	uint32_t pad;
+	struct proto_dir_loc loc;
 };
+_Static_assert(sizeof(struct proto_dir_del) == sizeof(struct proto_dir_put),
+	       "a removal is read as a put");
 
 struct proto_dir_get {
 	uint32_t n;

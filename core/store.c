@@ -238,7 +238,9 @@ static int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req,
 		if (len != sizeof(m))
 			return -EPROTO;
 		memcpy(&m, req, sizeof(m));
-		return m.member > 1 ? -EPROTO : store_set_member(st, m.node, m.member);
+		if (m.member > 1 || m.node >= st->topo->nr_nodes)
+			return -EPROTO;
+		return store_set_member(st, m.node, m.member);
 	}
 	case PC_RPC_TIER_OFFER:
 	case PC_RPC_TIER_QUERY:
