@@ -300,6 +300,10 @@ static void get_pass(struct slotmap *sm, struct gkey *keys, size_t n, uint64_t *
 		}
 		k->kc.op0 = nops;
 		k->kc.nops = phase1_ops(k, ops + nops);
+		for (uint32_t o = nops; o < nops + k->kc.nops; o++)
+			if (!ops[o].lreg && (uint8_t *)ops[o].local >= arena &&
+			    (uint8_t *)ops[o].local < arena + need)
+				ops[o].lreg = &sg->r;	/* lands in registered scratch */
 		nops += k->kc.nops;
 	}
 	if (nops) {

@@ -166,17 +166,22 @@ void pc_store_unregister(struct pc_store *st, void *buf)
 
 /* ------------------------------------------------------------------ scratch memory */
 
+#define STORE_IDLE_STAGES 8	/* idle scratch areas kept for reuse */
+
 struct store_stage *store_stage_take(struct pc_store *st, size_t bytes, uint32_t access)
 {
 	struct store_stage **pp, *s = NULL;
 
+	struct store_stage **best = NULL;
+
 	pthread_mutex_lock(&st->stage_lock);
-	for (pp = &st->stages; *pp; pp = &(*pp)->next) {
-		if ((*pp)->bytes >= bytes && (*pp)->r.access == access) {
-			s = *pp;
-			*pp = s->next;
-			break;
-		}
+	for (pp = &st->stages; *pp; pp = &(*pp)->next)	/* the smallest that fits */
+		if ((*pp)->bytes >= bytes && (*pp)->r.access == access &&
+		    (!best || (*pp)->bytes < (*best)->bytes))
+			best = pp;
+	if (best) {
+		s = *best;
+		*best = s->next;
 	}
 	pthread_mutex_unlock(&st->stage_lock);
 	if (s)
@@ -198,12 +203,30 @@ struct store_stage *store_stage_take(struct pc_store *st, size_t bytes, uint32_t
 	return s;
 }
 
+static void stage_free(struct pc_store *st, struct store_stage *s)
+{
+	pc_fabric_dereg(st->fabric, &s->r);
+	hostmem_unmap(s->mem, s->bytes);
+	free(s);
+}
+
 void store_stage_give(struct pc_store *st, struct store_stage *s)
 {
+	uint32_t idle = 0;
+
+	if (!s)
+		return;
 	pthread_mutex_lock(&st->stage_lock);
-	s->next = st->stages;
-	st->stages = s;
+	for (struct store_stage *x = st->stages; x; x = x->next)
+		idle++;
+	if (idle < STORE_IDLE_STAGES) {
+		s->next = st->stages;
+		st->stages = s;
+		s = NULL;
+	}
 	pthread_mutex_unlock(&st->stage_lock);
+	if (s)
+		stage_free(st, s);	/* enough kept already */
 }
 
 void store_stages_free(struct pc_store *st)
@@ -212,9 +235,7 @@ void store_stages_free(struct pc_store *st)
 		struct store_stage *s = st->stages;
 
 		st->stages = s->next;
-		pc_fabric_dereg(st->fabric, &s->r);
-		hostmem_unmap(s->mem, s->bytes);
-		free(s);
+		stage_free(st, s);
 	}
 }
 

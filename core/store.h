@@ -76,8 +76,9 @@ const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t le
 int store_post(struct pc_store *st, struct pc_op *ops, size_t n);
 int store_call(struct pc_store *st, struct pc_rpc *rpcs, size_t n);
 
-/* Scratch memory of at least bytes registered with access (PC_ACCESS_*), from the
- * store's idle areas or new; NULL when out of memory. Give it back when done. */
+/* Scratch memory of at least bytes registered with access (PC_ACCESS_*): the
+ * smallest idle area that fits, or a new one; NULL when out of memory. Give it back
+ * when done (a few idle areas are kept, the rest freed; give takes NULL too). */
 struct store_stage *store_stage_take(struct pc_store *st, size_t bytes, uint32_t access);
 void store_stage_give(struct pc_store *st, struct store_stage *s);
 /* Drop the idle areas (at close). */
