@@ -12,8 +12,19 @@
  *           another key's header or a failed checksum: a clean miss): two round trips.
  *   exists: the directory alone: one round trip.
  *
+ * Every publication carries a rising number (gen): a shard keeps the newest entry
+ * for a key, and a removal names one publication exactly, so updates that cross
+ * (an eviction and a new publish into the same block, a handoff and a fresh put)
+ * never lose the newer one. Readers remove entries whose block moved on or whose
+ * node restarted or refuses connections; a node that is merely slow keeps them.
+ *
  * When the ring changes, entries whose shard moved are handed to their new owner
- * and entries naming a departed node are dropped. Slotmap has nothing to move.
+ * (and so is any put that reaches a shard which no longer owns the key), entries
+ * naming a departed node are dropped, and each node publishes again its own pages
+ * whose shard departed. Slotmap has nothing to move.
+ *
+ * The pool's LRU sees publishes and this node's own reads; other nodes read it
+ * one-sided, unseen, so for them it is first-in-first-out.
  *
  * Not for: slotmap (slotmap*.c) or the tiered pool (tier.c).
  */
@@ -71,12 +82,12 @@ struct upd {
 	size_t page;			/* put: the page of the batch it is for */
 };
 
-static int class_for(const struct p2p *p, const struct pc_store_cfg *cfg, uint64_t len)
+/* The smallest size class a page of len bytes fits, or -1. */
+static int class_for(const struct pc_store_cfg *cfg, uint64_t len)
 {
 	for (uint32_t c = 0; c < cfg->nr_classes; c++)
 		if (cfg->size_classes[c] >= len)
 			return (int)c;
-	(void)p;
 	return -1;
 }
 
@@ -374,7 +385,7 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 			METRIC_ADD(st, write_failures, 1);
 			continue;
 		}
-		c = class_for(p, cfg, pg->len);
+		c = class_for(cfg, pg->len);
 		if (c < 0) {
 			pg->status = -EFBIG;
 			METRIC_ADD(st, skipped_oversize, 1);

@@ -102,7 +102,12 @@ struct pc_page {
  * number of pages with status 0, or -errno when the call itself failed (then no page
  * status is meaningful). A batch costs a fixed number of network round trips per
  * phase whatever its size: slotmap gets take one (two for pages not in their
- * predicted way, or in classes read index-first), sets two. */
+ * predicted way, or in classes read index-first), sets two. In p2p mode (store.mode)
+ * a set writes into this node's published pool and tells the directory (one round
+ * trip; a client store cannot publish: -EOPNOTSUPP; a set that loses a race with
+ * another set of the same key on this node: -EBUSY; a set that fails leaves the key
+ * absent), a get asks the directory and then reads (two), exists asks the directory
+ * (one). */
 PC_API int pc_batch_set(struct pc_store *s, struct pc_page *pages, size_t n);
 PC_API int pc_batch_get(struct pc_store *s, struct pc_page *pages, size_t n);
 PC_API int pc_batch_exists(struct pc_store *s, struct pc_page *pages, size_t n);
