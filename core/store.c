@@ -170,9 +170,7 @@ void pc_store_unregister(struct pc_store *st, void *buf)
 
 struct store_stage *store_stage_take(struct pc_store *st, size_t bytes, uint32_t access)
 {
-	struct store_stage **pp, *s = NULL;
-
-	struct store_stage **best = NULL;
+	struct store_stage **pp, **best = NULL, *s = NULL;
 
 	pthread_mutex_lock(&st->stage_lock);
 	for (pp = &st->stages; *pp; pp = &(*pp)->next)	/* the smallest that fits */
