@@ -139,7 +139,7 @@ static void key_name(const struct job *j, uint64_t id, char *out)
 	snprintf(out, 32, "mb%d-%llu", j->phase, (unsigned long long)id);
 }
 
-/* Publish pages ids[0..n) (their names are set) from this node. */
+/* Publish the pages named names[0..n) from this node. */
 static void publish(struct node *N, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -210,11 +210,6 @@ static void node_main(const struct pcbench_modes *a, const struct job *j, int cm
 	size_t B = a->batch;
 
 	pc_log_set_level(PC_LOG_WARN);
-	t->store.mode = j->mode;
-	if (j->bucket_reads)
-		t->store.slot_read_policy = PC_READ_BUCKET;
-	o.topo = t;
-	o.node = t->nodes[j->node].name;
 	N.names = calloc(B, sizeof(*N.names));
 	N.ids = calloc(B, sizeof(*N.ids));
 	N.buf = malloc(B * a->page);
@@ -225,6 +220,11 @@ static void node_main(const struct pcbench_modes *a, const struct job *j, int cm
 		say(res, 'e');
 		_exit(1);
 	}
+	t->store.mode = j->mode;
+	if (j->bucket_reads)
+		t->store.slot_read_policy = PC_READ_BUCKET;
+	o.topo = t;
+	o.node = t->nodes[j->node].name;
 	if (pc_store_open(&o, &N.s)) {
 		fprintf(stderr, "pcbench: node %s: %s\n", o.node, err);
 		say(res, 'e');
