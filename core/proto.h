@@ -29,6 +29,11 @@ enum pc_rpc_opcode {
 	PC_RPC_MEMBER = 11,		/* proto_member -> () */
 };
 
+/* The RPCs whose handlers never block (no disk, no pulls from the caller, no waits):
+ * a backend may answer them on its event thread instead of a worker. */
+#define PROTO_QUICK_RPCS ((1ULL << PC_RPC_LAYOUT) | (1ULL << PC_RPC_DIR_UPDATE) | \
+			  (1ULL << PC_RPC_DIR_GET))
+
 #define PROTO_DIR_MAX 65536		/* entries per directory request */
 
 /* Where a p2p page is published. gen orders one node's publications (within one

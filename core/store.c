@@ -409,6 +409,7 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 		}
 	}
 	if (st->self != PC_PEER_NONE) {
+		st->fabric->quick_rpcs = PROTO_QUICK_RPCS;
 		ret = pc_fabric_serve(st->fabric, store_rpc, st);
 		if (ret) {
 			const struct pc_node *n = &st->topo->nodes[st->self];

@@ -214,10 +214,23 @@ static int on_hello(struct tcp_server *s, struct sconn *c)
 	return 0;
 }
 
-/* An RPC request is in: park the connection (no reads until it is answered) and
- * queue it for a worker. */
+static int rpc_respond(struct tcp_server *s, struct sconn *c);
+
+/* An RPC request is in. One the handler answers without blocking (the fabric's
+ * quick_rpcs) is answered here and now; any other parks the connection (no reads
+ * until it is answered) and goes to a worker. */
 static int on_rpc(struct tcp_server *s, struct sconn *c)
 {
+	uint32_t op = c->hdr.count;
+
+	if (op < 64 && (s->tf->base.quick_rpcs >> op & 1)) {
+		c->rpc_resp.len = 0;
+		c->rpc_status = s->handler ? s->handler(s->handler_arg, c->peer, (uint16_t)op,
+							c->body.data, c->hdr.body_len, &c->rpc_resp) :
+					     -EOPNOTSUPP;
+		pc_stat_add(&stats(s)->served_rpcs, 1);
+		return rpc_respond(s, c);
+	}
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	c->rpc_resp.len = 0;
 	c->rpc_next = NULL;
@@ -268,6 +281,15 @@ static void *rpc_worker(void *arg)
 static int rpc_answer(struct tcp_server *s, struct sconn *c)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->fd, &ev))
+		return -errno;
+	return rpc_respond(s, c);
+}
+
+/* Send the handler's answer and read on. 0 or -errno to close. */
+static int rpc_respond(struct tcp_server *s, struct sconn *c)
+{
 	int32_t status = c->rpc_status;
 	int ret;
 
@@ -277,8 +299,6 @@ static int rpc_answer(struct tcp_server *s, struct sconn *c)
 	}
 	c->rx = RX_HDR;
 	c->got = 0;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->fd, &ev))
-		return -errno;
 	if (start_response(c, TCP_RPC_RESP, c->hdr.count, status, c->rpc_resp.len) ||
 	    iov_push(c, c->out.data, c->out.len) ||
 	    iov_push(c, c->rpc_resp.data, c->rpc_resp.len))

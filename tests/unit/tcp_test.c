@@ -34,7 +34,7 @@ struct net {
 	volatile int released;		/* OP_WAIT returns once this is set */
 };
 
-enum { OP_FAIL = 13, OP_PULL = 20, OP_WAIT = 21 };
+enum { OP_FAIL = 13, OP_PULL = 20, OP_WAIT = 21, OP_WHO = 22, OP_WHO_QUICK = 23 };
 
 /* OP_PULL: READ the caller's memory named in the request and answer with it. */
 struct pull_req {
@@ -74,6 +74,13 @@ static int echo(void *arg, uint32_t from, uint16_t opcode, const void *req, size
 		for (int i = 0; i < 1000 && !the_net->released; i++)
 			usleep(1000);
 		return the_net->released ? 0 : -ETIMEDOUT;
+	case OP_WHO:
+	case OP_WHO_QUICK: {	/* the name of the thread answering */
+		char name[16] = "";
+
+		pthread_getname_np(pthread_self(), name, sizeof(name));
+		return pc_msg_append(resp, name, strlen(name) + 1);
+	}
 	default:
 		return pc_msg_append(resp, req, len);
 	}
@@ -245,6 +252,30 @@ static void test_rpc_pulls(void)
 	CU_ASSERT_EQUAL_FATAL(r.resp.len, pr.len);
 	CU_ASSERT_EQUAL(memcmp(r.resp.data, N->mem[0] + 12345, pr.len), 0);
 	pc_msg_free(&r.resp);
+	net_down(N);
+}
+
+/* An opcode the serving fabric marks quick is answered on the server's event thread;
+ * the others on its RPC workers. */
+static void test_rpc_quick(void)
+{
+	struct net *N = net_up(0);
+	struct pc_rpc r[2] = {
+		{ .peer = 1, .opcode = OP_WHO, .req = "", .req_len = 0 },
+		{ .peer = 1, .opcode = OP_WHO_QUICK, .req = "", .req_len = 0 },
+	};
+
+	N->f[1]->quick_rpcs = 1ULL << OP_WHO_QUICK;
+	CU_ASSERT_EQUAL(pc_fabric_call(N->f[0], r, 2), 0);
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL_FATAL(r[i].status, 0);
+	printf("\n  answered by %s and, quick, by %s\n", (char *)r[0].resp.data, (char *)r[1].resp.data);
+	if (is_tcp()) {
+		CU_ASSERT_STRING_EQUAL(r[0].resp.data, "pc-tcp-rpc");
+		CU_ASSERT_STRING_EQUAL(r[1].resp.data, "pc-tcp-server");
+	}
+	for (int i = 0; i < 2; i++)
+		pc_msg_free(&r[i].resp);
 	net_down(N);
 }
 
@@ -600,6 +631,7 @@ static CU_TestInfo tests[] = {
 	{ "one batch across peers: READ, WRITE, CAS", test_batch },
 	{ "RPC: body, handler error, empty body", test_rpc },
 	{ "an RPC handler pulls from its caller", test_rpc_pulls },
+	{ "quick RPCs on the event thread, the rest on workers", test_rpc_quick },
 	{ "one-sided ops are served while a handler runs", test_rpc_does_not_block_ops },
 	{ "refused ops, then served again", test_refusals_keep_connection },
 	{ "dead and stalled peers fail within the timeout", test_dead_and_stalled },

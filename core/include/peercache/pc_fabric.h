@@ -163,6 +163,9 @@ struct pc_fabric {
 	uint32_t nr_peers;
 	uint32_t timeout_ms;
 	uint64_t incarnation;		/* random per open: peers see a restart by it */
+	uint64_t quick_rpcs;		/* bit o: RPC opcode o (< 64) never blocks, so a
+					 * backend may answer it on its event thread
+					 * (set by the serving side before serve) */
 	struct pc_fabric_stats stats;
 	pc_fabric_fault_fn *fault;
 	void *fault_arg;
