@@ -2,6 +2,7 @@
  * pcdemo - the main job: a local cluster end to end.
  *
  *   pcdemo --topology FILE [--pages N] [--page-size SIZE] [--batch N] [--protocol P]
+ *          [--set key=value ...]     (e.g. --set store.mode=p2p)
  *
  * Starts one process per node of the topology (each embeds the library and serves
  * its slots, as a serving engine would), writes pages from the first node, reads
@@ -165,9 +166,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "topology", required_argument, NULL, 't' }, { "pages", required_argument, NULL, 'n' },
 		{ "page-size", required_argument, NULL, 'p' }, { "batch", required_argument, NULL, 'b' },
-		{ "protocol", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "protocol", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
+		{ "set", required_argument, NULL, 's' }, { 0 },
 	};
 	const char *path = NULL, *protocol = NULL;
+	char **sets = calloc((size_t)argc, sizeof(char *));
+	int nsets = 0;
 	size_t pages = 1024, page = 0, batch = 64;
 	struct pc_topology *t;
 	struct report w, r;
@@ -176,21 +180,23 @@ int main(int argc, char **argv)
 	int opt;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "t:n:p:b:P:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "t:n:p:b:P:s:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 't': path = optarg; break;
 		case 'n': pages = tool_uint("pcdemo", "--pages", optarg); break;
 		case 'p': page = tool_size("pcdemo", "--page-size", optarg); break;
 		case 'b': batch = tool_uint("pcdemo", "--batch", optarg); break;
 		case 'P': protocol = optarg; break;
+		case 's': sets[nsets++] = optarg; break;
 		case 'h':
-			printf("usage: pcdemo --topology FILE [--pages N] [--page-size SIZE] [--batch N] [--protocol tcp|rdma|rxe]\n");
+			printf("usage: pcdemo --topology FILE [--pages N] [--page-size SIZE] [--batch N] [--protocol tcp|rdma|rxe] [--set key=value ...]\n");
 			return 0;
 		default:
 			tool_die("pcdemo", "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}
 	}
-	t = tool_load_topology("pcdemo", path, NULL, 0, protocol);
+	t = tool_load_topology("pcdemo", path, sets, nsets, protocol);
+	free(sets);
 	if (t->nr_nodes < 2 || t->nr_nodes > MAX_NODES)
 		tool_die("pcdemo", "%s: the demo needs 2 to %d nodes, the topology has %u", path,
 			 MAX_NODES, t->nr_nodes);
@@ -198,10 +204,10 @@ int main(int argc, char **argv)
 		page = t->model.present ? t->model.page_bytes : 12288;
 	if (page > t->store.slot_max_page_bytes)
 		tool_die("pcdemo", "--page-size %zu: larger than the largest size class", page);
-	printf("pcdemo: %u nodes of '%s' (%s) on %s, %zu pages of %zu B written from %s, read from the others\n",
+	printf("pcdemo: %u nodes of '%s' (%s) on %s, %s mode, %zu pages of %zu B written from %s, read from the others\n",
 	       t->nr_nodes, t->name, path,
 	       t->store.protocol == PC_PROTO_TCP ? "tcp" : t->store.protocol == PC_PROTO_RXE ? "rxe" : "rdma",
-	       pages, page, t->nodes[0].name);
+	       t->store.mode == PC_MODE_P2P ? "p2p" : "slotmap", pages, page, t->nodes[0].name);
 	fflush(stdout);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -234,11 +240,12 @@ int main(int argc, char **argv)
 		kill_all();
 		return 1;
 	}
-	printf("  %-4s wrote %llu pages in %.1f ms: %.0f pages/s, %.3f GB/s, %.1f round trips per batch, %llu stored, %llu evicted by bucket collisions\n",
+	printf("  %-4s wrote %llu pages in %.1f ms: %.0f pages/s, %.3f GB/s, %.1f round trips per batch, %llu stored, %llu evicted %s\n",
 	       t->nodes[0].name, (unsigned long long)w.pages, w.secs * 1e3, (double)w.pages / w.secs,
 	       (double)w.pages * (double)page / w.secs / 1e9,
 	       (double)w.m.round_trips / (double)w.m.batches, (unsigned long long)w.hits,
-	       (unsigned long long)w.m.evictions);
+	       (unsigned long long)w.m.evictions,
+	       t->store.mode == PC_MODE_P2P ? "from its full pool" : "by bucket collisions");
 	pass &= w.hits == w.pages;
 	for (uint32_t i = 1; i < nkids; i++) {
 		if (write(kids[i].cmd, "G", 1) != 1 || read_report(kids[i].res, &r)) {
