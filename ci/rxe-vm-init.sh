@@ -73,7 +73,7 @@ for spec in "12KiB 64 auto" "12KiB 64 predict" "64KiB 64 auto" "64KiB 64 predict
 done
 kill %1 2>/dev/null; wait
 
-echo "VM: ---- 4. the demo over rxe: three node processes"
+echo "VM: ---- 4. the demo over rxe: three node processes, slotmap then p2p"
 cat > /tmp/demo.yaml <<YAML
 name: demo-rxe
 store: {protocol: rxe, fallback: none, slot_size_classes: [16KiB], global_segment_size: 16MiB, timeout_ms: 5000}
@@ -85,4 +85,7 @@ nodes:
 YAML
 timeout 120 pcdemo --topology /tmp/demo.yaml --pages 256 > /tmp/demo.log 2>&1 || fail demo
 grep -v 'slot region ready' /tmp/demo.log | sed 's/^/VM:   /'
+timeout 120 pcdemo --topology /tmp/demo.yaml --pages 256 --set store.mode=p2p > /tmp/demo-p2p.log 2>&1 \
+	|| fail demo-p2p
+grep -v 'pool ready' /tmp/demo-p2p.log | sed 's/^/VM:   /'
 finish

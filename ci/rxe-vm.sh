@@ -9,7 +9,7 @@
 #                          in p2p mode, and
 #      tier_e2e_test         the tiered pool's smoke runs over rxe
 #   3. ib_read_bw (bandwidth, and one READ in flight) next to pcbench over rxe
-#   4. pcdemo: three node processes over rxe
+#   4. pcdemo: three node processes over rxe, in slotmap and in p2p mode
 # It prints one line RXE: PASS or RXE: FAIL and exits 0, 1 (test failure), 2
 # (setup: no download, VM did not report) or 77 (skipped: no qemu and not root).
 # The VM's CPU is QEMU's plain qemu64: under TCG it runs rdma_rxe and our code about
