@@ -15,10 +15,12 @@ struct inproc_fabric {
 	struct region_table regions;
 	pc_rpc_handler *handler;
 	void *handler_arg;
+	uint32_t busy;			/* this fabric's posts and calls running at it */
 };
 
 struct inproc_world {
 	pthread_mutex_t lock;
+	pthread_cond_t idle;		/* an endpoint's busy fell to 0 */
 	uint32_t nr_nodes;
 	struct inproc_fabric **nodes;
 	bool *down;
@@ -45,6 +47,7 @@ struct inproc_world *inproc_world_create(uint32_t nr_nodes)
 	}
 	w->nr_nodes = nr_nodes;
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->idle, NULL);
 	return w;
 }
 
@@ -53,6 +56,7 @@ void inproc_world_destroy(struct inproc_world *w)
 	if (!w)
 		return;
 	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->idle);
 	free(w->nodes);
 	free(w->down);
 	free(w);
@@ -79,9 +83,31 @@ static struct inproc_fabric *endpoint(struct inproc_world *w, uint32_t node)
 	return ep;
 }
 
-int inproc_world_apply(struct inproc_world *w, struct pc_op *op)
+/* The live, serving endpoint of node, counted busy until leave(): stopping its
+ * service waits for that (a node that closes never has another thread inside it). */
+static struct inproc_fabric *enter(struct inproc_world *w, uint32_t node)
 {
-	struct inproc_fabric *ep = endpoint(w, op->peer);
+	struct inproc_fabric *ep = NULL;
+
+	pthread_mutex_lock(&w->lock);
+	if (node < w->nr_nodes && !w->down[node] && w->nodes[node] && w->nodes[node]->handler) {
+		ep = w->nodes[node];
+		ep->busy++;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return ep;
+}
+
+static void leave(struct inproc_world *w, struct inproc_fabric *ep)
+{
+	pthread_mutex_lock(&w->lock);
+	if (!--ep->busy)
+		pthread_cond_broadcast(&w->idle);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static int apply_at(struct inproc_fabric *ep, struct pc_op *op)
+{
 	uint8_t *where;
 	int ret;
 
@@ -100,14 +126,22 @@ int inproc_world_apply(struct inproc_world *w, struct pc_op *op)
 	return 0;
 }
 
-int inproc_world_call(struct inproc_world *w, uint32_t from, struct pc_rpc *rpc)
+static int call_at(struct inproc_fabric *ep, uint32_t from, struct pc_rpc *rpc)
 {
-	struct inproc_fabric *ep = endpoint(w, rpc->peer);
-
 	if (!ep || !ep->handler)
 		return -ECONNREFUSED;
 	pc_stat_add(&ep->base.stats.served_rpcs, 1);
 	return ep->handler(ep->handler_arg, from, rpc->opcode, rpc->req, rpc->req_len, &rpc->resp);
+}
+
+int inproc_world_apply(struct inproc_world *w, struct pc_op *op)
+{
+	return apply_at(endpoint(w, op->peer), op);
+}
+
+int inproc_world_call(struct inproc_world *w, uint32_t from, struct pc_rpc *rpc)
+{
+	return call_at(endpoint(w, rpc->peer), from, rpc);
 }
 
 static int inproc_open(struct pc_fabric *f, const struct pc_fabric_params *p)
@@ -166,6 +200,8 @@ static int inproc_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
 	pthread_mutex_lock(&ep->world->lock);
 	ep->handler_arg = arg;
 	ep->handler = h;
+	while (!h && ep->busy)	/* stopped: wait out the posts and calls inside it */
+		pthread_cond_wait(&ep->world->idle, &ep->world->lock);
 	pthread_mutex_unlock(&ep->world->lock);
 	return 0;
 }
@@ -174,8 +210,13 @@ static int inproc_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 {
 	struct inproc_world *w = to_inproc(f)->world;
 
-	for (size_t i = 0; i < n; i++)
-		ops[i].status = inproc_world_apply(w, &ops[i]);
+	for (size_t i = 0; i < n; i++) {
+		struct inproc_fabric *ep = enter(w, ops[i].peer);
+
+		ops[i].status = apply_at(ep, &ops[i]);
+		if (ep)
+			leave(w, ep);
+	}
 	return 0;
 }
 
@@ -183,8 +224,13 @@ static int inproc_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 {
 	struct inproc_world *w = to_inproc(f)->world;
 
-	for (size_t i = 0; i < n; i++)
-		rpcs[i].status = inproc_world_call(w, f->self, &rpcs[i]);
+	for (size_t i = 0; i < n; i++) {
+		struct inproc_fabric *ep = enter(w, rpcs[i].peer);
+
+		rpcs[i].status = call_at(ep, f->self, &rpcs[i]);
+		if (ep)
+			leave(w, ep);
+	}
 	return 0;
 }
 

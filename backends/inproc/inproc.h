@@ -5,7 +5,8 @@
  * simulator builds its fabric on the same world.
  *
  * Not for: concurrency realism. An op completes inside post(); an RPC runs its
- * handler on the caller's thread.
+ * handler on the caller's thread. Stopping a node's service (serve(NULL)) waits
+ * until no other thread's post or call is inside it, as the tcp server does.
  */
 #ifndef PC_INPROC_H
 #define PC_INPROC_H
