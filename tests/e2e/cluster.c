@@ -119,7 +119,7 @@ struct ecl *ecl_up_args(const char *pcd, const char *protocol, const char *store
 		FILE *f;
 		bool ok = true;
 
-		E->port0 = (uint16_t)(20000 + (rand() ^ getpid() * 31) % 40000);
+		E->port0 = pc_test_port_base(attempt);
 		snprintf(E->path, sizeof(E->path), "%s/e2e-%u.yaml", pc_test_tmpdir(), E->port0);
 		f = fopen(E->path, "w");
 		fprintf(f, "name: e2e\nstore: {protocol: %s, fallback: none, timeout_ms: 1000, %s}\n"

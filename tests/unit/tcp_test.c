@@ -145,7 +145,7 @@ static struct net *net_up(int all)
 	for (int attempt = 0; attempt < 20; attempt++) {
 		int ret = 0;
 
-		N->port0 = (uint16_t)(20000 + (getpid() * 7 + attempt * 97 + rand()) % 40000);
+		N->port0 = pc_test_port_base(attempt);
 		snprintf(text, sizeof(text),
 			 "store: {timeout_ms: 400}\nnodes:\n"
 			 "  - {name: a, address: 127.0.0.1, port: %u}\n"

@@ -193,6 +193,13 @@ const char *pc_test_tmpdir(void)
 	return tmpdir;
 }
 
+uint16_t pc_test_port_base(int attempt)
+{
+	/* 20000..31599, in steps of 16; laptop.yaml's 31998-32000 stay clear */
+	return (uint16_t)(20000 + 16 * (((unsigned)getpid() * 7919u + (unsigned)attempt * 97u +
+					 (unsigned)rand()) % 725u));
+}
+
 bool (*pc_test_suite_wanted)(const char *suite, int argc, char **argv);
 
 int pc_test_main(int argc, char **argv, CU_SuiteInfo *suites)

@@ -56,6 +56,11 @@ struct pc_test_racer {
 void pc_test_race(struct pc_test_racer *r, int n, int min_ms, unsigned long *writes,
 		  unsigned long *hits, unsigned long *bad);
 
+/* A first port for a test cluster of up to 16 nodes, different per process and
+ * attempt, below Linux's ephemeral range (32768 up), so no connection's local port
+ * can be sitting on it. */
+uint16_t pc_test_port_base(int attempt);
+
 /* A TCP connection to 127.0.0.1:port, for tests that speak raw frames (fatal on failure). */
 int pc_test_connect(uint16_t port);
 
