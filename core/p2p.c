@@ -58,7 +58,7 @@ struct p2p {
 	pthread_mutex_t tasks_lock;	/* guards jobs, nr_jobs, closing */
 	struct p2p_job *jobs[MAX_JOBS];	/* handoffs and republishes not yet joined */
 	uint32_t nr_jobs;
-	bool closing;
+	bool closing;			/* atomic: jobs stop retrying */
 	bool handoff_queued;		/* a handoff will look at the shard (atomic) */
 };
 
@@ -732,37 +732,54 @@ static bool moved(void *arg, struct pc_keyhash key)
 	return ring_owner_of(store_ring(p->st), key) != p->st->self;
 }
 
-/* Hand the entries whose shard is another node's now to that node; keep those that
- * could not be sent (a later change or stray put tries again). */
+/* Sleep ms milliseconds in short steps; false when the store started closing. */
+static bool nap(struct p2p *p, uint32_t ms)
+{
+	for (uint32_t t = 0; t < ms; t += 50) {
+		if (__atomic_load_n(&p->closing, __ATOMIC_ACQUIRE))
+			return false;
+		pc_clock_sleep(p->st->clock, 50 * 1000000ULL);
+	}
+	return !__atomic_load_n(&p->closing, __ATOMIC_ACQUIRE);
+}
+
+/* Hand the entries whose shard is another node's now to that node. Those that could
+ * not be sent (the new node not answering yet: it may have just started) stay here
+ * and are tried again a few times, 0.1 s to 1.6 s apart. */
 static void handoff(struct p2p_job *j)
 {
 	struct p2p *p = j->p;
-	struct dir_rec *v = NULL;
-	int n, lost = 0;
-	struct upd *u;
-	int *status;
 
 	__atomic_store_n(&p->handoff_queued, false, __ATOMIC_SEQ_CST);
-	n = dir_take_if(&p->dir, moved, p, &v);
-	if (n <= 0)
-		return;
-	u = calloc((size_t)n, sizeof(*u));
-	status = malloc((size_t)n * sizeof(*status));
-	for (int i = 0; u && status && i < n; i++)
-		u[i] = (struct upd){ .key = v[i].key, .loc = v[i].loc };
-	if (u && status)
-		send_updates(p, u, (size_t)n, status);
-	for (int i = 0; i < n; i++) {
-		if (u && status && !status[i])
-			continue;
-		lost++;
-		dir_put(&p->dir, v[i].key, &v[i].loc);	/* back; a newer entry wins */
+	for (int attempt = 0;; attempt++) {
+		struct dir_rec *v = NULL;
+		int n = dir_take_if(&p->dir, moved, p, &v), lost = 0;
+		struct upd *u;
+		int *status;
+
+		if (n <= 0)
+			return;
+		u = calloc((size_t)n, sizeof(*u));
+		status = malloc((size_t)n * sizeof(*status));
+		for (int i = 0; u && status && i < n; i++)
+			u[i] = (struct upd){ .key = v[i].key, .loc = v[i].loc };
+		if (u && status)
+			send_updates(p, u, (size_t)n, status);
+		for (int i = 0; i < n; i++) {
+			if (u && status && !status[i])
+				continue;
+			lost++;
+			dir_put(&p->dir, v[i].key, &v[i].loc);	/* back; a newer entry wins */
+		}
+		free(v);
+		free(u);
+		free(status);
+		if (!lost || attempt == 4 || !nap(p, 100u << attempt)) {
+			pc_info("p2p: handed %d directory entries to their new shards (%d kept here)",
+				n - lost, lost);
+			return;
+		}
 	}
-	pc_info("p2p: handed %d directory entries to their new shards (%d kept here for now)", n - lost,
-		lost);
-	free(v);
-	free(u);
-	free(status);
 }
 
 /* After a leave: this node's own pages whose shard was the departed node's, published
@@ -937,7 +954,7 @@ void p2p_close(struct p2p *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->tasks_lock);
-	p->closing = true;	/* no job starts from here */
+	__atomic_store_n(&p->closing, true, __ATOMIC_RELEASE);	/* no job starts from here */
 	pthread_mutex_unlock(&p->tasks_lock);
 	for (uint32_t i = 0; i < p->nr_jobs; i++) {
 		pc_clock_join(p->st->clock, p->jobs[i]->task);
