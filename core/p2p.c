@@ -218,14 +218,14 @@ int p2p_rpc(struct p2p *p, uint32_t from, uint16_t opcode, const void *req, size
 static void send_chunk(struct p2p *p, const struct upd *u, size_t n, int *status)
 {
 	struct pc_store *st = p->st;
-	uint32_t nn = st->topo->nr_nodes, nr = 0, *owner = malloc((n ? n : 1) * sizeof(*owner));
-	uint32_t *nput = calloc(nn, sizeof(*nput)), *ndel = calloc(nn, sizeof(*ndel));
-	uint8_t **req = calloc(nn, sizeof(*req));
-	size_t *at = calloc(nn, sizeof(*at));
-	struct pc_rpc *rpcs = calloc(nn, sizeof(*rpcs));
+	uint32_t nn = st->topo->nr_nodes, *owner = malloc((n ? n : 1) * sizeof(*owner));
+	uint32_t *nput = calloc(nn, sizeof(*nput));
 	struct ring *ring = store_ring(st);
+	struct store_fanout f;
 
-	if (!owner || !nput || !ndel || !req || !at || !rpcs) {
+	/* a removal has the shape of a put (proto.h): one item size for both */
+	if (store_fanout_init(&f, nn, sizeof(struct proto_dir_update), sizeof(struct proto_dir_put)) ||
+	    !owner || !nput) {
 		for (size_t i = 0; i < n; i++)
 			status[i] = -ENOMEM;
 		goto out;
@@ -245,60 +245,41 @@ static void send_chunk(struct p2p *p, const struct upd *u, size_t n, int *status
 				handoff_soon(p);	/* the ring moved under this batch */
 			continue;
 		}
-		u[i].del ? ndel[owner[i]]++ : nput[owner[i]]++;
+		f.count[owner[i]]++;
+		nput[owner[i]] += !u[i].del;
 	}
-	for (uint32_t o = 0; o < nn; o++) {
-		struct proto_dir_update h = { .nput = nput[o], .ndel = ndel[o] };
-		size_t len = sizeof(h) + nput[o] * sizeof(struct proto_dir_put) +
-			     ndel[o] * sizeof(struct proto_dir_del);
+	store_fanout_build(&f, PC_RPC_DIR_UPDATE);
+	for (uint32_t r = 0; r < f.nr; r++) {
+		uint32_t o = f.rpcs[r].peer;
+		struct proto_dir_update h = { .nput = nput[o], .ndel = f.count[o] - nput[o] };
 
-		if (!nput[o] && !ndel[o])
-			continue;
-		req[o] = malloc(len);
-		if (!req[o])
-			continue;
-		memcpy(req[o], &h, sizeof(h));
-		rpcs[nr++] = (struct pc_rpc){ .peer = o, .opcode = PC_RPC_DIR_UPDATE, .req = req[o],
-					      .req_len = len };
-		at[o] = sizeof(h);
+		memcpy(f.req[f.rpcs[r].peer], &h, sizeof(h));
 	}
 	/* puts first, then removals, each in batch order */
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < n; i++) {
-			uint32_t o = owner[i];
-
-			if (o == RING_NONE || o == st->self || !req[o] || u[i].del != (pass == 1))
-				continue;
 			struct proto_dir_put e = { .lo = u[i].key.lo, .hi = u[i].key.hi };
+			void *at;
 
-			/* a removal has the same shape (struct proto_dir_del) */
+			if (owner[i] == RING_NONE || owner[i] == st->self || u[i].del != (pass == 1))
+				continue;
+			if (!(at = store_fanout_item(&f, owner[i]))) {
+				status[i] = -ENOMEM;	/* its shard's request could not be made */
+				continue;
+			}
 			to_proto(&u[i].loc, &e.loc);
-			memcpy(req[o] + at[o], &e, sizeof(e));
-			at[o] += sizeof(e);
+			memcpy(at, &e, sizeof(e));
 		}
 	}
-	if (nr)
-		store_call(st, rpcs, nr);
-	for (size_t i = 0; i < n; i++) {
-		uint32_t o = owner[i];
-
-		if (o == RING_NONE || o == st->self)
-			continue;
-		status[i] = -ENOMEM;
-		for (uint32_t r = 0; r < nr; r++)
-			if (rpcs[r].peer == o)
-				status[i] = rpcs[r].status;
-	}
+	if (f.nr)
+		store_call(st, f.rpcs, f.nr);
+	for (uint32_t r = 0; r < f.nr; r++)
+		for (size_t i = 0; i < n; i++)
+			if (owner[i] == f.rpcs[r].peer && !status[i])
+				status[i] = f.rpcs[r].status;
 out:
-	for (uint32_t r = 0; rpcs && r < nr; r++)
-		pc_msg_free(&rpcs[r].resp);
-	for (uint32_t o = 0; req && o < nn; o++)
-		free(req[o]);
-	free(req);
-	free(rpcs);
-	free(at);
+	store_fanout_fini(&f);
 	free(nput);
-	free(ndel);
 	free(owner);
 }
 
@@ -459,13 +440,12 @@ struct pkey {
 static void lookup_chunk(struct p2p *p, struct pkey *k, size_t n)
 {
 	struct pc_store *st = p->st;
-	uint32_t nn = st->topo->nr_nodes, nr = 0;
-	uint32_t *cnt = calloc(nn, sizeof(*cnt)), *owner = malloc((n ? n : 1) * sizeof(*owner));
-	uint8_t **req = calloc(nn, sizeof(*req));
-	struct pc_rpc *rpcs = calloc(nn, sizeof(*rpcs));
+	uint32_t *owner = malloc((n ? n : 1) * sizeof(*owner));
 	struct ring *ring = store_ring(st);
+	struct store_fanout f;
 
-	if (!cnt || !owner || !req || !rpcs) {
+	if (store_fanout_init(&f, st->topo->nr_nodes, sizeof(struct proto_dir_get),
+			      sizeof(struct proto_dir_key)) || !owner) {
 		for (size_t i = 0; i < n; i++)
 			k[i].err = -ENOMEM;
 		goto out;
@@ -480,42 +460,38 @@ static void lookup_chunk(struct p2p *p, struct pkey *k, size_t n)
 			k[i].state = dir_get(&p->dir, k[i].key, &k[i].loc) ? 1 : 2;
 			k[i].verdict = SLOT_MISS_ABSENT;
 		} else {
-			cnt[owner[i]]++;
+			f.count[owner[i]]++;
 		}
 	}
-	for (uint32_t o = 0; o < nn; o++) {
-		struct proto_dir_get h = { .n = cnt[o] };
+	store_fanout_build(&f, PC_RPC_DIR_GET);
+	for (uint32_t r = 0; r < f.nr; r++) {
+		struct proto_dir_get h = { .n = f.count[f.rpcs[r].peer] };
 
-		if (!cnt[o])
-			continue;
-		req[o] = malloc(sizeof(h) + cnt[o] * sizeof(struct proto_dir_key));
-		if (!req[o])
-			continue;
-		memcpy(req[o], &h, sizeof(h));
-		rpcs[nr++] = (struct pc_rpc){ .peer = o, .opcode = PC_RPC_DIR_GET, .req = req[o],
-					      .req_len = sizeof(h) + cnt[o] * sizeof(struct proto_dir_key) };
-		cnt[o] = 0;
+		memcpy(f.req[f.rpcs[r].peer], &h, sizeof(h));
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct proto_dir_key q = { k[i].key.lo, k[i].key.hi };
-		uint32_t o = owner[i];
+		void *at;
 
-		if (k[i].state || k[i].err || o == st->self || !req[o])
+		if (k[i].state || k[i].err || owner[i] == st->self)
 			continue;
-		memcpy(req[o] + sizeof(struct proto_dir_get) + cnt[o]++ * sizeof(q), &q, sizeof(q));
+		if ((at = store_fanout_item(&f, owner[i])))
+			memcpy(at, &q, sizeof(q));
+		else
+			k[i].err = -ENOMEM;	/* its shard's request could not be made */
 	}
-	if (nr)
-		store_call(st, rpcs, nr);
-	for (uint32_t r = 0; r < nr; r++) {
-		uint32_t o = rpcs[r].peer, j = 0;
-		const struct proto_dir_ans *a = rpcs[r].resp.data;
-		bool ok = !rpcs[r].status && rpcs[r].resp.len == cnt[o] * sizeof(*a);
+	if (f.nr)
+		store_call(st, f.rpcs, f.nr);
+	for (uint32_t r = 0; r < f.nr; r++) {
+		uint32_t o = f.rpcs[r].peer, j = 0;
+		const struct proto_dir_ans *a = f.rpcs[r].resp.data;
+		bool ok = !f.rpcs[r].status && f.rpcs[r].resp.len == f.count[o] * sizeof(*a);
 
 		for (size_t i = 0; i < n; i++) {
 			if (k[i].state || k[i].err || owner[i] != o)
 				continue;
 			if (!ok) {
-				k[i].err = rpcs[r].status ? rpcs[r].status : -EPROTO;
+				k[i].err = f.rpcs[r].status ? f.rpcs[r].status : -EPROTO;
 				continue;
 			}
 			k[i].verdict = SLOT_MISS_ABSENT;
@@ -523,18 +499,9 @@ static void lookup_chunk(struct p2p *p, struct pkey *k, size_t n)
 			j++;
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		if (!k[i].state && !k[i].err)
-			k[i].err = -ENOMEM;
 out:
-	for (uint32_t r = 0; rpcs && r < nr; r++)
-		pc_msg_free(&rpcs[r].resp);
-	for (uint32_t o = 0; req && o < nn; o++)
-		free(req[o]);
-	free(req);
-	free(rpcs);
+	store_fanout_fini(&f);
 	free(owner);
-	free(cnt);
 }
 
 static void lookup(struct p2p *p, struct pkey *k, size_t n)

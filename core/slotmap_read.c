@@ -417,46 +417,38 @@ static bool take_answer(struct slotmap *sm, struct gkey *k, const struct proto_p
 static bool promote_misses(struct slotmap *sm, struct gkey *keys, size_t n)
 {
 	struct pc_store *st = sm->st;
-	uint32_t nn = st->topo->nr_nodes, nr = 0, *cnt = calloc(nn, sizeof(*cnt));
-	struct pc_rpc *rpcs = NULL;
-	uint8_t **req = NULL;
+	uint32_t nn = st->topo->nr_nodes, nr;
+	struct store_fanout f;
+	struct pc_rpc *rpcs;
+	uint32_t *cnt;
 	bool again = false;
 
-	if (!cnt)
+	if (store_fanout_init(&f, nn, sizeof(struct proto_promote), sizeof(struct proto_promote_key)))
 		return false;
+	cnt = f.count;
 	for (size_t i = 0; i < n; i++)
 		if (may_be_on_disk(&keys[i]))
-			nr += !cnt[keys[i].kc.owner]++;
-	if (!nr)
-		goto out;
-	rpcs = calloc(nr, sizeof(*rpcs));
-	req = calloc(nn, sizeof(*req));
-	if (!rpcs || !req)
-		goto out;
+			cnt[keys[i].kc.owner]++;
+	for (uint32_t o = 0; o < nn; o++)
+		if (cnt[o] > PROTO_PROMOTE_MAX_KEYS)
+			cnt[o] = 0;	/* more than one request holds: those misses stand */
 	/* per owner: the header, then its keys in batch order */
-	nr = 0;
-	for (uint32_t o = 0; o < nn; o++) {
-		struct proto_promote h = { .n = cnt[o], .budget = PROMOTE_INLINE };
+	store_fanout_build(&f, PC_RPC_SLOT_PROMOTE);
+	rpcs = f.rpcs;
+	nr = f.nr;
+	for (uint32_t r = 0; r < nr; r++) {
+		struct proto_promote h = { .n = cnt[rpcs[r].peer], .budget = PROMOTE_INLINE };
 
-		if (!cnt[o] || cnt[o] > PROTO_PROMOTE_MAX_KEYS)
-			continue;
-		req[o] = malloc(sizeof(h) + cnt[o] * sizeof(struct proto_promote_key));
-		if (!req[o])
-			continue;
-		memcpy(req[o], &h, sizeof(h));
-		rpcs[nr++] = (struct pc_rpc){ .peer = o, .opcode = PC_RPC_SLOT_PROMOTE, .req = req[o],
-					      .req_len = sizeof(h) + cnt[o] * sizeof(struct proto_promote_key) };
-		cnt[o] = 0;
+		memcpy(f.req[rpcs[r].peer], &h, sizeof(h));
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 		struct proto_promote_key q = { .lo = k->kc.h.lo, .hi = k->kc.h.hi, .expect = k->expect,
 					       .cap = k->maxlen };
+		void *at;
 
-		if (!may_be_on_disk(k) || !req[k->kc.owner])
-			continue;
-		memcpy(req[k->kc.owner] + sizeof(struct proto_promote) + cnt[k->kc.owner]++ * sizeof(q),
-		       &q, sizeof(q));
+		if (may_be_on_disk(k) && (at = store_fanout_item(&f, k->kc.owner)))
+			memcpy(at, &q, sizeof(q));
 	}
 	for (uint32_t r = 0; r < nr; r++) {
 		if (rpcs[r].peer != st->self)
@@ -466,9 +458,9 @@ static bool promote_misses(struct slotmap *sm, struct gkey *keys, size_t n)
 			struct proto_promote h;
 			struct proto_promote_ans *ans = malloc(cnt[st->self] * sizeof(*ans));
 
-			memcpy(&h, req[st->self], sizeof(h));
+			memcpy(&h, f.req[st->self], sizeof(h));
 			if (ans) {
-				sm_spill_promote(sm, (const void *)(req[st->self] + sizeof(h)), h.n, 0,
+				sm_spill_promote(sm, (const void *)(f.req[st->self] + sizeof(h)), h.n, 0,
 						 ans, NULL);
 				rpcs[r].resp.data = ans;
 				rpcs[r].resp.len = h.n * sizeof(*ans);
@@ -524,14 +516,7 @@ static bool promote_misses(struct slotmap *sm, struct gkey *keys, size_t n)
 			j++;
 		}
 	}
-out:
-	for (uint32_t r = 0; rpcs && r < nr; r++)
-		pc_msg_free(&rpcs[r].resp);
-	for (uint32_t o = 0; req && o < nn; o++)
-		free(req[o]);
-	free(req);
-	free(rpcs);
-	free(cnt);
+	store_fanout_fini(&f);
 	return again;
 }
 

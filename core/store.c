@@ -164,6 +164,56 @@ void pc_store_unregister(struct pc_store *st, void *buf)
 	}
 }
 
+/* ------------------------------------------------------------------ one request per peer */
+
+int store_fanout_init(struct store_fanout *f, uint32_t nr_peers, size_t hdr_len, size_t item_len)
+{
+	*f = (struct store_fanout){ .nn = nr_peers, .hdr_len = hdr_len, .item_len = item_len };
+	f->count = calloc(nr_peers, sizeof(*f->count));
+	f->filled = calloc(nr_peers, sizeof(*f->filled));
+	f->req = calloc(nr_peers, sizeof(*f->req));
+	f->rpcs = calloc(nr_peers, sizeof(*f->rpcs));
+	if (f->count && f->filled && f->req && f->rpcs)
+		return 0;
+	store_fanout_fini(f);
+	return -ENOMEM;
+}
+
+void store_fanout_build(struct store_fanout *f, uint16_t opcode)
+{
+	for (uint32_t o = 0; o < f->nn; o++) {
+		size_t len = f->hdr_len + f->count[o] * f->item_len;
+
+		if (!f->count[o] || !(f->req[o] = malloc(len)))
+			continue;
+		f->rpcs[f->nr++] = (struct pc_rpc){ .peer = o, .opcode = opcode, .req = f->req[o],
+						    .req_len = len };
+	}
+}
+
+void *store_fanout_item(struct store_fanout *f, uint32_t peer)
+{
+	if (!f->req[peer] || f->filled[peer] == f->count[peer])
+		return NULL;
+	return f->req[peer] + f->hdr_len + f->filled[peer]++ * f->item_len;
+}
+
+void store_fanout_fini(struct store_fanout *f)
+{
+	for (uint32_t r = 0; f->rpcs && r < f->nr; r++)
+		pc_msg_free(&f->rpcs[r].resp);
+	for (uint32_t o = 0; f->req && o < f->nn; o++)
+		free(f->req[o]);
+	free(f->count);
+	free(f->filled);
+	free(f->req);
+	free(f->rpcs);
+	f->count = f->filled = NULL;
+	f->req = NULL;
+	f->rpcs = NULL;
+	f->nr = 0;
+}
+
 /* ------------------------------------------------------------------ scratch memory */
 
 #define STORE_IDLE_STAGES 8	/* idle scratch areas kept for reuse */

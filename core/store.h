@@ -76,6 +76,27 @@ const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t le
 int store_post(struct pc_store *st, struct pc_op *ops, size_t n);
 int store_call(struct pc_store *st, struct pc_rpc *rpcs, size_t n);
 
+/*
+ * One request per peer, sent in one phase: a fixed-size header, then fixed-size
+ * items in the order they are added. Count each peer's items in count[], build,
+ * write each header at req[peer], add the items, store_call(rpcs, nr), read the
+ * answers, fini. A peer whose request could not be allocated has req[peer] NULL
+ * and store_fanout_item() gives NULL for it.
+ */
+struct store_fanout {
+	uint32_t nn, nr;
+	size_t hdr_len, item_len;
+	uint32_t *count;		/* per peer: items (set before building) */
+	uint32_t *filled;		/* per peer: items written */
+	uint8_t **req;			/* per peer: header, then items */
+	struct pc_rpc *rpcs;		/* nr requests, in peer order */
+};
+
+int store_fanout_init(struct store_fanout *f, uint32_t nr_peers, size_t hdr_len, size_t item_len);
+void store_fanout_build(struct store_fanout *f, uint16_t opcode);
+void *store_fanout_item(struct store_fanout *f, uint32_t peer);
+void store_fanout_fini(struct store_fanout *f);
+
 /* Scratch memory of at least bytes registered with access (PC_ACCESS_*): the
  * smallest idle area that fits, or a new one; NULL when out of memory. Give it back
  * when done (a few idle areas are kept, the rest freed; give takes NULL too). */
