@@ -33,6 +33,7 @@
 
 #include "bench_ref.h"
 #include "pcbench.h"
+#include "rng.h"
 #include "tool_common.h"
 #include "zipf.h"
 
@@ -64,18 +65,9 @@ struct agg {
 	double p50, p99;
 };
 
-struct rng {
-	uint64_t s;
-};
-
 static double rnd01(void *ctx)
 {
-	struct rng *g = ctx;
-
-	g->s ^= g->s << 13;
-	g->s ^= g->s >> 7;
-	g->s ^= g->s << 17;
-	return (double)(g->s >> 11) * 0x1p-53;
+	return rng_u01(ctx);
 }
 
 /* ------------------------------------------------------------------ pipes */
@@ -127,7 +119,6 @@ struct node {
 	const struct job *j;
 	struct pc_store *s;
 	char (*names)[32];		/* one batch of key names */
-	uint64_t *ids;
 	uint8_t *buf, *want;
 	struct pc_page *pg, *set;
 	struct zipf z;
@@ -159,9 +150,10 @@ static double get_batch(struct node *N, size_t n, bool refill, bool counted, str
 	double t0, dt;
 
 	for (size_t i = 0; i < n; i++) {
-		N->ids[i] = j->uniform ? (uint64_t)(rnd01(&N->g) * (double)j->keys) :
-					 zipf_draw(&N->z, rnd01, &N->g) - 1;
-		key_name(j, N->ids[i], N->names[i]);
+		uint64_t id = j->uniform ? (uint64_t)(rnd01(&N->g) * (double)j->keys) :
+					   zipf_draw(&N->z, rnd01, &N->g) - 1;
+
+		key_name(j, id, N->names[i]);
 		N->pg[i] = (struct pc_page){ .key = N->names[i], .key_len = strlen(N->names[i]),
 					     .data = N->buf + i * page, .cap = page, .len = page };
 	}
@@ -202,21 +194,20 @@ static void node_main(const struct pcbench_modes *a, const struct job *j, int cm
 	struct pc_topology *t = pc_topology_dup(a->t);
 	char err[PC_ERR_MAX];
 	struct pc_store_opts o = { .size = sizeof(o), .err = err, .errlen = sizeof(err) };
-	struct node N = { .a = a, .j = j, .g = { a->seed * 0x9e3779b97f4a7c15ULL + j->node * 7919 +
-						 (uint64_t)j->phase * 104729 + 1 } };
+	struct node N = { .a = a, .j = j };
 	struct node_res r = { 0 };
 	struct pc_metrics m0, m1;
 	double *lat = calloc(j->batches ? j->batches : 1, sizeof(*lat));
 	size_t B = a->batch;
 
 	pc_log_set_level(PC_LOG_WARN);
+	rng_seed(&N.g, a->seed * 1000003 + j->node * 7919 + (uint64_t)j->phase * 104729);
 	N.names = calloc(B, sizeof(*N.names));
-	N.ids = calloc(B, sizeof(*N.ids));
 	N.buf = malloc(B * a->page);
 	N.want = malloc(a->page);
 	N.pg = calloc(B, sizeof(*N.pg));
 	N.set = calloc(B, sizeof(*N.set));
-	if (!t || !lat || !N.names || !N.ids || !N.buf || !N.want || !N.pg || !N.set) {
+	if (!t || !lat || !N.names || !N.buf || !N.want || !N.pg || !N.set) {
 		say(res, 'e');
 		_exit(1);
 	}
