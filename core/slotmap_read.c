@@ -422,7 +422,12 @@ static bool promote_misses(struct slotmap *sm, struct gkey *keys, size_t n)
 	struct pc_rpc *rpcs;
 	uint32_t *cnt;
 	bool again = false;
+	size_t any = 0;
 
+	while (any < n && !may_be_on_disk(&keys[any]))
+		any++;
+	if (any == n)
+		return false;	/* nothing to ask (no spill, or every key hit) */
 	if (store_fanout_init(&f, nn, sizeof(struct proto_promote), sizeof(struct proto_promote_key)))
 		return false;
 	cnt = f.count;

@@ -55,6 +55,7 @@ static int btable_init(struct btable *t, size_t n)
 {
 	size_t cap = 16;
 
+	t->n = 0;
 	while (cap < 2 * n)
 		cap *= 2;
 	t->v = calloc(n ? n : 1, sizeof(*t->v));
@@ -63,17 +64,13 @@ static int btable_init(struct btable *t, size_t n)
 		return -ENOMEM;
 	memset(t->slots, 0xff, cap * sizeof(*t->slots));
 	t->mask = cap - 1;
-	t->n = 0;
 	return 0;
 }
 
 static void btable_fini(struct btable *t)
 {
-	for (size_t i = 0; t->v && i < t->n; i++) {
-		free(t->v[i].raw);
-		free(t->v[i].dec);
-		free(t->v[i].key_at);
-	}
+	for (size_t i = 0; t->v && i < t->n; i++)
+		free(t->v[i].raw);	/* dec and key_at live in the same block */
 	free(t->v);
 	free(t->slots);
 }
@@ -90,18 +87,13 @@ static struct sbucket *btable_get(struct btable *t, uint32_t owner, int cls, uin
 			return b;
 	}
 	b = &t->v[t->n];
-	b->raw = malloc((size_t)ways * SLOT_HEADER_BYTES);
-	b->dec = calloc(ways, sizeof(*b->dec));
-	b->key_at = malloc(ways * sizeof(*b->key_at));
-	if (!b->raw || !b->dec || !b->key_at) {
-		free(b->raw);
-		free(b->dec);
-		free(b->key_at);
-		b->raw = NULL;
-		b->dec = NULL;
-		b->key_at = NULL;
+	/* One block: the raw headers, then the decoded ones, then key_at. */
+	b->raw = malloc((size_t)ways * (SLOT_HEADER_BYTES + sizeof(*b->dec) + sizeof(*b->key_at)));
+	if (!b->raw)
 		return NULL;
-	}
+	b->dec = (struct slot_header *)(b->raw + (size_t)ways * SLOT_HEADER_BYTES);
+	b->key_at = (int32_t *)(b->dec + ways);
+	memset(b->dec, 0, ways * sizeof(*b->dec));
 	b->owner = owner;
 	b->cls = cls;
 	b->bucket = bucket;

@@ -227,6 +227,11 @@ void net_utilisation(const struct sim_net *n, double elapsed_ns, double *mean, d
 	*max = top;
 }
 
+void net_count(struct sim_net *n, double bytes)
+{
+	n->bytes += bytes;
+}
+
 double net_bytes(const struct sim_net *n)
 {
 	return n->bytes;

@@ -28,6 +28,9 @@ void net_destroy(struct sim_net *n);
 void net_transfer(struct sim_net *n, uint32_t by, uint32_t from, uint32_t to, uint32_t rail,
 		  uint32_t nops, double bytes, port_done_fn *done, void *arg);
 
+/* Bytes that cross without queueing anywhere (counted in net_bytes only). */
+void net_count(struct sim_net *n, double bytes);
+
 /* The rails two nodes share (both have them). */
 uint32_t net_rails(const struct sim_net *n, uint32_t a, uint32_t b);
 /* One-way latency of a node's rail, ns. */

@@ -6,6 +6,8 @@
 
 #include "port.h"
 
+#define NOT_ARMED UINT64_MAX
+
 struct job {
 	double tag;			/* PS: finish tag; FIFO: work */
 	uint64_t arrive;
@@ -23,7 +25,7 @@ struct port {
 	size_t n, cap, head;
 	double vt;			/* PS virtual time */
 	uint64_t last;			/* when vt was last brought up to date */
-	uint64_t gen;			/* invalidates stale completion events */
+	uint64_t armed;			/* PS: when the event we rely on fires (NOT_ARMED) */
 	uint64_t busy_since;
 	struct port_stats st;
 };
@@ -38,6 +40,7 @@ struct port *port_create(struct sim *s, double rate, enum port_disc disc, uint32
 	p->rate = rate;
 	p->disc = disc;
 	p->servers = servers ? servers : 1;
+	p->armed = NOT_ARMED;
 	return p;
 }
 
@@ -132,38 +135,37 @@ static struct job heap_pop(struct port *p)
 
 static void ps_event(struct sim *s, void *arg);
 
-struct ps_ev {
-	struct port *p;
-	uint64_t gen;
-};
-
+/*
+ * One event per port at a time, at the earliest moment the head job could finish.
+ * An arrival only slows the jobs already in service, so it leaves an armed event in
+ * place: that event fires early, finds nothing through and arms the right time. Only
+ * an arrival that would finish first (smaller than what the head has left) arms an
+ * earlier event; the later one then fires at a time that is not `armed` and is
+ * ignored. Events per job: about one, where re-arming on every arrival and departure
+ * cost two plus a heap of superseded ones.
+ */
 static void ps_schedule(struct port *p)
 {
-	struct ps_ev *e;
 	double dt;
+	uint64_t t;
 
-	p->gen++;
 	if (!p->n)
 		return;
-	e = malloc(sizeof(*e));
-	if (!e)
-		abort();
-	e->p = p;
-	e->gen = p->gen;
 	dt = (p->v[0].tag - p->vt) * (double)p->n / p->rate;
-	sim_at(p->s, sim_now(p->s) + (uint64_t)ceil(dt > 0 ? dt : 0), ps_event, e);
+	t = sim_now(p->s) + (uint64_t)ceil(dt > 0 ? dt : 0);
+	if (p->armed <= t)
+		return;
+	p->armed = t;
+	sim_at(p->s, t, ps_event, p);
 }
 
 static void ps_event(struct sim *s, void *arg)
 {
-	struct ps_ev *e = arg;
-	struct port *p = e->p;
-	uint64_t gen = e->gen;
+	struct port *p = arg;
 
-	(void)s;
-	free(e);
-	if (gen != p->gen)
-		return;		/* superseded by an arrival or departure */
+	if (sim_now(s) != p->armed)
+		return;		/* superseded by an earlier one */
+	p->armed = NOT_ARMED;
 	ps_advance(p);
 	/* Every job whose tag the virtual clock reached is through (ties together). */
 	while (p->n && p->v[0].tag <= p->vt + 1e-9) {

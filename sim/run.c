@@ -447,6 +447,7 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 	res->run_wall_s = wall_now();
 	sim_run(c.s, UINT64_MAX);
 	res->run_wall_s = wall_now() - res->run_wall_s;
+	res->events = sim_events(c.s);
 	if (c.failed) {
 		ret = c.failed;
 		snprintf(err, errlen, "simulation failed: %s", strerror(-ret));

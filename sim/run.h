@@ -61,6 +61,7 @@ struct run_result {
 	double load_max_over_mean;	/* pages owned per node: max / mean */
 	double sim_s, wall_s;
 	double run_wall_s;		/* wall time of the run itself, without set-up */
+	uint64_t events;		/* the engine's events (the simulator's own cost) */
 	uint64_t slot_bytes;		/* cluster slot memory (nominal) */
 	uint64_t mem_bytes;		/* what the slot regions really take here */
 	struct run_point *series;
