@@ -79,7 +79,8 @@ struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, b
 	w->nvme = calloc(t->nr_nodes, sizeof(*w->nvme));
 	w->mem = inproc_world_create(t->nr_nodes);
 	w->clocks = calloc(t->nr_nodes + 1, sizeof(*w->clocks));
-	if (!w->net || !w->nvme || !w->mem || !w->clocks)
+	w->peer_ops = calloc(t->nr_nodes, sizeof(*w->peer_ops));
+	if (!w->net || !w->nvme || !w->mem || !w->clocks || !w->peer_ops)
 		goto err;
 	for (uint32_t i = 0; i <= t->nr_nodes; i++) {
 		w->clocks[i] = (struct sim_clock){ .base.ops = &sim_clock_ops, .w = w,
@@ -107,6 +108,7 @@ void sim_world_destroy(struct sim_world *w)
 	net_destroy(w->net);
 	inproc_world_destroy(w->mem);
 	free(w->clocks);
+	free(w->peer_ops);
 	free(w);
 }
 

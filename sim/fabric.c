@@ -97,23 +97,42 @@ static void peer_through(struct sim *s, void *arg)
 
 	if (--pp->parts)
 		return;
-	for (uint32_t i = 0; i < pp->count; i++) {
-		struct pc_op *op = &po->ops[po->order[pp->first + i]];
-
-		op->status = inproc_world_apply(po->sf->w->mem, op);
-	}
-	free(pp);
+	inproc_world_apply_batch(po->sf->w->mem, po->ops, po->order + pp->first, pp->count);
 	if (!--po->pending)
 		sim_wake(s, po->proc);
 }
 
-static int cmp_peer(const void *a, const void *b, void *ops)
+/*
+ * order[] = the op indices grouped by peer, peers ascending, post order within a
+ * peer: a counting sort over the peers the post names (w->peer_ops is all zero
+ * between calls; peers[] has room for n). Returns how many peers.
+ */
+static uint32_t group_by_peer(struct sim_world *w, const struct pc_op *ops, size_t n,
+			      uint32_t *order, uint32_t *peers)
 {
-	const struct pc_op *o = ops;
-	uint32_t x = o[*(const uint32_t *)a].peer, y = o[*(const uint32_t *)b].peer;
+	uint32_t *cnt = w->peer_ops, np = 0, at = 0;
 
-	return x < y ? -1 : x > y ? 1 : (*(const uint32_t *)a > *(const uint32_t *)b) -
-					 (*(const uint32_t *)a < *(const uint32_t *)b);
+	for (size_t i = 0; i < n; i++)
+		if (!cnt[ops[i].peer]++)
+			peers[np++] = ops[i].peer;
+	for (uint32_t i = 1; i < np; i++) {	/* few peers: insertion sort */
+		uint32_t p = peers[i], j = i;
+
+		for (; j && peers[j - 1] > p; j--)
+			peers[j] = peers[j - 1];
+		peers[j] = p;
+	}
+	for (uint32_t i = 0; i < np; i++) {	/* counts become start positions */
+		uint32_t c = cnt[peers[i]];
+
+		cnt[peers[i]] = at;
+		at += c;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[cnt[ops[i].peer]++] = (uint32_t)i;
+	for (uint32_t i = 0; i < np; i++)
+		cnt[peers[i]] = 0;
+	return np;
 }
 
 static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
@@ -121,18 +140,19 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	struct sim_fabric *sf = to_sf(f);
 	struct sim_world *w = sf->w;
 	struct post po = { .sf = sf, .ops = ops };
+	struct peer_part *parts;
 	uint32_t self = f->self;
 
 	if (!timed(sf)) {
-		inproc_world_apply_batch(w->mem, ops, n);
+		inproc_world_apply_batch(w->mem, ops, NULL, n);
 		return 0;
 	}
-	po.order = malloc(n * sizeof(*po.order));
+	/* one block: order[n], then peers[n] (group_by_peer's), then one part per peer */
+	po.order = malloc(n * (2 * sizeof(*po.order) + sizeof(*parts)));
 	if (!po.order)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		po.order[i] = (uint32_t)i;
-	qsort_r(po.order, n, sizeof(*po.order), cmp_peer, ops);
+	parts = (struct peer_part *)(po.order + 2 * n);
+	group_by_peer(w, ops, n, po.order, po.order + n);
 	po.proc = sim_self(w->s);
 	for (size_t i = 0; i < n;) {
 		uint32_t peer = ops[po.order[i]].peer, rails, nops;
@@ -150,9 +170,8 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 				wr += b;
 			j++;
 		}
-		pp = calloc(1, sizeof(*pp));
-		if (!pp)
-			abort();
+		pp = &parts[po.pending];
+		*pp = (struct peer_part){ 0 };
 		pp->post = &po;
 		pp->first = (uint32_t)i;
 		pp->count = (uint32_t)(j - i);

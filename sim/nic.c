@@ -19,6 +19,7 @@ struct sim_net {
 	uint32_t *nr_rails;
 	struct rail_ports **rails;	/* [node][rail] */
 	double bytes;
+	struct xfer *spare;		/* finished transfers, for reuse */
 };
 
 /* A transfer waiting for outstanding-op budget. */
@@ -29,6 +30,7 @@ struct waiting {
 
 struct xfer {
 	struct sim_net *n;
+	struct xfer *next_spare;
 	uint32_t by, from, to, rail;
 	uint32_t ops_left, round_ops;	/* ops still to send; ops in the current round */
 	double bytes_per_op;
@@ -87,6 +89,12 @@ void net_destroy(struct sim_net *n)
 	}
 	free(n->rails);
 	free(n->nr_rails);
+	while (n->spare) {
+		struct xfer *x = n->spare;
+
+		n->spare = x->next_spare;
+		free(x);
+	}
 	free(n);
 }
 
@@ -137,7 +145,8 @@ static void round_done(struct sim *s, void *arg)
 		return;
 	}
 	x->done(n->s, x->arg);
-	free(x);
+	x->next_spare = n->spare;
+	n->spare = x;
 }
 
 /* The second latency, after both ports are through. */
@@ -192,9 +201,11 @@ static void start_round(struct xfer *x)
 void net_transfer(struct sim_net *n, uint32_t by, uint32_t from, uint32_t to, uint32_t rail,
 		  uint32_t nops, double bytes, port_done_fn *done, void *arg)
 {
-	struct xfer *x = calloc(1, sizeof(*x));
+	struct xfer *x = n->spare;
 
-	if (!x)
+	if (x)
+		n->spare = x->next_spare;
+	else if (!(x = malloc(sizeof(*x))))
 		abort();
 	*x = (struct xfer){ .n = n, .by = by, .from = from, .to = to, .rail = rail,
 			    .ops_left = nops ? nops : 1, .done = done, .arg = arg };

@@ -36,6 +36,7 @@ struct sim_world {
 	struct sim_nvme **nvme;		/* per node; NULL without NVMe */
 	struct inproc_world *mem;
 	struct sim_clock *clocks;	/* per node, and one more for clients */
+	uint32_t *peer_ops;		/* per node, zero between posts (fabric.c) */
 	double rpc_bytes;
 };
 

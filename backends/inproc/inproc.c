@@ -142,44 +142,45 @@ static int call_at(struct inproc_fabric *ep, uint32_t from, struct pc_rpc *rpc)
 	return ep->handler(ep->handler_arg, from, rpc->opcode, rpc->req, rpc->req_len, &rpc->resp);
 }
 
-int inproc_world_apply(struct inproc_world *w, struct pc_op *op)
-{
-	return apply_at(endpoint(w, op->peer), op);
-}
-
 /*
- * As n inproc_world_apply calls, in order. The world's lock is taken once per chunk,
+ * As n apply_at calls, in order. The world's lock is taken once per chunk,
  * every op of a chunk is checked and its target prefetched before any is applied,
  * and served counts are added once per run of ops to one endpoint: the ops' cache
  * misses overlap, where per-op locks made each wait for the one before.
  */
-void inproc_world_apply_batch(struct inproc_world *w, struct pc_op *ops, size_t n)
+void inproc_world_apply_batch(struct inproc_world *w, struct pc_op *ops, const uint32_t *idx,
+			      size_t n)
 {
 	enum { CHUNK = 64 };
 	struct inproc_fabric *eps[CHUNK];
+	struct pc_op *o[CHUNK];
 	uint8_t *where[CHUNK];
 
 	for (size_t base = 0; base < n; base += CHUNK) {
-		struct pc_op *o = ops + base;
 		size_t m = n - base < CHUNK ? n - base : CHUNK, i, j;
 
-		pthread_mutex_lock(&w->lock);
 		for (i = 0; i < m; i++)
-			eps[i] = o[i].peer < w->nr_nodes && !w->down[o[i].peer] ? w->nodes[o[i].peer] : NULL;
+			o[i] = &ops[idx ? idx[base + i] : base + i];
+		pthread_mutex_lock(&w->lock);
+		for (i = 0; i < m; i++) {
+			uint32_t node = o[i]->peer;
+
+			eps[i] = node < w->nr_nodes && !w->down[node] ? w->nodes[node] : NULL;
+		}
 		pthread_mutex_unlock(&w->lock);
 		for (i = 0; i < m; i++) {
-			o[i].status = check_at(eps[i], &o[i], &where[i]);
-			if (!o[i].status)
+			o[i]->status = check_at(eps[i], o[i], &where[i]);
+			if (!o[i]->status)
 				__builtin_prefetch(where[i]);
 		}
 		for (i = 0; i < m; i++)
-			if (!o[i].status)
-				region_apply(&o[i], where[i]);
+			if (!o[i]->status)
+				region_apply(o[i], where[i]);
 		for (i = 0; i < m; i = j) {
 			uint64_t served = 0;
 
 			for (j = i; j < m && eps[j] == eps[i]; j++)
-				served += !o[j].status;
+				served += !o[j]->status;
 			if (served)
 				pc_stat_add(&eps[i]->base.stats.served_ops, served);
 		}

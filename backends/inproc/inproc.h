@@ -26,12 +26,11 @@ void inproc_world_destroy(struct inproc_world *w);
 /* Make a node unreachable (its ops and RPCs fail with -ECONNREFUSED) or bring it back. */
 void inproc_world_set_down(struct inproc_world *w, uint32_t node, bool down);
 
-/* Run one op against node's regions as a peer would: 0 or -errno. Exposed for the
- * simulator, which decides when the op happens. */
-int inproc_world_apply(struct inproc_world *w, struct pc_op *op);
-
-/* The same for n ops (statuses in each op), cheaper than n calls. */
-void inproc_world_apply_batch(struct inproc_world *w, struct pc_op *ops, size_t n);
+/* Run n ops against their nodes' regions as peers would, in order, each op's status
+ * 0 or -errno: ops[idx[i]] when idx is given, else ops[i]. Exposed for the
+ * simulator, which decides when the ops happen. */
+void inproc_world_apply_batch(struct inproc_world *w, struct pc_op *ops, const uint32_t *idx,
+			      size_t n);
 
 /* Run one RPC at its target as a peer would. */
 int inproc_world_call(struct inproc_world *w, uint32_t from, struct pc_rpc *rpc);
