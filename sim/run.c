@@ -307,9 +307,17 @@ static void arrival(struct sim *s, void *arg)
 {
 	struct req *r = arg;
 	struct cluster *c = r->c;
+	uint32_t max_inflight = c->cfg->max_inflight ? c->cfg->max_inflight : RUN_MAX_INFLIGHT;
 
 	r->node = pick_node(c);
 	c->inflight[r->node]++;
+	if (c->scheduled - c->done_requests > max_inflight && !c->failed) {
+		/* Arrivals outpace service: the backlog would grow until memory ran out. */
+		snprintf(c->err, sizeof(c->err),
+			 "the cluster fell behind: %u requests in flight at %.3f s simulated; lower the workload's rate= (or add nodes or rails)",
+			 max_inflight, (double)sim_now(s) * 1e-9);
+		c->failed = -EOVERFLOW;
+	}
 	if (c->cfg->timing) {
 		if (!sim_spawn(s, serve, r, r->node, true))
 			c->failed = -ENOMEM;
@@ -450,7 +458,10 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 	res->events = sim_events(c.s);
 	if (c.failed) {
 		ret = c.failed;
-		snprintf(err, errlen, "simulation failed: %s", strerror(-ret));
+		if (c.err[0])
+			snprintf(err, errlen, "%s", c.err);
+		else
+			snprintf(err, errlen, "simulation failed: %s", strerror(-ret));
 		goto out;
 	}
 	if (!c.finished) {	/* the workload never ended by itself */

@@ -20,6 +20,9 @@
 #include "workload.h"
 
 #define RUN_MAX_EVENTS 32
+/* Requests in flight at once before a run stops as overloaded (each is a process
+ * with its own stack: an open-loop rate the cluster cannot serve grows without end). */
+#define RUN_MAX_INFLIGHT 16384u
 
 struct run_event {
 	uint64_t t_ns;
@@ -35,6 +38,7 @@ struct run_cfg {
 	bool payload_free;
 	uint64_t duration_ns;		/* stop arrivals after this; 0: workload's end */
 	uint64_t interval_ns;		/* time series step; 0: no series */
+	uint32_t max_inflight;		/* stop as overloaded past this; 0: RUN_MAX_INFLIGHT */
 	struct run_event events[RUN_MAX_EVENTS];
 	uint32_t nr_events;
 	/* called after each request with its pages' lookup statuses (0 hit) */

@@ -523,6 +523,32 @@ static void test_spill_adds_hits(void)
 	run_result_free(&r[1]);
 }
 
+/* ---------------------------------------------------------------- overload */
+
+/* An arrival rate the cluster cannot serve stops the run with a line that says so and
+ * what to change, instead of a backlog growing until memory runs out. */
+static void test_overload_stops(void)
+{
+	struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 5, .max_inflight = 64 };
+	const char *text = "store: {slot_size_classes: [1MiB], global_segment_size: 64MiB}\n"
+			   "node_defaults: {rails: [{device: d, gbps: 1, latency_us: 5}]}\n"
+			   "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n";
+	struct pc_topology *t = NULL;
+	struct run_result r;
+	char err[PC_ERR_MAX];
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+	/* 100K requests/s of 4 MiB over 1 Gb/s rails: thousands of times too many */
+	CU_ASSERT_EQUAL_FATAL(wl_parse("zipf:keys=1000,s=0.8,pages=4,requests=2000,rate=100000", &cfg.wl,
+				       err, sizeof(err)), 0);
+	cfg.topo = t;
+	CU_ASSERT_EQUAL(run_sim(&cfg, &r, err, sizeof(err)), -EOVERFLOW);
+	printf("\n  %s", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "64 requests in flight"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "rate="));
+	pc_topology_free(t);
+}
+
 static CU_TestInfo tests[] = {
 	{ "engine: deterministic for a seed", test_determinism },
 	{ "latency histogram quantiles within 3%", test_hist },
@@ -533,6 +559,7 @@ static CU_TestInfo tests[] = {
 	{ "slotmap hit rate vs FIFO approximation", test_fifo_hit_rate },
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
 	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
+	{ "an arrival rate past capacity stops the run", test_overload_stops },
 	CU_TEST_INFO_NULL,
 };
 
