@@ -49,7 +49,7 @@ for page in 12KiB 64KiB 256KiB; do
 	[ $keys -lt 256 ] && keys=256
 	echo "=== ${page} pages, ${keys} keys, batch 64"
 	./build/tools/pcbench --topology "$TMP/topo.yaml" --page-size "$page" --keys "$keys" \
-		--batch 64 --iters 5 --cpu 0 --server-cpu 1 --prefix "b$page" \
+		--batch 64 --iters 20 --cpu 0 --server-cpu 1 --prefix "b$page" \
 		--redis $((BASE + 1)) --memcached $((BASE + 2))
 done
 

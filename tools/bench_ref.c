@@ -136,6 +136,8 @@ double ref_raw_tcp(const char *host, uint64_t total, size_t chunk, size_t span, 
 		memset(src, 0x5a, span);
 		c = accept(lfd, NULL, NULL);
 		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (send_all(c, "R", 1))	/* ready: the receiver's clock starts now */
+			_exit(1);
 		while (left) {
 			size_t n = left < chunk ? left : chunk;
 
@@ -155,6 +157,14 @@ double ref_raw_tcp(const char *host, uint64_t total, size_t chunk, size_t span, 
 		waitpid(pid, &status, 0);
 		free(buf);
 		return fd;
+	}
+	/* Not timed: the sender filling its buffer (hundreds of MB for big spans). */
+	if (recv_all(fd, buf, 1)) {
+		close(fd);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		free(buf);
+		return -EPIPE;
 	}
 	t0 = tool_now();
 	for (uint64_t got = 0; got < total;) {

@@ -182,6 +182,15 @@ static void pin_self(int cpu)
 		tool_die("pcbench", "--cpu %d: cannot pin to that CPU", cpu);
 }
 
+/* One raw TCP stream measurement between the same endpoints: GB/s or -errno. */
+static double raw_stream(const char *host, const struct bench *b, int server_cpu)
+{
+	uint64_t total = (uint64_t)b->batch * b->page * 256;
+
+	return ref_raw_tcp(host, total < (1ULL << 30) ? 1ULL << 30 : total, b->batch * b->page,
+			   b->keys * b->page, server_cpu);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -206,7 +215,7 @@ int main(int argc, char **argv)
 	int c, nsets = 0, cpu = -1, server_cpu = -1, redis = 0, memcached = 0;
 	struct result get_r = { 0 };
 	struct pc_topology *t;
-	double raw = 0, min_hits = 0, zipf_s = 1.1;
+	double raw = 0, raw_before = 0, min_hits = 0, zipf_s = 1.1;
 	const char *modes = NULL;
 	bool keys_given = false;
 
@@ -293,6 +302,10 @@ int main(int argc, char **argv)
 	       node ? node : "client", B.keys, B.page, B.batch,
 	       B.any_length ? "gets by capacity" : "gets with the expected length",
 	       cpu >= 0 ? "pinned" : "any", server_cpu >= 0 ? "pinned" : "any");
+	/* The raw stream before and after the store's ops: the ratio is to their mean,
+	 * so a machine that speeds up or slows down meanwhile shows as a spread. */
+	if (raw_host)
+		raw_before = raw_stream(raw_host, &B, server_cpu);
 	printf("%-7s %8s %10s %8s %9s %9s %9s %10s %8s\n", "op", "pages", "pages/s", "GB/s",
 	       "p50_us", "p99_us", "rt/batch", "bytes/hit", "ok");
 	for (const char *op = ops; *op;) {
@@ -310,15 +323,15 @@ int main(int argc, char **argv)
 		op += len + (op[len] == ',');
 	}
 	if (raw_host) {
-		uint64_t total = (uint64_t)B.batch * B.page * 256;
+		double after = raw_stream(raw_host, &B, server_cpu);
 
-		raw = ref_raw_tcp(raw_host, total < (1ULL << 30) ? 1ULL << 30 : total,
-				  B.batch * B.page, B.keys * B.page, server_cpu);
+		raw = raw_before > 0 && after > 0 ? (raw_before + after) / 2 : 0;
 		if (raw > 0)
-			printf("raw tcp stream, 1 connection to %s, sent from a %zu-byte buffer: %.3f GB/s\n",
-			       raw_host, B.keys * B.page, raw);
+			printf("raw tcp stream, 1 connection to %s, sent from a %zu-byte buffer: %.3f GB/s (%.3f before the ops, %.3f after)\n",
+			       raw_host, B.keys * B.page, raw, raw_before, after);
 		else
-			printf("raw tcp stream to %s: not measured (%s)\n", raw_host, strerror((int)-raw));
+			printf("raw tcp stream to %s: not measured (%s)\n", raw_host,
+			       strerror((int)-(raw_before < 0 ? raw_before : after)));
 	}
 	if (get_r.pages && raw > 0)
 		printf("get / raw tcp: %.2f\n", (double)get_r.d.hit_bytes / get_r.secs / 1e9 / raw);

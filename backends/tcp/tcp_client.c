@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -489,6 +490,20 @@ static short flight_step(struct flight *fl)
 	return POLLIN | (fl->txi < fl->txn ? POLLOUT : 0);
 }
 
+/* Poll without sleeping for up to TCP_SPIN_NS (tcp.h). Returns whether something is
+ * ready. */
+static bool spin_ready(struct tcp_fabric *tf, struct pollfd *pfd, size_t np)
+{
+	uint64_t until = pc_clock_now(tf->base.clock) + TCP_SPIN_NS;
+
+	do {
+		if (poll(pfd, np, 0) > 0)
+			return true;
+		sched_yield();	/* a thread that shares our CPU (the server?) goes first */
+	} while (pc_clock_now(tf->base.clock) < until);
+	return false;
+}
+
 /* Drive every flight to completion or to the deadline. The first pass sends every
  * ready request before anything waits: a phase is one round trip, not one per peer. */
 static void run_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf, uint64_t deadline)
@@ -520,6 +535,8 @@ static void run_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf, ui
 		if (!np)
 			break;
 		ms = remaining_ms(tf->base.clock, deadline);
+		if (ms && spin_ready(tf, pfd, np))
+			ms = 1;		/* something is ready: the poll below returns at once */
 		if (!ms || poll(pfd, np, ms) == 0) {
 			for (size_t k = 0; k < np; k++) {
 				struct flight *fl = &fls[map[k]];

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -617,14 +618,32 @@ static void on_accept(struct tcp_server *s)
 	}
 }
 
+/* The next events; right after serving, polled without sleeping for up to
+ * TCP_SPIN_NS first (tcp.h): a client in the middle of a batch sends its next phase
+ * within microseconds. */
+static int next_events(struct tcp_server *s, struct epoll_event *evs, int max, bool served)
+{
+	struct pc_clock *clk = s->tf->base.clock;
+	uint64_t until = served ? pc_clock_now(clk) + TCP_SPIN_NS : 0;
+	int n;
+
+	while (served && pc_clock_now(clk) < until) {
+		if ((n = epoll_wait(s->epfd, evs, max, 0)) != 0)
+			return n;
+		sched_yield();	/* a thread that shares our CPU (the client?) goes first */
+	}
+	return epoll_wait(s->epfd, evs, max, -1);
+}
+
 static void *server_main(void *arg)
 {
 	struct tcp_server *s = arg;
 	struct epoll_event evs[64];
+	int n = 0;
 
 	pthread_setname_np(pthread_self(), "pc-tcp-server");
 	for (;;) {
-		int n = epoll_wait(s->epfd, evs, 64, -1);
+		n = next_events(s, evs, 64, n > 0);
 
 		for (int i = 0; i < n; i++) {
 			struct sconn *c = evs[i].data.ptr;
