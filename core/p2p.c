@@ -127,6 +127,21 @@ static int from_proto(const struct pc_store *st, const struct proto_dir_loc *o, 
 	return 0;
 }
 
+/*
+ * Put an entry into this node's shard. An entry naming a node that is not a member
+ * (a handoff or a publish that crossed its leave) is taken back out: checked after
+ * the put, so a leave that swaps the ring and drops the node's entries meanwhile
+ * cannot miss it. 0 or -ENOMEM.
+ */
+static int shard_put(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
+{
+	int ret = dir_put(&p->dir, key, l);
+
+	if (!ret && !ring_contains(store_ring(p->st), l->node))
+		dir_del_if(&p->dir, key, l);
+	return ret;
+}
+
 static int on_update(struct p2p *p, const void *req, size_t len)
 {
 	struct proto_dir_update h;
@@ -162,7 +177,7 @@ static int on_update(struct p2p *p, const void *req, size_t len)
 			dir_del_if(&p->dir, key, &l);
 			continue;
 		}
-		if (dir_put(&p->dir, key, &l))
+		if (shard_put(p, key, &l))
 			return -ENOMEM;
 		if (ring_owner_of(store_ring(p->st), key) != p->st->self)
 			handoff_soon(p);	/* sent by a node whose ring is older or newer */
@@ -240,7 +255,7 @@ static void send_chunk(struct p2p *p, const struct upd *u, size_t n, int *status
 		if (owner[i] == st->self) {
 			if (u[i].del)
 				dir_del_if(&p->dir, u[i].key, &u[i].loc);
-			else if (!(status[i] = dir_put(&p->dir, u[i].key, &u[i].loc)) &&
+			else if (!(status[i] = shard_put(p, u[i].key, &u[i].loc)) &&
 				 store_ring(st) != ring)
 				handoff_soon(p);	/* the ring moved under this batch */
 			continue;
@@ -736,7 +751,7 @@ static void handoff(struct p2p_job *j)
 			if (u && status && !status[i])
 				continue;
 			lost++;
-			dir_put(&p->dir, v[i].key, &v[i].loc);	/* back; a newer entry wins */
+			shard_put(p, v[i].key, &v[i].loc);	/* back; a newer entry wins */
 		}
 		free(v);
 		free(u);

@@ -359,6 +359,33 @@ static void test_bad_requests(void)
 	down(C);
 }
 
+/* A directory update that crosses a node's leave (a slow handoff, a publish sent
+ * before the sender heard) must not bring back entries naming the departed node: the
+ * shard takes those back out. An entry naming a member in the same update stays. */
+static void test_entry_crossing_a_leave(void)
+{
+	struct cluster *C = up("p2p", "8MiB");
+	struct proto_dir_update h = { .nput = 2 };
+	struct proto_dir_put e[2] = { { .lo = 5, .hi = 6, .loc = { .node = 2, .len = 100 } },
+				      { .lo = 7, .hi = 8, .loc = { .node = 0, .len = 100 } } };
+	uint8_t req[sizeof(h) + sizeof(e)];
+	struct pc_rpc r = { .peer = 1, .opcode = PC_RPC_DIR_UPDATE, .req = req, .req_len = sizeof(req) };
+
+	member(C, 2, false);
+	memcpy(req, &h, sizeof(h));
+	memcpy(req + sizeof(h), e, sizeof(e));
+	CU_ASSERT_EQUAL(pc_fabric_call(C->s[0]->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(r.status, 0);
+	pc_msg_free(&r.resp);
+	CU_ASSERT_EQUAL(metrics(C->s[1]).dir_entries, 1);
+	member(C, 2, true);	/* back: now its entries are taken again */
+	CU_ASSERT_EQUAL(pc_fabric_call(C->s[0]->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(r.status, 0);
+	pc_msg_free(&r.resp);
+	CU_ASSERT(metrics(C->s[1]).dir_entries + metrics(C->s[2]).dir_entries >= 2);
+	down(C);
+}
+
 static CU_TestInfo tests[] = {
 	{ "round trip across nodes, two round trips per get", test_roundtrip },
 	{ "exists from the directory; length miss; clients", test_exists_and_misses },
@@ -367,6 +394,7 @@ static CU_TestInfo tests[] = {
 	{ "join: p2p hands shards over, slotmap moves nothing; leave", test_join_and_leave },
 	{ "a join heard late; many leaves and joins", test_join_heard_late },
 	{ "bad directory and membership requests", test_bad_requests },
+	{ "an entry crossing a leave is not kept", test_entry_crossing_a_leave },
 	CU_TEST_INFO_NULL,
 };
 
