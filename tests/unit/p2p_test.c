@@ -329,13 +329,22 @@ static void test_join_heard_late(void)
 }
 
 /* Directory requests with bad bodies are refused and change nothing. */
+/* A DIR_UPDATE of two puts, as a peer sends it: its length. */
+static size_t two_puts(uint8_t *req, const struct proto_dir_put e[2])
+{
+	struct proto_dir_update h = { .nput = 2 };
+
+	memcpy(req, &h, sizeof(h));
+	memcpy(req + sizeof(h), e, 2 * sizeof(*e));
+	return sizeof(h) + 2 * sizeof(*e);
+}
+
 static void test_bad_requests(void)
 {
 	struct cluster *C = up("p2p", "8MiB");
-	struct proto_dir_update h = { .nput = 2 };
 	struct proto_dir_put e[2] = { { .lo = 1, .hi = 2, .loc = { .node = 1, .len = 100 } },
 				      { .lo = 3, .hi = 4, .loc = { .node = 99, .len = 100 } } };
-	uint8_t req[sizeof(h) + sizeof(e)];
+	uint8_t req[sizeof(struct proto_dir_update) + sizeof(e)];
 	struct proto_member bad_member = { .node = 7, .member = 1 };
 	struct proto_dir_get g = { .n = 3 };
 	struct pc_rpc r[4] = {
@@ -345,8 +354,7 @@ static void test_bad_requests(void)
 		{ .peer = 1, .opcode = PC_RPC_MEMBER, .req = &bad_member, .req_len = sizeof(bad_member) },
 	};
 
-	memcpy(req, &h, sizeof(h));
-	memcpy(req + sizeof(h), e, sizeof(e));
+	two_puts(req, e);
 	CU_ASSERT_EQUAL(pc_fabric_call(C->s[0]->fabric, r, 4), 0);
 	for (int i = 0; i < 4; i++) {
 		CU_ASSERT_EQUAL(r[i].status, -EPROTO);
@@ -365,15 +373,13 @@ static void test_bad_requests(void)
 static void test_entry_crossing_a_leave(void)
 {
 	struct cluster *C = up("p2p", "8MiB");
-	struct proto_dir_update h = { .nput = 2 };
 	struct proto_dir_put e[2] = { { .lo = 5, .hi = 6, .loc = { .node = 2, .len = 100 } },
 				      { .lo = 7, .hi = 8, .loc = { .node = 0, .len = 100 } } };
-	uint8_t req[sizeof(h) + sizeof(e)];
-	struct pc_rpc r = { .peer = 1, .opcode = PC_RPC_DIR_UPDATE, .req = req, .req_len = sizeof(req) };
+	uint8_t req[sizeof(struct proto_dir_update) + sizeof(e)];
+	struct pc_rpc r = { .peer = 1, .opcode = PC_RPC_DIR_UPDATE, .req = req,
+			    .req_len = two_puts(req, e) };
 
 	member(C, 2, false);
-	memcpy(req, &h, sizeof(h));
-	memcpy(req + sizeof(h), e, sizeof(e));
 	CU_ASSERT_EQUAL(pc_fabric_call(C->s[0]->fabric, &r, 1), 0);
 	CU_ASSERT_EQUAL(r.status, 0);
 	pc_msg_free(&r.resp);
