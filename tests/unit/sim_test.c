@@ -5,7 +5,8 @@
  * E[S] / (1 - rho); an NVMe device at queue depth 1 as an M/D/1 queue; W-way bucket
  * overflow of the real slot code against the Poisson formula E[(X-W)+] / (aW); the
  * slotmap's insertion-order eviction against the FIFO characteristic-time
- * approximation; and the infinite-cache prefix hit rate of a generated Mooncake trace
+ * approximation; p2p's fully associative LRU pool against Che's approximation; an
+ * arrival rate past capacity stopping the run; and the infinite-cache prefix hit rate of a generated Mooncake trace
  * against an exact count made here.
  */
 #include <errno.h>
@@ -334,10 +335,18 @@ static void test_bucket_overflow(void)
 	}
 }
 
-/* Slotmap evicts by write order (one-sided reads cannot refresh a stamp): under
- * independent Zipf requests, insert on miss, it is FIFO. Compare with the
- * characteristic-time approximation for FIFO (h_i = l_i T / (1 + l_i T), sum = C). */
-static double fifo_approx(uint64_t keys, double s, double cap)
+/*
+ * Characteristic-time approximations for a cache of cap pages under independent
+ * Zipf(s) requests over keys, insert on miss: key i (probability p_i) is in the cache
+ * with probability  FIFO: p_i T / (1 + p_i T)   LRU (Che): 1 - e^(-p_i T),  where T
+ * solves sum_i of that = cap; the hit rate is sum_i p_i times it.
+ */
+static double in_cache(double pT, bool lru)
+{
+	return lru ? 1 - exp(-pT) : pT / (1 + pT);
+}
+
+static double char_time_hit(uint64_t keys, double s, double cap, bool lru)
 {
 	double lo = 0, hi = 1e12, *p = malloc(keys * sizeof(double)), z = 0, h = 0;
 
@@ -349,14 +358,14 @@ static double fifo_approx(uint64_t keys, double s, double cap)
 		double T = (lo + hi) / 2, occ = 0;
 
 		for (uint64_t k = 0; k < keys; k++)
-			occ += p[k] * T / (1 + p[k] * T);
+			occ += in_cache(p[k] * T, lru);
 		if (occ < cap)
 			lo = T;
 		else
 			hi = T;
 	}
 	for (uint64_t k = 0; k < keys; k++)
-		h += p[k] * p[k] * lo / (1 + p[k] * lo);
+		h += p[k] * in_cache(p[k] * lo, lru);
 	free(p);
 	return h;
 }
@@ -366,51 +375,88 @@ static double u01(void *ctx)
 	return sim_uniform(ctx);
 }
 
+/* One page per request, Zipf(s) over keys, set on a miss, as a cache in front of a
+ * model: the hit rate over the requests after the first quarter (warm-up). */
+static double zipf_hit_rate(struct pc_store *st, uint64_t keys, double s, uint64_t reqs,
+			    uint64_t seed)
+{
+	struct sim *rng = sim_create(seed);
+	uint64_t hits = 0, counted = 0;
+	struct zipf z;
+
+	zipf_init(&z, keys, s);
+	for (uint64_t r = 0; r < reqs; r++) {
+		uint64_t key = zipf_draw(&z, u01, rng) * 0x9E3779B97F4A7C15ULL;
+		struct pc_page pg = { .key = &key, .key_len = 8, .len = 4096, .cap = 4096 };
+		bool hit = pc_batch_get(st, &pg, 1) == 1;
+
+		if (!hit) {
+			pg = (struct pc_page){ .key = &key, .key_len = 8, .len = 4096 };
+			pc_batch_set(st, &pg, 1);
+		}
+		if (r >= reqs / 4) {
+			hits += hit;
+			counted++;
+		}
+	}
+	sim_destroy(rng);
+	return (double)hits / (double)counted;
+}
+
+/* Slotmap evicts by write order (one-sided reads cannot refresh a stamp): FIFO. */
 static void test_fifo_hit_rate(void)
 {
 	static const uint32_t ways[] = { 4, 8, 16 };
 	const uint64_t keys = 20000, slots = 2048;
 	const double s_exp = 0.9;
 	uint64_t reqs = slow() ? 20000 : 400000;
-	double want = fifo_approx(keys, s_exp, (double)slots);
+	double want = char_time_hit(keys, s_exp, (double)slots, false);
 
 	printf("\n");
 	for (int i = 0; i < 3; i++) {
 		struct inproc_world *wd;
 		struct pc_topology *t;
 		struct pc_store *st;
-		struct sim *rng = sim_create(5);
-		struct zipf z;
-		uint64_t hits = 0, counted = 0;
 		char store[256];
+		double hit;
 
 		snprintf(store, sizeof(store),
 			 "slot_size_classes: [4KiB], slot_ways: %u, slot_num_buckets: %llu", ways[i],
 			 (unsigned long long)(slots / ways[i]));
 		st = one_node(store, &wd, &t);
-		zipf_init(&z, keys, s_exp);
-		for (uint64_t r = 0; r < reqs; r++) {
-			uint64_t key = zipf_draw(&z, u01, rng) * 0x9E3779B97F4A7C15ULL;
-			struct pc_page pg = { .key = &key, .key_len = 8, .len = 4096, .cap = 4096 };
-			bool hit = pc_batch_get(st, &pg, 1) == 1;
-
-			if (!hit) {
-				pg = (struct pc_page){ .key = &key, .key_len = 8, .len = 4096 };
-				pc_batch_set(st, &pg, 1);
-			}
-			if (r >= reqs / 4) {	/* after warm-up */
-				hits += hit;
-				counted++;
-			}
-		}
+		hit = zipf_hit_rate(st, keys, s_exp, reqs, 5);
 		printf("  slotmap %2u-way, %llu slots, Zipf(%.1f) over %llu keys: hit rate %.4f; fully associative FIFO (characteristic time) %.4f\n",
-		       ways[i], (unsigned long long)slots, s_exp, (unsigned long long)keys,
-		       (double)hits / (double)counted, want);
+		       ways[i], (unsigned long long)slots, s_exp, (unsigned long long)keys, hit, want);
 		if (!slow() && ways[i] == 16)
-			CU_ASSERT(fabs((double)hits / (double)counted - want) <= 0.02);
-		sim_destroy(rng);
+			CU_ASSERT(fabs(hit - want) <= 0.02);
 		close_node(st, wd, t);
 	}
+}
+
+/* p2p's published pool is fully associative and LRU (a node's own reads refresh a
+ * page): its hit rate against Che's approximation. */
+static void test_lru_che(void)
+{
+	const uint64_t keys = 20000;
+	const double s_exp = 0.9;
+	uint64_t reqs = slow() ? 20000 : 400000;
+	struct inproc_world *wd;
+	struct pc_topology *t;
+	struct pc_store *st = one_node("mode: p2p, slot_size_classes: [4KiB], global_segment_size: 8MiB",
+				       &wd, &t);
+	struct pc_metrics m;
+
+	double hit = zipf_hit_rate(st, keys, s_exp, reqs, 7), want;
+
+	pc_store_metrics(st, &m);	/* the pool is full by now: its size is C */
+	want = char_time_hit(keys, s_exp, (double)m.pool_keys, true);
+	printf("\n  p2p pool (fully associative LRU), %llu blocks, Zipf(%.1f) over %llu keys: hit rate %.4f; Che %.4f (%+.2f points)",
+	       (unsigned long long)m.pool_keys, s_exp, (unsigned long long)keys, hit, want,
+	       100 * (hit - want));
+	CU_ASSERT(m.pool_keys > 1000 && m.pool_keys < 4096);
+	if (!slow())
+		CU_ASSERT(fabs(hit - want) <= 0.005);
+	close_node(st, wd, t);
 }
 
 /* ---------------------------------------------------------------- prefix trace */
@@ -557,6 +603,7 @@ static CU_TestInfo tests[] = {
 	{ "NVMe at queue depth 1 vs M/D/1", test_nvme_md1 },
 	{ "W-way bucket overflow vs Poisson", test_bucket_overflow },
 	{ "slotmap hit rate vs FIFO approximation", test_fifo_hit_rate },
+	{ "p2p pool (LRU) hit rate vs Che approximation", test_lru_che },
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
 	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
 	{ "an arrival rate past capacity stops the run", test_overload_stops },
