@@ -283,7 +283,7 @@ int main(int argc, char **argv)
 	};
 	const char *path = NULL, *wl = NULL, *dir = NULL;
 	char **sets = calloc((size_t)argc, sizeof(char *)), **events = calloc((size_t)argc, sizeof(char *));
-	char err[PC_ERR_MAX], label[128], p99s[64];
+	char err[PC_ERR_MAX], label[128], p99s[64], evs[48];
 	struct run_cfg cfg = { .timing = true, .payload_free = true };
 	struct find fnd = { 0 };
 	int c, nsets = 0, nevents = 0, seeds = 1, total = 1, idx[MAX_SWEEPS] = { 0 };
@@ -392,11 +392,12 @@ int main(int argc, char **argv)
 				fprintf(stderr, "\r%80s\r", "");
 			snprintf(p99s, sizeof(p99s), cfg.timing ? "p99 %.1f us" : "no timing",
 				 us(hist_quantile(&r.lat, 0.99)));
-			fprintf(stderr, "pcsim: config %d/%d seed %d: %llu requests, page hit %.4f, token hit %.4f, %s (%.1f s simulated in %.1f s, %.2f M page lookups/s, %.1f events per page)\n",
+			snprintf(evs, sizeof(evs), cfg.timing ? ", %.1f events per page" : "",
+				 r.pages ? (double)r.events / (double)r.pages : 0.0);
+			fprintf(stderr, "pcsim: config %d/%d seed %d: %llu requests, page hit %.4f, token hit %.4f, %s (%.1f s simulated in %.1f s, %.2f M page lookups/s%s)\n",
 				k + 1, total, sd + 1, (unsigned long long)r.requests,
 				ratio(r.page_hits, r.pages), ratio(r.token_hits, r.tokens), p99s,
-				r.sim_s, r.wall_s, (double)r.pages / r.run_wall_s / 1e6,
-				r.pages ? (double)r.events / (double)r.pages : 0.0);
+				r.sim_s, r.wall_s, (double)r.pages / r.run_wall_s / 1e6, evs);
 			write_summary_row(sum, k, cfg.seed, values, t, &cfg, &r);
 			write_series(ser, k, cfg.seed, &cfg, &r);
 			write_latency(lat, k, cfg.seed, &r);
