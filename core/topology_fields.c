@@ -41,6 +41,7 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, global_segment_size, FT_SIZE, 4 * KiB, 64 * TiB),
 	F(struct pc_store_cfg, vnodes, FT_U32, 1, 65536),
 	F(struct pc_store_cfg, timeout_ms, FT_U32, 1, 3600000),
+	F(struct pc_store_cfg, tcp_poll_us, FT_U32, 0, 100000),
 	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1),
 	FENUM(struct pc_store_cfg, slot_read_policy, read_policy_names),
 	F(struct pc_store_cfg, slot_spill_ways, FT_U32, 0, SLOT_MAX_WAYS - 1),
@@ -455,6 +456,7 @@ void topology_set_defaults(struct pc_topology *t)
 	s->global_segment_size = 1ULL << 30;
 	s->vnodes = 128;
 	s->timeout_ms = 2000;
+	s->tcp_poll_us = 50;
 	s->tier_free_percent = 5;
 	s->tier_lease_ms = 30000;
 	memset(&t->model, 0, sizeof(t->model));

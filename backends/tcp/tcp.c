@@ -13,7 +13,7 @@ static int tcp_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 	struct tcp_fabric *tf = to_tcp(f);
 	int ret;
 
-	(void)p;
+	tf->poll_ns = (uint64_t)p->topo->store.tcp_poll_us * 1000;
 	ret = region_table_init(&tf->regions);
 	if (ret)
 		return ret;

@@ -20,13 +20,14 @@
 /*
  * How long a client waiting for an answer, and a server that just answered, keep
  * polling without sleeping (yielding to anyone who shares their CPU) before they
- * block: an answer on loopback or a near link comes within tens of microseconds, and
- * a thread that sleeps for it pays a wake-up on every phase (on a virtual machine, a
- * halted vCPU to start again) that cost as much as moving a 64-page batch. RDMA
- * clients poll their completion queues the same way. Measured: 12 KiB gets went
- * from 0.5-0.7 to 0.8-1.0 of a raw TCP stream (ci/bench.sh).
+ * block: store.tcp_poll_us, 50 by default. An answer on loopback or a near link comes
+ * within tens of microseconds, and a thread that sleeps for it pays a wake-up on every
+ * phase (on a virtual machine, a halted vCPU to start again) that cost as much as
+ * moving a 64-page batch. RDMA clients poll their completion queues the same way.
+ * Measured, 64-page 12 KiB gets against one pcd, runs alternated: 0.74-0.78 of a raw
+ * TCP stream with 0, 0.87-0.96 with 50 (p50 per batch 256 -> 215 us). 0 sleeps at
+ * once: for nodes that share their CPUs with the model.
  */
-#define TCP_SPIN_NS 50000ULL
 
 /* One client connection to a peer's server. */
 struct tcp_conn {
@@ -54,6 +55,7 @@ struct tcp_fabric {
 	struct tcp_peer *peers;
 	struct region_table regions;
 	struct tcp_server *server;	/* NULL until serve() */
+	uint64_t poll_ns;		/* store.tcp_poll_us, in ns */
 };
 
 static inline struct tcp_fabric *to_tcp(struct pc_fabric *f)

@@ -490,12 +490,14 @@ static short flight_step(struct flight *fl)
 	return POLLIN | (fl->txi < fl->txn ? POLLOUT : 0);
 }
 
-/* Poll without sleeping for up to TCP_SPIN_NS (tcp.h). Returns whether something is
- * ready. */
+/* Poll without sleeping for up to store.tcp_poll_us (tcp.h). Returns whether
+ * something is ready. */
 static bool spin_ready(struct tcp_fabric *tf, struct pollfd *pfd, size_t np)
 {
-	uint64_t until = pc_clock_now(tf->base.clock) + TCP_SPIN_NS;
+	uint64_t until = pc_clock_now(tf->base.clock) + tf->poll_ns;
 
+	if (!tf->poll_ns)
+		return false;
 	do {
 		if (poll(pfd, np, 0) > 0)
 			return true;

@@ -619,12 +619,12 @@ static void on_accept(struct tcp_server *s)
 }
 
 /* The next events; right after serving, polled without sleeping for up to
- * TCP_SPIN_NS first (tcp.h): a client in the middle of a batch sends its next phase
- * within microseconds. */
+ * store.tcp_poll_us first (tcp.h): a client in the middle of a batch sends its next
+ * phase within microseconds. */
 static int next_events(struct tcp_server *s, struct epoll_event *evs, int max, bool served)
 {
 	struct pc_clock *clk = s->tf->base.clock;
-	uint64_t until = served ? pc_clock_now(clk) + TCP_SPIN_NS : 0;
+	uint64_t until = served ? pc_clock_now(clk) + s->tf->poll_ns : 0;
 	int n;
 
 	while (served && pc_clock_now(clk) < until) {

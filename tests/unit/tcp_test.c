@@ -43,6 +43,7 @@ struct pull_req {
 };
 
 static struct net *the_net;
+static uint32_t poll_us = 50;	/* store.tcp_poll_us of the nets brought up */
 
 static int echo(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
 		struct pc_msg *resp)
@@ -147,11 +148,11 @@ static struct net *net_up(int all)
 
 		N->port0 = pc_test_port_base(attempt);
 		snprintf(text, sizeof(text),
-			 "store: {timeout_ms: 400}\nnodes:\n"
+			 "store: {timeout_ms: 400, tcp_poll_us: %u}\nnodes:\n"
 			 "  - {name: a, address: 127.0.0.1, port: %u}\n"
 			 "  - {name: b, address: 127.0.0.1, port: %u}\n"
 			 "  - {name: c, address: 127.0.0.1, port: %u}\n",
-			 N->port0, N->port0 + 1, N->port0 + 2);
+			 poll_us, N->port0, N->port0 + 1, N->port0 + 2);
 		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "net", &N->topo, err,
 							sizeof(err)), 0);
 		for (uint32_t i = 0; i < (all ? 3u : 2u) && !ret; i++)
@@ -627,6 +628,17 @@ static void test_large(void)
 	net_down(N);
 }
 
+/* With tcp_poll_us: 0 clients and servers sleep at once: batches, RPCs and the
+ * timeouts of dead and stalled peers work the same. */
+static void test_no_polling(void)
+{
+	poll_us = 0;
+	test_batch();
+	test_rpc();
+	test_dead_and_stalled();
+	poll_us = 50;
+}
+
 static CU_TestInfo tests[] = {
 	{ "one batch across peers: READ, WRITE, CAS", test_batch },
 	{ "RPC: body, handler error, empty body", test_rpc },
@@ -639,6 +651,7 @@ static CU_TestInfo tests[] = {
 	{ "restart: stale addresses refused, the peer used again", test_restart },
 	{ "a different node at the address", test_wrong_node },
 	{ "64 x 256 KiB in one post", test_large },
+	{ "without polling (tcp_poll_us: 0)", test_no_polling },
 	CU_TEST_INFO_NULL,
 };
 

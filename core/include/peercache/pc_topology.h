@@ -89,6 +89,7 @@ struct pc_store_cfg {
 	uint64_t global_segment_size;		/* slot bytes per node, split over classes */
 	uint32_t vnodes;			/* ring points per node */
 	uint32_t timeout_ms;			/* a dead peer fails a call within this */
+	uint32_t tcp_poll_us;			/* tcp: poll this long before sleeping */
 	bool slot_cas_claim;			/* remote writers claim a slot with CAS */
 	enum pc_read_policy slot_read_policy;
 	/* Spill under slotmap: each node keeps this many ways per bucket free by moving
