@@ -49,6 +49,21 @@ struct p2p_class {
 	struct pc_region reg;
 };
 
+/*
+ * A reader's one-sided READ passes no CPU of the publisher, whose LRU would then see
+ * only its own reads: a page that only other nodes read would age out as if unread.
+ * Readers note the blocks they hit; TOUCH_BATCH notes start a background job that
+ * tells the publishers (one PC_RPC_P2P_TOUCH each, in one phase). Best effort: past
+ * TOUCH_CAP waiting notes, new ones are dropped.
+ */
+#define TOUCH_BATCH 64
+#define TOUCH_CAP 512
+
+struct touch_note {
+	uint32_t node;			/* the publisher */
+	struct proto_touch t;
+};
+
 struct p2p {
 	struct pc_store *st;
 	uint32_t nr_classes;
@@ -60,6 +75,12 @@ struct p2p {
 	uint32_t nr_jobs;
 	bool closing;			/* atomic: jobs stop retrying */
 	bool handoff_queued;		/* a handoff will look at the shard (atomic) */
+	/* remote touches (see send_touches) */
+	pthread_mutex_t touch_lock;	/* guards notes, nr_notes, touch_queued */
+	struct touch_note notes[TOUCH_CAP];
+	uint32_t nr_notes;
+	bool touch_queued;		/* a job will send the notes */
+	uint64_t touched;		/* own blocks others' reads moved up (atomic) */
 };
 
 /* A background job: a handoff, or a republish after a leave. */
@@ -73,6 +94,10 @@ struct p2p_job {
 };
 
 static void handoff_soon(struct p2p *p);
+static uint8_t *own_block(struct p2p *p, const struct dir_loc *l, uint32_t *b);
+struct pkey;
+static void note_touches(struct p2p *p, const struct pkey *k, const uint32_t *at,
+			 const struct pc_op *ops, uint32_t n);
 
 /* One entry to send a shard: a put or a removal. */
 struct upd {
@@ -214,6 +239,37 @@ static int on_get(struct p2p *p, const void *req, size_t len, struct pc_msg *res
 	return 0;
 }
 
+/* Other nodes read these of our blocks: up the LRU, each if it still holds that
+ * publication. */
+static int on_touch(struct p2p *p, const void *req, size_t len)
+{
+	struct proto_touch_hdr h;
+	const uint8_t *at = (const uint8_t *)req + sizeof(h);
+	uint64_t moved = 0;
+
+	if (len < sizeof(h))
+		return -EPROTO;
+	memcpy(&h, req, sizeof(h));
+	if (!h.n || h.n > PROTO_TOUCH_MAX || len != sizeof(h) + (size_t)h.n * sizeof(struct proto_touch))
+		return -EPROTO;
+	for (uint32_t i = 0; i < h.n; i++, at += sizeof(struct proto_touch)) {
+		struct proto_touch t;
+		struct dir_loc l;
+		uint32_t b;
+
+		memcpy(&t, at, sizeof(t));
+		l = (struct dir_loc){ .addr = t.addr, .inc = p->st->fabric->incarnation,
+				      .node = p->st->self, .cls = t.cls };
+		if (own_block(p, &l, &b) &&
+		    __atomic_load_n(&p->cls[t.cls].gen[b], __ATOMIC_RELAXED) == t.gen) {
+			pool_touch(p->cls[t.cls].pool, b);
+			moved++;
+		}
+	}
+	__atomic_add_fetch(&p->touched, moved, __ATOMIC_RELAXED);
+	return 0;
+}
+
 int p2p_rpc(struct p2p *p, uint32_t from, uint16_t opcode, const void *req, size_t len,
 	    struct pc_msg *resp)
 {
@@ -221,6 +277,8 @@ int p2p_rpc(struct p2p *p, uint32_t from, uint16_t opcode, const void *req, size
 	switch (opcode) {
 	case PC_RPC_DIR_UPDATE:
 		return on_update(p, req, len);
+	case PC_RPC_P2P_TOUCH:
+		return p->st->self == PC_PEER_NONE ? -EOPNOTSUPP : on_touch(p, req, len);
 	case PC_RPC_DIR_GET:
 		return on_get(p, req, len, resp);
 	default:
@@ -402,7 +460,8 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 			continue;
 		}
 		pc_clock_copy(st->clock, pg->len);
-		k->gen[b] = __atomic_add_fetch(&p->gen, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&k->gen[b], __atomic_add_fetch(&p->gen, 1, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
 		if (pool_commit(k->pool, b, key, (uint32_t)pg->len, 0, false, false)) {
 			/* another thread published or is evicting the key: busy, not stored */
 			pg->status = -EBUSY;
@@ -631,6 +690,7 @@ int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 		if (x->verdict == SLOT_HIT)
 			pg->len = h.payload_len;
 	}
+	note_touches(p, k, at, ops, nops);
 	for (size_t i = 0; i < n; i++) {
 		struct pc_page *pg = &pages[i];
 
@@ -816,9 +876,10 @@ static void run_job(void *arg)
 }
 
 /* Start a job in the background (the ring changes from event context in the
- * simulator, where nothing may block), joining the jobs that ended first. */
+ * simulator, where nothing may block), joining the jobs that ended first. A job that
+ * cannot start is said, unless it is best effort (quiet). */
 static bool spawn(struct p2p *p, const char *name, void (*fn)(struct p2p_job *), struct ring *old,
-		  uint32_t node)
+		  uint32_t node, bool quiet)
 {
 	struct p2p_job *j = calloc(1, sizeof(*j));
 	int ret = j ? 0 : -ENOMEM;
@@ -845,7 +906,7 @@ static bool spawn(struct p2p *p, const char *name, void (*fn)(struct p2p_job *),
 	pthread_mutex_unlock(&p->tasks_lock);
 	if (ret) {
 		free(j);
-		if (ret != -ESHUTDOWN)
+		if (ret != -ESHUTDOWN && !quiet)
 			pc_warn("p2p: cannot start %s (%s): directory entries stay where they are", name,
 				strerror(-ret));
 	}
@@ -857,8 +918,76 @@ static void handoff_soon(struct p2p *p)
 {
 	if (p->st->self == PC_PEER_NONE || __atomic_exchange_n(&p->handoff_queued, true, __ATOMIC_SEQ_CST))
 		return;
-	if (!spawn(p, "pc-p2p-handoff", handoff, NULL, 0))
+	if (!spawn(p, "pc-p2p-handoff", handoff, NULL, 0, false))
 		__atomic_store_n(&p->handoff_queued, false, __ATOMIC_SEQ_CST);
+}
+
+/* The background job: take the waiting notes and tell each publisher its own. */
+static void send_touches(struct p2p_job *j)
+{
+	struct p2p *p = j->p;
+	uint32_t nn = p->st->topo->nr_nodes, n;
+	struct touch_note *v = malloc(TOUCH_CAP * sizeof(*v));
+	struct store_fanout f;
+
+	pthread_mutex_lock(&p->touch_lock);
+	n = v ? p->nr_notes : 0;
+	if (v)
+		memcpy(v, p->notes, n * sizeof(*v));
+	p->nr_notes = 0;
+	p->touch_queued = false;
+	pthread_mutex_unlock(&p->touch_lock);
+	if (!n || store_fanout_init(&f, nn, sizeof(struct proto_touch_hdr), sizeof(struct proto_touch))) {
+		free(v);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		f.count[v[i].node]++;
+	store_fanout_build(&f, PC_RPC_P2P_TOUCH);
+	for (uint32_t r = 0; r < f.nr; r++) {
+		struct proto_touch_hdr h = { .n = f.count[f.rpcs[r].peer] };
+
+		memcpy(f.req[f.rpcs[r].peer], &h, sizeof(h));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		void *at = store_fanout_item(&f, v[i].node);
+
+		if (at)
+			memcpy(at, &v[i].t, sizeof(v[i].t));
+	}
+	if (f.nr)
+		pc_fabric_call(p->st->fabric, f.rpcs, f.nr);	/* best effort: results unused */
+	store_fanout_fini(&f);
+	free(v);
+}
+
+/* After a batch's READs: note the hits on other nodes' pages, and start a job to send
+ * them once there are TOUCH_BATCH. */
+static void note_touches(struct p2p *p, const struct pkey *k, const uint32_t *at,
+			 const struct pc_op *ops, uint32_t n)
+{
+	bool start = false;
+
+	if (!n)
+		return;
+	pthread_mutex_lock(&p->touch_lock);
+	for (uint32_t j = 0; j < n && p->nr_notes < TOUCH_CAP; j++) {
+		const struct pkey *x = &k[at[j]];
+
+		if (ops[j].status || x->verdict != SLOT_HIT)
+			continue;
+		p->notes[p->nr_notes++] = (struct touch_note){
+			.node = x->loc.node,
+			.t = { .addr = x->loc.addr, .gen = x->loc.gen, .cls = x->loc.cls } };
+	}
+	if (p->nr_notes >= TOUCH_BATCH && !p->touch_queued)
+		start = p->touch_queued = true;
+	pthread_mutex_unlock(&p->touch_lock);
+	if (start && !spawn(p, "pc-p2p-touch", send_touches, NULL, 0, true)) {
+		pthread_mutex_lock(&p->touch_lock);
+		p->touch_queued = false;	/* the next batch tries again */
+		pthread_mutex_unlock(&p->touch_lock);
+	}
 }
 
 void p2p_member_changed(struct p2p *p, uint32_t node, bool member, struct ring *old)
@@ -870,7 +999,7 @@ void p2p_member_changed(struct p2p *p, uint32_t node, bool member, struct ring *
 	if (dir_drop_node(&p->dir, node))
 		pc_dbg("p2p: dropped the directory entries naming node %u", node);
 	if (p->st->self != PC_PEER_NONE && node != p->st->self)
-		spawn(p, "pc-p2p-republish", republish, old, node);
+		spawn(p, "pc-p2p-republish", republish, old, node, false);
 }
 
 /* ------------------------------------------------------------------ open, close */
@@ -890,6 +1019,7 @@ int p2p_open(struct pc_store *st, struct p2p **out, char *err, size_t errlen)
 		return ret;
 	}
 	pthread_mutex_init(&p->tasks_lock, NULL);
+	pthread_mutex_init(&p->touch_lock, NULL);
 	*out = p;
 	if (st->self == PC_PEER_NONE)
 		return 0;	/* a client: no pool, no shard */
@@ -950,6 +1080,7 @@ void p2p_close(struct p2p *p)
 	}
 	dir_fini(&p->dir);
 	pthread_mutex_destroy(&p->tasks_lock);
+	pthread_mutex_destroy(&p->touch_lock);
 	free(p);
 }
 
@@ -964,4 +1095,5 @@ void p2p_metrics(struct p2p *p, struct pc_metrics *m)
 		m->pool_keys += u.valid;
 	}
 	m->dir_entries += dir_size(&p->dir);
+	m->remote_touches += __atomic_load_n(&p->touched, __ATOMIC_RELAXED);
 }

@@ -27,12 +27,13 @@ enum pc_rpc_opcode {
 	PC_RPC_DIR_UPDATE = 9,		/* proto_dir_update + put[nput] + del[ndel] -> () */
 	PC_RPC_DIR_GET = 10,		/* proto_dir_get + key[n] -> proto_dir_ans[n] */
 	PC_RPC_MEMBER = 11,		/* proto_member -> () */
+	PC_RPC_P2P_TOUCH = 12,		/* proto_touch_hdr + proto_touch[n] -> () */
 };
 
 /* The RPCs whose handlers never block (no disk, no pulls from the caller, no waits):
  * a backend may answer them on its event thread instead of a worker. */
 #define PROTO_QUICK_RPCS ((1ULL << PC_RPC_LAYOUT) | (1ULL << PC_RPC_DIR_UPDATE) | \
-			  (1ULL << PC_RPC_DIR_GET))
+			  (1ULL << PC_RPC_DIR_GET) | (1ULL << PC_RPC_P2P_TOUCH))
 
 #define PROTO_DIR_MAX 65536		/* entries per directory request */
 
@@ -81,6 +82,24 @@ struct proto_dir_ans {
 	int32_t status;			/* 0 or -ENOENT */
 	uint32_t pad;
 	struct proto_dir_loc loc;
+};
+
+/* Blocks of the receiver's published pool that the sender read (one-sided, so the
+ * publisher did not see it): each moves to the front of its LRU if it still holds
+ * that publication. */
+#define PROTO_TOUCH_MAX 4096
+
+struct proto_touch_hdr {
+	uint32_t n;
+	uint32_t pad;
+	/* then struct proto_touch[n] */
+};
+
+struct proto_touch {
+	uint64_t addr;			/* the block, as in its directory entry */
+	uint64_t gen;			/* the publication */
+	uint32_t cls;
+	uint32_t pad;
 };
 
 /* A node joined (member 1) or left (0) the ring: the receiver changes its ring. */

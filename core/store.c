@@ -300,6 +300,7 @@ static int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req,
 		return st->sm ? sm_spill_rpc(st->sm, req, len, resp) : -EOPNOTSUPP;
 	case PC_RPC_DIR_UPDATE:
 	case PC_RPC_DIR_GET:
+	case PC_RPC_P2P_TOUCH:
 		return st->p2p ? p2p_rpc(st->p2p, from, opcode, req, len, resp) : -EOPNOTSUPP;
 	case PC_RPC_MEMBER: {
 		struct proto_member m;

@@ -367,6 +367,47 @@ static void test_bad_requests(void)
 	down(C);
 }
 
+/* Pages [from, from + n) that via can read, in one batch. */
+static int hits_in(struct cluster *C, int via, uint32_t from, uint32_t n)
+{
+	static uint8_t buf[16][PAGE];
+	struct pc_page pg[16];
+	char key[16][32];
+	int hits = 0;
+
+	CU_ASSERT_FATAL(n <= 16);
+	for (uint32_t i = 0; i < n; i++) {
+		pg[i] = (struct pc_page){ .key = key[i], .data = buf[i], .cap = PAGE, .len = PAGE };
+		pg[i].key_len = (size_t)snprintf(key[i], sizeof(key[i]), "page-%u", from + i);
+	}
+	hits = pc_batch_get(C->s[via], pg, n);
+	return hits;
+}
+
+/* A publisher's LRU sees other nodes' reads (one-sided, so told afterwards): pages
+ * only n1 reads survive a wave of new publications that evicts older unread ones. */
+static void test_remote_reads_refresh_lru(void)
+{
+	struct cluster *C = up("p2p", "1MiB");
+	const uint32_t blocks = (1u << 20) / (64 + 16384);	/* 63 */
+	int hot = 0, cold = 0;
+
+	publish(C, 0, 0, blocks);		/* full: page-0 is the LRU tail */
+	for (int round = 0; round < 5; round++)
+		CU_ASSERT_EQUAL(hits_in(C, 1, 0, 16), 16);	/* n1 reads 0..15 */
+	for (int t = 0; t < 500 && metrics(C->s[0]).remote_touches < 64; t++)
+		usleep(10000);		/* the notes go out in the background */
+	CU_ASSERT(metrics(C->s[0]).remote_touches >= 64);
+	publish(C, 0, blocks, 32);		/* evicts the 32 least recently used */
+	hot = hits_in(C, 1, 0, 16);
+	cold = hits_in(C, 1, 16, 16) + hits_in(C, 1, 32, 16);
+	printf("\n  after 32 new pages: %d of the 16 pages n1 kept reading survive, %d of the next 32 unread ones",
+	       hot, cold);
+	CU_ASSERT_EQUAL(hot, 16);
+	CU_ASSERT_EQUAL(cold, 0);
+	down(C);
+}
+
 /* A directory update that crosses a node's leave (a slow handoff, a publish sent
  * before the sender heard) must not bring back entries naming the departed node: the
  * shard takes those back out. An entry naming a member in the same update stays. */
@@ -401,6 +442,7 @@ static CU_TestInfo tests[] = {
 	{ "a join heard late; many leaves and joins", test_join_heard_late },
 	{ "bad directory and membership requests", test_bad_requests },
 	{ "an entry crossing a leave is not kept", test_entry_crossing_a_leave },
+	{ "other nodes' reads move pages up the publisher's LRU", test_remote_reads_refresh_lru },
 	CU_TEST_INFO_NULL,
 };
 

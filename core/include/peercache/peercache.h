@@ -152,6 +152,7 @@ struct pc_metrics {
 	/* p2p mode (none of these in slotmap mode: no published pool, no directory) */
 	uint64_t pool_keys;		/* pages in this node's published pool, now */
 	uint64_t dir_entries;		/* entries in this node's directory shard, now */
+	uint64_t remote_touches;	/* own pages other nodes read: moved up the LRU */
 };
 
 PC_API void pc_store_metrics(struct pc_store *s, struct pc_metrics *out);
