@@ -54,10 +54,12 @@ struct p2p_class {
  * only its own reads: a page that only other nodes read would age out as if unread.
  * Readers note the blocks they hit; TOUCH_BATCH notes start a background job that
  * tells the publishers (one PC_RPC_P2P_TOUCH each, in one phase). Best effort: past
- * TOUCH_CAP waiting notes, new ones are dropped.
+ * TOUCH_CAP waiting notes, new ones are dropped. Cost: with a job every 64 notes
+ * (one per 64-page batch) pcbench --mode p2p lost ~20% of its throughput on this
+ * 2-core VM; every 1024, ~10%.
  */
-#define TOUCH_BATCH 64
-#define TOUCH_CAP 512
+#define TOUCH_BATCH 1024
+#define TOUCH_CAP 2048
 
 struct touch_note {
 	uint32_t node;			/* the publisher */
