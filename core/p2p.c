@@ -20,11 +20,12 @@
  *
  * When the ring changes, entries whose shard moved are handed to their new owner
  * (and so is any put that reaches a shard which no longer owns the key), entries
- * naming a departed node are dropped, and each node publishes again its own pages
- * whose shard departed. Slotmap has nothing to move.
+ * naming a departed node are dropped (and not taken again from a late handoff or
+ * publish), and each node publishes again its own pages whose shard departed.
+ * Slotmap has nothing to move.
  *
- * The pool's LRU sees publishes and this node's own reads; other nodes read it
- * one-sided, unseen, so for them it is first-in-first-out.
+ * The pool's LRU sees publishes and this node's own reads directly; other nodes read
+ * it one-sided, unseen, and tell the publisher afterwards, in batches (send_touches).
  *
  * Not for: slotmap (slotmap*.c) or the tiered pool (tier.c).
  */
