@@ -55,9 +55,10 @@ struct p2p_class {
  * only its own reads: a page that only other nodes read would age out as if unread.
  * Readers note the blocks they hit; TOUCH_BATCH notes start a background job that
  * tells the publishers (one PC_RPC_P2P_TOUCH each, in one phase). Best effort: past
- * TOUCH_CAP waiting notes, new ones are dropped. Cost: with a job every 64 notes
- * (one per 64-page batch) pcbench --mode p2p lost ~20% of its throughput on this
- * 2-core VM; every 1024, ~10%.
+ * TOUCH_CAP waiting notes, new ones are dropped. A job per 64 notes (one per 64-page
+ * batch) cost pcbench --mode p2p ~20% of its read throughput on a 2-core VM; per
+ * 1024, 84 jobs of ~0.7 ms over a run and ~10% lower throughput in three alternated
+ * runs, inside that machine's run-to-run spread.
  */
 #define TOUCH_BATCH 1024
 #define TOUCH_CAP 2048
