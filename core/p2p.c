@@ -249,27 +249,37 @@ static int on_touch(struct p2p *p, const void *req, size_t len)
 {
 	struct proto_touch_hdr h;
 	const uint8_t *at = (const uint8_t *)req + sizeof(h);
-	uint64_t moved = 0;
+	uint32_t *blocks, moved = 0;
 
 	if (len < sizeof(h))
 		return -EPROTO;
 	memcpy(&h, req, sizeof(h));
 	if (!h.n || h.n > PROTO_TOUCH_MAX || len != sizeof(h) + (size_t)h.n * sizeof(struct proto_touch))
 		return -EPROTO;
-	for (uint32_t i = 0; i < h.n; i++, at += sizeof(struct proto_touch)) {
-		struct proto_touch t;
-		struct dir_loc l;
-		uint32_t b;
+	blocks = malloc(h.n * sizeof(*blocks));
+	if (!blocks)
+		return -ENOMEM;
+	/* per class, the blocks that still hold the publication read; one lock each */
+	for (uint32_t c = 0; c < p->nr_classes; c++) {
+		uint32_t nb = 0;
 
-		memcpy(&t, at, sizeof(t));
-		l = (struct dir_loc){ .addr = t.addr, .inc = p->st->fabric->incarnation,
-				      .node = p->st->self, .cls = t.cls };
-		if (own_block(p, &l, &b) &&
-		    __atomic_load_n(&p->cls[t.cls].gen[b], __ATOMIC_RELAXED) == t.gen) {
-			pool_touch(p->cls[t.cls].pool, b);
-			moved++;
+		for (uint32_t i = 0; i < h.n; i++) {
+			struct proto_touch t;
+			struct dir_loc l;
+			uint32_t b;
+
+			memcpy(&t, at + (size_t)i * sizeof(t), sizeof(t));
+			l = (struct dir_loc){ .addr = t.addr, .inc = p->st->fabric->incarnation,
+					      .node = p->st->self, .cls = t.cls };
+			if (t.cls == c && own_block(p, &l, &b) &&
+			    __atomic_load_n(&p->cls[c].gen[b], __ATOMIC_RELAXED) == t.gen)
+				blocks[nb++] = b;
 		}
+		if (nb)
+			pool_touch_many(p->cls[c].pool, blocks, nb);
+		moved += nb;
 	}
+	free(blocks);
 	__atomic_add_fetch(&p->touched, moved, __ATOMIC_RELAXED);
 	return 0;
 }

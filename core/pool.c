@@ -120,10 +120,15 @@ uint32_t pool_find(struct host_pool *p, struct pc_keyhash key, enum pool_state *
 
 void pool_touch(struct host_pool *p, uint32_t i)
 {
+	pool_touch_many(p, &i, 1);
+}
+
+void pool_touch_many(struct host_pool *p, const uint32_t *v, uint32_t n)
+{
 	pthread_mutex_lock(&p->lock);
-	if (p->meta[i].state == POOL_VALID) {
-		lru_touch(&p->lru, i);
-	}
+	for (uint32_t k = 0; k < n; k++)
+		if (v[k] < p->nr_blocks && p->meta[v[k]].state == POOL_VALID)
+			lru_touch(&p->lru, v[k]);
 	pthread_mutex_unlock(&p->lock);
 }
 

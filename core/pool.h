@@ -87,6 +87,8 @@ uint32_t pool_find(struct host_pool *p, struct pc_keyhash key, enum pool_state *
 
 /* Move a VALID block to the head of the LRU (it was used). */
 void pool_touch(struct host_pool *p, uint32_t i);
+/* The same for n blocks, in order (the last one ends up at the head), one lock. */
+void pool_touch_many(struct host_pool *p, const uint32_t *v, uint32_t n);
 
 /* Up to n FREE blocks, now STAGING, into out. Returns how many. */
 uint32_t pool_alloc(struct host_pool *p, uint32_t *out, uint32_t n);
