@@ -72,15 +72,19 @@ static void drop_record(struct dir *d, uint32_t i)
 	d->free_rec[d->nr_free++] = i;
 }
 
-int dir_put(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc)
+int dir_put(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc,
+	    struct dir_loc *replaced)
 {
 	uint32_t i;
 	int ret = 0;
 
+	replaced->node = DIR_NO_NODE;
 	pthread_mutex_lock(&d->lock);
 	if (keymap_get(&d->map, key, &i)) {
 		const struct dir_loc *o = &d->rec[i].loc;
 
+		if (o->node != loc->node)
+			*replaced = *o;
 		if (o->node != loc->node || o->inc != loc->inc || o->gen < loc->gen)
 			d->rec[i].loc = *loc;
 		goto out;

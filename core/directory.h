@@ -47,9 +47,14 @@ struct dir {
 int dir_init(struct dir *d);
 void dir_fini(struct dir *d);
 
+#define DIR_NO_NODE UINT32_MAX
+
 /* Insert or replace, unless the entry there is a later publication by the same node
- * incarnation (updates may arrive out of order). 0 or -ENOMEM. */
-int dir_put(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc);
+ * incarnation (updates may arrive out of order). When another node's publication
+ * was replaced, *replaced gets it (its block is an orphan now); otherwise
+ * replaced->node is DIR_NO_NODE. 0 or -ENOMEM. */
+int dir_put(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc,
+	    struct dir_loc *replaced);
 /* true and *out when key has an entry. */
 bool dir_get(struct dir *d, struct pc_keyhash key, struct dir_loc *out);
 /* Remove key's entry if it is still this publication (node, incarnation, block,

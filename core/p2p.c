@@ -85,6 +85,7 @@ struct p2p {
 	uint32_t nr_notes;
 	bool touch_queued;		/* a job will send the notes */
 	uint64_t touched;		/* own blocks others' reads moved up (atomic) */
+	uint64_t orphans;		/* own blocks freed after a replacement (atomic) */
 };
 
 /* A background job: a handoff, or a republish after a leave. */
@@ -99,6 +100,7 @@ struct p2p_job {
 
 static void handoff_soon(struct p2p *p);
 static uint8_t *own_block(struct p2p *p, const struct dir_loc *l, uint32_t *b);
+static void drop_replaced(struct p2p *p, struct pc_keyhash key, const struct dir_loc *old);
 struct pkey;
 static void note_touches(struct p2p *p, const struct pkey *k, const uint32_t *at,
 			 const struct pc_op *ops, uint32_t n);
@@ -160,15 +162,22 @@ static int from_proto(const struct pc_store *st, const struct proto_dir_loc *o, 
  * Put an entry into this node's shard. An entry naming a node that is not a member
  * (a handoff or a publish that crossed its leave) is taken back out: checked after
  * the put, so a leave that swaps the ring and drops the node's entries meanwhile
- * cannot miss it. 0 or -ENOMEM.
+ * cannot miss it. When the entry replaced another node's publication of the key,
+ * that node is told to free the block (it would stay until its LRU got to it).
+ * 0 or -ENOMEM.
  */
 static int shard_put(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
 {
-	int ret = dir_put(&p->dir, key, l);
+	struct dir_loc old;
+	int ret = dir_put(&p->dir, key, l, &old);
 
-	if (!ret && !ring_contains(store_ring(p->st), l->node))
+	if (ret)
+		return ret;
+	if (!ring_contains(store_ring(p->st), l->node))
 		dir_del_if(&p->dir, key, l);
-	return ret;
+	else if (old.node != DIR_NO_NODE)
+		drop_replaced(p, key, &old);	/* a key published by two nodes: one copy */
+	return 0;
 }
 
 static int on_update(struct p2p *p, const void *req, size_t len)
@@ -243,8 +252,25 @@ static int on_get(struct p2p *p, const void *req, size_t len, struct pc_msg *res
 	return 0;
 }
 
-/* Other nodes read these of our blocks: up the LRU, each if it still holds that
- * publication. */
+/* Whether l names a block of ours that still holds publication l->gen. */
+static bool own_publication(struct p2p *p, const struct dir_loc *l, uint32_t *b)
+{
+	return own_block(p, l, b) &&
+	       __atomic_load_n(&p->cls[l->cls].gen[*b], __ATOMIC_RELAXED) == l->gen;
+}
+
+/* A shard now points key at another node's publication: free ours, if it is still
+ * the one the shard replaced. */
+static void free_orphan(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
+{
+	uint32_t b;
+
+	if (own_publication(p, l, &b) && pool_remove_at(p->cls[l->cls].pool, key, b))
+		__atomic_add_fetch(&p->orphans, 1, __ATOMIC_RELAXED);
+}
+
+/* Notes from other nodes on our blocks (proto.h): reads move them up the LRU;
+ * replaced publications are freed. */
 static int on_touch(struct p2p *p, const void *req, size_t len)
 {
 	struct proto_touch_hdr h;
@@ -266,14 +292,16 @@ static int on_touch(struct p2p *p, const void *req, size_t len)
 		for (uint32_t i = 0; i < h.n; i++) {
 			struct proto_touch t;
 			struct dir_loc l;
-			uint32_t b;
 
 			memcpy(&t, at + (size_t)i * sizeof(t), sizeof(t));
+			if (t.cls != c)
+				continue;
 			l = (struct dir_loc){ .addr = t.addr, .inc = p->st->fabric->incarnation,
-					      .node = p->st->self, .cls = t.cls };
-			if (t.cls == c && own_block(p, &l, &b) &&
-			    __atomic_load_n(&p->cls[c].gen[b], __ATOMIC_RELAXED) == t.gen)
-				blocks[nb++] = b;
+					      .gen = t.gen, .node = p->st->self, .cls = t.cls };
+			if (t.flags & PROTO_TOUCH_DROP)
+				free_orphan(p, (struct pc_keyhash){ t.lo, t.hi }, &l);
+			else if (own_publication(p, &l, &blocks[nb]))
+				nb++;
 		}
 		if (nb)
 			pool_touch_many(p->cls[c].pool, blocks, nb);
@@ -975,12 +1003,38 @@ static void send_touches(struct p2p_job *j)
 	free(v);
 }
 
+static struct touch_note note_for(struct pc_keyhash key, const struct dir_loc *l, uint32_t flags)
+{
+	return (struct touch_note){ .node = l->node,
+				    .t = { .addr = l->addr, .gen = l->gen, .lo = key.lo, .hi = key.hi,
+					   .cls = l->cls, .flags = flags } };
+}
+
+/* Under touch_lock, after adding notes: whether a sender must start (TOUCH_BATCH
+ * notes, or now) and none is queued; marks it queued. */
+static bool sender_due(struct p2p *p, bool now)
+{
+	if (p->touch_queued || !p->nr_notes || (!now && p->nr_notes < TOUCH_BATCH))
+		return false;
+	p->touch_queued = true;
+	return true;
+}
+
+static void start_sender(struct p2p *p)
+{
+	if (!spawn(p, "pc-p2p-touch", send_touches, NULL, 0, true)) {
+		pthread_mutex_lock(&p->touch_lock);
+		p->touch_queued = false;	/* the next note tries again */
+		pthread_mutex_unlock(&p->touch_lock);
+	}
+}
+
 /* After a batch's READs: note the hits on other nodes' pages, and start a job to send
  * them once there are TOUCH_BATCH. */
 static void note_touches(struct p2p *p, const struct pkey *k, const uint32_t *at,
 			 const struct pc_op *ops, uint32_t n)
 {
-	bool start = false;
+	bool start;
 
 	if (!n)
 		return;
@@ -988,32 +1042,49 @@ static void note_touches(struct p2p *p, const struct pkey *k, const uint32_t *at
 	for (uint32_t j = 0; j < n && p->nr_notes < TOUCH_CAP; j++) {
 		const struct pkey *x = &k[at[j]];
 
-		if (ops[j].status || x->verdict != SLOT_HIT)
-			continue;
-		p->notes[p->nr_notes++] = (struct touch_note){
-			.node = x->loc.node,
-			.t = { .addr = x->loc.addr, .gen = x->loc.gen, .cls = x->loc.cls } };
+		if (!ops[j].status && x->verdict == SLOT_HIT)
+			p->notes[p->nr_notes++] = note_for(x->key, &x->loc, 0);
 	}
-	if (p->nr_notes >= TOUCH_BATCH && !p->touch_queued)
-		start = p->touch_queued = true;
+	start = sender_due(p, false);
 	pthread_mutex_unlock(&p->touch_lock);
-	if (start && !spawn(p, "pc-p2p-touch", send_touches, NULL, 0, true)) {
-		pthread_mutex_lock(&p->touch_lock);
-		p->touch_queued = false;	/* the next batch tries again */
-		pthread_mutex_unlock(&p->touch_lock);
+	if (start)
+		start_sender(p);
+}
+
+/* This shard replaced old, another node's publication of key: that block is an orphan
+ * now. Ours is freed here; another node's gets a note, sent at once. */
+static void drop_replaced(struct p2p *p, struct pc_keyhash key, const struct dir_loc *old)
+{
+	bool start;
+
+	if (old->node == p->st->self) {
+		free_orphan(p, key, old);
+		return;
 	}
+	pthread_mutex_lock(&p->touch_lock);
+	if (p->nr_notes < TOUCH_CAP)
+		p->notes[p->nr_notes++] = note_for(key, old, PROTO_TOUCH_DROP);
+	start = sender_due(p, true);
+	pthread_mutex_unlock(&p->touch_lock);
+	if (start)
+		start_sender(p);
 }
 
 void p2p_member_changed(struct p2p *p, uint32_t node, bool member, struct ring *old)
 {
-	if (member) {
-		handoff_soon(p);
-		return;
+	if (!member) {
+		if (dir_drop_node(&p->dir, node))
+			pc_dbg("p2p: dropped the directory entries naming node %u", node);
+		if (p->st->self != PC_PEER_NONE && node != p->st->self)
+			spawn(p, "pc-p2p-republish", republish, old, node, false);
 	}
-	if (dir_drop_node(&p->dir, node))
-		pc_dbg("p2p: dropped the directory entries naming node %u", node);
-	if (p->st->self != PC_PEER_NONE && node != p->st->self)
-		spawn(p, "pc-p2p-republish", republish, old, node, false);
+	/*
+	 * Any change: entries this shard holds but no longer owns move on. After a join,
+	 * that is the new node's share; after a leave, the departing node drains its
+	 * shard, and strays go home (a put that crossed an earlier change of the ring
+	 * can sit on a node that no longer owns it; a valgrind run lost one that way).
+	 */
+	handoff_soon(p);
 }
 
 /* ------------------------------------------------------------------ open, close */
@@ -1110,4 +1181,5 @@ void p2p_metrics(struct p2p *p, struct pc_metrics *m)
 	}
 	m->dir_entries += dir_size(&p->dir);
 	m->remote_touches += __atomic_load_n(&p->touched, __ATOMIC_RELAXED);
+	m->orphans_freed += __atomic_load_n(&p->orphans, __ATOMIC_RELAXED);
 }

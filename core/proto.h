@@ -84,10 +84,12 @@ struct proto_dir_ans {
 	struct proto_dir_loc loc;
 };
 
-/* Blocks of the receiver's published pool that the sender read (one-sided, so the
- * publisher did not see it): each moves to the front of its LRU if it still holds
- * that publication. */
+/* Notes on blocks of the receiver's published pool, each acted on only if the block
+ * still holds that publication: the sender read it (one-sided, so the publisher did
+ * not see it): to the front of the LRU; or (PROTO_TOUCH_DROP) a shard replaced its
+ * entry with another node's publication of the key: the block is an orphan, free it. */
 #define PROTO_TOUCH_MAX 4096
+#define PROTO_TOUCH_DROP 1u
 
 struct proto_touch_hdr {
 	uint32_t n;
@@ -98,8 +100,9 @@ struct proto_touch_hdr {
 struct proto_touch {
 	uint64_t addr;			/* the block, as in its directory entry */
 	uint64_t gen;			/* the publication */
+	uint64_t lo, hi;		/* its key */
 	uint32_t cls;
-	uint32_t pad;
+	uint32_t flags;			/* PROTO_TOUCH_DROP or 0 */
 };
 
 /* A node joined (member 1) or left (0) the ring: the receiver changes its ring. */

@@ -408,6 +408,28 @@ static void test_remote_reads_refresh_lru(void)
 	down(C);
 }
 
+/* A key published by two nodes keeps one copy: the shard that takes the second
+ * publication tells the first publisher, which frees its block. */
+static void test_double_publish_frees_orphan(void)
+{
+	struct cluster *C = up("p2p", "8MiB");
+	uint64_t freed = 0;
+
+	publish(C, 0, 0, 16);
+	publish(C, 1, 0, 16);		/* the same 16 keys, later */
+	for (int t = 0; t < 500 && freed < 16; t++) {
+		freed = metrics(C->s[0]).orphans_freed;
+		if (freed < 16)
+			usleep(10000);	/* the notes go out in the background */
+	}
+	printf("\n  n0's copies freed after n1 published the same 16 keys: %llu", (unsigned long long)freed);
+	CU_ASSERT_EQUAL(freed, 16);
+	CU_ASSERT_EQUAL(metrics(C->s[0]).pool_keys, 0);
+	CU_ASSERT_EQUAL(metrics(C->s[1]).pool_keys, 16);
+	CU_ASSERT_EQUAL(readable(C, 2, 16), 16);	/* n1's copies, byte-identical */
+	down(C);
+}
+
 /* A directory update that crosses a node's leave (a slow handoff, a publish sent
  * before the sender heard) must not bring back entries naming the departed node: the
  * shard takes those back out. An entry naming a member in the same update stays. */
@@ -443,6 +465,7 @@ static CU_TestInfo tests[] = {
 	{ "bad directory and membership requests", test_bad_requests },
 	{ "an entry crossing a leave is not kept", test_entry_crossing_a_leave },
 	{ "other nodes' reads move pages up the publisher's LRU", test_remote_reads_refresh_lru },
+	{ "a key published twice keeps one copy", test_double_publish_frees_orphan },
 	CU_TEST_INFO_NULL,
 };
 

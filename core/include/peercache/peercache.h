@@ -153,6 +153,7 @@ struct pc_metrics {
 	uint64_t pool_keys;		/* pages in this node's published pool, now */
 	uint64_t dir_entries;		/* entries in this node's directory shard, now */
 	uint64_t remote_touches;	/* own pages other nodes read: moved up the LRU */
+	uint64_t orphans_freed;		/* own pages another node's publication replaced */
 };
 
 PC_API void pc_store_metrics(struct pc_store *s, struct pc_metrics *out);
