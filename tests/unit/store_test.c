@@ -653,27 +653,38 @@ static void test_concurrent_writers(void)
 	down(C);
 }
 
-/* Many application threads on one store. */
+/* Many application threads on one store: every page a get returns is the one its
+ * key was written with. A page may be lost (a cache may lose pages): two remote
+ * writers that pick the same free way of a bucket at once overwrite each other (the
+ * seed's race, closed by slot_cas_claim), and a full bucket evicts its oldest page.
+ * Both are rare here: a few pages in a thousand at most. */
+struct thread_counts {
+	int bad, lost;
+};
+
 static void *threads_body(void *p)
 {
 	struct pc_store *s = ((void **)p)[0];
-	int id = (int)(intptr_t)((void **)p)[1], fails = 0;
+	int id = (int)(intptr_t)((void **)p)[1];
+	struct thread_counts *n = calloc(1, sizeof(*n));
 	struct batch *b = batch_new(32, 4096);
 
 	for (int round = 0; round < 20; round++) {
 		for (int i = 0; i < 32; i++)
 			sprintf(b->keys[i], "t%d-%d-%d", id, round, i);
 		batch_for_set(b, (uint32_t)round);
-		if (pc_batch_set(s, b->pg, 32) != 32)
-			fails++;
+		n->lost += 32 - pc_batch_set(s, b->pg, 32);
 		batch_for_get(b, 4096);
-		if (pc_batch_get(s, b->pg, 32) != 32)
-			fails++;
-		for (int i = 0; i < 32; i++)
-			fails += !pc_test_page_ok(b->buf + i * 4096, 4096, b->keys[i], (uint32_t)round);
+		pc_batch_get(s, b->pg, 32);
+		for (int i = 0; i < 32; i++) {
+			if (b->pg[i].status)
+				n->lost++;
+			else
+				n->bad += !pc_test_page_ok(b->buf + i * 4096, 4096, b->keys[i], (uint32_t)round);
+		}
 	}
 	batch_free(b);
-	return (void *)(intptr_t)fails;
+	return n;
 }
 
 static void test_threads(void)
@@ -681,7 +692,7 @@ static void test_threads(void)
 	struct cluster *C = up(3, "slot_size_classes: [4KiB], global_segment_size: 64MiB");
 	pthread_t t[4];
 	void *args[4][2];
-	intptr_t fails = 0;
+	int bad = 0, lost = 0;
 
 	for (int i = 0; i < 4; i++) {
 		args[i][0] = C->s[i % 2];
@@ -689,12 +700,16 @@ static void test_threads(void)
 		pthread_create(&t[i], NULL, threads_body, args[i]);
 	}
 	for (int i = 0; i < 4; i++) {
-		void *r;
+		struct thread_counts *r;
 
-		pthread_join(t[i], &r);
-		fails += (intptr_t)r;
+		pthread_join(t[i], (void **)&r);
+		bad += r->bad;
+		lost += r->lost;
+		free(r);
 	}
-	CU_ASSERT_EQUAL(fails, 0);
+	printf("\n  4 threads x 640 pages: %d wrong pages, %d lost", bad, lost);
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(lost <= 2560 / 200);
 	down(C);
 }
 
