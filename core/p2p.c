@@ -25,99 +25,11 @@
  * Slotmap has nothing to move.
  *
  * The pool's LRU sees publishes and this node's own reads directly; other nodes read
- * it one-sided, unseen, and tell the publisher afterwards, in batches (send_touches).
+ * it one-sided, unseen, and tell the publisher afterwards, in batches (p2p_jobs.c).
  *
  * Not for: slotmap (slotmap*.c) or the tiered pool (tier.c).
  */
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "directory.h"
-#include "log.h"
-#include "p2p.h"
-#include "pool.h"
-#include "proto.h"
-#include "slot.h"
-
-#define MAX_JOBS 256		/* background jobs running at once */
-
-struct p2p_class {
-	struct slot_geometry g;		/* a block is one slot: header, then the page */
-	struct host_pool *pool;
-	uint64_t *gen;			/* per block: the publication it holds */
-	struct pc_region reg;
-};
-
-/*
- * A reader's one-sided READ passes no CPU of the publisher, whose LRU would then see
- * only its own reads: a page that only other nodes read would age out as if unread.
- * Readers note the blocks they hit; a background sender tells the publishers (one
- * PC_RPC_P2P_TOUCH each, in one phase) a batch at a time (send_touches). Best effort:
- * past TOUCH_CAP waiting notes, new ones are dropped. One sender that lives while
- * notes come, not a thread per batch of notes. Measured on a 2-core VM: pcbench
- * --mode p2p reads 8-15% fewer pages per second with the notes than without
- * (alternated runs; about the same with a thread per flush, or sending every 5 or
- * 20 ms, so not the sending), for about one point of hit rate at 4x
- * oversubscription.
- */
-#define TOUCH_BATCH 1024
-#define TOUCH_CAP 2048
-#define TOUCH_NAP_MS 10
-#define TOUCH_WAIT_MS 200
-#define TOUCH_IDLE_MS 1000
-
-struct touch_note {
-	uint32_t node;			/* the publisher */
-	struct proto_touch t;
-};
-
-struct p2p {
-	struct pc_store *st;
-	uint32_t nr_classes;
-	struct p2p_class cls[PC_MAX_CLASSES];
-	struct dir dir;			/* this node's shard */
-	uint64_t gen;			/* publications so far (atomic) */
-	pthread_mutex_t tasks_lock;	/* guards jobs, nr_jobs, closing */
-	struct p2p_job *jobs[MAX_JOBS];	/* handoffs and republishes not yet joined */
-	uint32_t nr_jobs;
-	bool closing;			/* atomic: jobs stop retrying */
-	bool handoff_queued;		/* a handoff will look at the shard (atomic) */
-	/* remote touches (see send_touches) */
-	pthread_mutex_t touch_lock;	/* guards notes, nr_notes, touch_queued */
-	struct touch_note notes[TOUCH_CAP];
-	uint32_t nr_notes;
-	bool touch_queued;		/* a sender runs */
-	bool drops_waiting;		/* a drop note is waiting: send at once */
-	uint64_t touched;		/* own blocks others' reads moved up (atomic) */
-	uint64_t orphans;		/* own blocks freed after a replacement (atomic) */
-};
-
-/* A background job: a handoff, or a republish after a leave. */
-struct p2p_job {
-	struct p2p *p;
-	void (*fn)(struct p2p_job *j);
-	struct pc_task *task;
-	bool done;			/* the job's last act (atomic) */
-	struct ring *old;		/* republish: the ring before the leave */
-	uint32_t node;			/* republish: the node that left */
-};
-
-static void handoff_soon(struct p2p *p);
-static uint8_t *own_block(struct p2p *p, const struct dir_loc *l, uint32_t *b);
-static void drop_replaced(struct p2p *p, struct pc_keyhash key, const struct dir_loc *old);
-struct pkey;
-static void note_touches(struct p2p *p, const struct pkey *k, const uint32_t *at,
-			 const struct pc_op *ops, uint32_t n);
-
-/* One entry to send a shard: a put or a removal. */
-struct upd {
-	struct pc_keyhash key;
-	struct dir_loc loc;
-	bool del;
-	size_t page;			/* put: the page of the batch it is for */
-};
+#include "p2p_int.h"
 
 /* The smallest size class a page of len bytes fits, or -1. */
 static int class_for(const struct pc_store_cfg *cfg, uint64_t len)
@@ -134,7 +46,7 @@ static uint64_t block_addr(const struct p2p_class *k, uint32_t b)
 }
 
 /* The directory entry for block b of class c, holding len bytes. */
-static struct dir_loc own_loc(const struct p2p *p, uint32_t c, uint32_t b, uint32_t len)
+struct dir_loc p2p_own_loc(const struct p2p *p, uint32_t c, uint32_t b, uint32_t len)
 {
 	const struct p2p_class *k = &p->cls[c];
 
@@ -172,7 +84,7 @@ static int from_proto(const struct pc_store *st, const struct proto_dir_loc *o, 
  * that node is told to free the block (it would stay until its LRU got to it).
  * 0 or -ENOMEM.
  */
-static int shard_put(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
+int p2p_shard_put(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
 {
 	struct dir_loc old;
 	int ret = dir_put(&p->dir, key, l, &old);
@@ -182,7 +94,7 @@ static int shard_put(struct p2p *p, struct pc_keyhash key, const struct dir_loc 
 	if (!ring_contains(store_ring(p->st), l->node))
 		dir_del_if(&p->dir, key, l);
 	else if (old.node != DIR_NO_NODE)
-		drop_replaced(p, key, &old);	/* a key published by two nodes: one copy */
+		p2p_drop_replaced(p, key, &old);	/* a key published by two nodes: one copy */
 	return 0;
 }
 
@@ -221,10 +133,10 @@ static int on_update(struct p2p *p, const void *req, size_t len)
 			dir_del_if(&p->dir, key, &l);
 			continue;
 		}
-		if (shard_put(p, key, &l))
+		if (p2p_shard_put(p, key, &l))
 			return -ENOMEM;
 		if (ring_owner_of(store_ring(p->st), key) != p->st->self)
-			handoff_soon(p);	/* sent by a node whose ring is older or newer */
+			p2p_handoff_soon(p);	/* sent by a node whose ring is older or newer */
 	}
 	return 0;
 }
@@ -258,66 +170,6 @@ static int on_get(struct p2p *p, const void *req, size_t len, struct pc_msg *res
 	return 0;
 }
 
-/* Whether l names a block of ours that still holds publication l->gen. */
-static bool own_publication(struct p2p *p, const struct dir_loc *l, uint32_t *b)
-{
-	return own_block(p, l, b) &&
-	       __atomic_load_n(&p->cls[l->cls].gen[*b], __ATOMIC_RELAXED) == l->gen;
-}
-
-/* A shard now points key at another node's publication: free ours, if it is still
- * the one the shard replaced. */
-static void free_orphan(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
-{
-	uint32_t b;
-
-	if (own_publication(p, l, &b) && pool_remove_at(p->cls[l->cls].pool, key, b))
-		__atomic_add_fetch(&p->orphans, 1, __ATOMIC_RELAXED);
-}
-
-/* Notes from other nodes on our blocks (proto.h): reads move them up the LRU;
- * replaced publications are freed. */
-static int on_touch(struct p2p *p, const void *req, size_t len)
-{
-	struct proto_touch_hdr h;
-	const uint8_t *at = (const uint8_t *)req + sizeof(h);
-	uint32_t *blocks, moved = 0;
-
-	if (len < sizeof(h))
-		return -EPROTO;
-	memcpy(&h, req, sizeof(h));
-	if (!h.n || h.n > PROTO_TOUCH_MAX || len != sizeof(h) + (size_t)h.n * sizeof(struct proto_touch))
-		return -EPROTO;
-	blocks = malloc(h.n * sizeof(*blocks));
-	if (!blocks)
-		return -ENOMEM;
-	/* per class, the blocks that still hold the publication read; one lock each */
-	for (uint32_t c = 0; c < p->nr_classes; c++) {
-		uint32_t nb = 0;
-
-		for (uint32_t i = 0; i < h.n; i++) {
-			struct proto_touch t;
-			struct dir_loc l;
-
-			memcpy(&t, at + (size_t)i * sizeof(t), sizeof(t));
-			if (t.cls != c)
-				continue;
-			l = (struct dir_loc){ .addr = t.addr, .inc = p->st->fabric->incarnation,
-					      .gen = t.gen, .node = p->st->self, .cls = t.cls };
-			if (t.flags & PROTO_TOUCH_DROP)
-				free_orphan(p, (struct pc_keyhash){ t.lo, t.hi }, &l);
-			else if (own_publication(p, &l, &blocks[nb]))
-				nb++;
-		}
-		if (nb)
-			pool_touch_many(p->cls[c].pool, blocks, nb);
-		moved += nb;
-	}
-	free(blocks);
-	__atomic_add_fetch(&p->touched, moved, __ATOMIC_RELAXED);
-	return 0;
-}
-
 int p2p_rpc(struct p2p *p, uint32_t from, uint16_t opcode, const void *req, size_t len,
 	    struct pc_msg *resp)
 {
@@ -326,7 +178,7 @@ int p2p_rpc(struct p2p *p, uint32_t from, uint16_t opcode, const void *req, size
 	case PC_RPC_DIR_UPDATE:
 		return on_update(p, req, len);
 	case PC_RPC_P2P_TOUCH:
-		return p->st->self == PC_PEER_NONE ? -EOPNOTSUPP : on_touch(p, req, len);
+		return p->st->self == PC_PEER_NONE ? -EOPNOTSUPP : p2p_on_notes(p, req, len);
 	case PC_RPC_DIR_GET:
 		return on_get(p, req, len, resp);
 	default:
@@ -361,9 +213,9 @@ static void send_chunk(struct p2p *p, const struct upd *u, size_t n, int *status
 		if (owner[i] == st->self) {
 			if (u[i].del)
 				dir_del_if(&p->dir, u[i].key, &u[i].loc);
-			else if (!(status[i] = shard_put(p, u[i].key, &u[i].loc)) &&
+			else if (!(status[i] = p2p_shard_put(p, u[i].key, &u[i].loc)) &&
 				 store_ring(st) != ring)
-				handoff_soon(p);	/* the ring moved under this batch */
+				p2p_handoff_soon(p);	/* the ring moved under this batch */
 			continue;
 		}
 		f.count[owner[i]]++;
@@ -405,14 +257,14 @@ out:
 }
 
 /* The same for any number of updates (a handoff or republish can be a whole shard). */
-static void send_updates(struct p2p *p, const struct upd *u, size_t n, int *status)
+void p2p_send_updates(struct p2p *p, const struct upd *u, size_t n, int *status)
 {
 	for (size_t at = 0; at < n; at += PROTO_DIR_MAX)
 		send_chunk(p, u + at, n - at < PROTO_DIR_MAX ? n - at : PROTO_DIR_MAX, status + at);
 }
 
 /* A page this node published: its block, if addr names one of class cls. */
-static uint8_t *own_block(struct p2p *p, const struct dir_loc *l, uint32_t *b)
+uint8_t *p2p_own_block(struct p2p *p, const struct dir_loc *l, uint32_t *b)
 {
 	struct p2p_class *k;
 	uint64_t base, off;
@@ -444,7 +296,7 @@ static uint32_t take_block(struct p2p *p, uint32_t c, struct upd *del)
 		return POOL_NONE;
 	/* DEMOTING: its key, length and gen are stable until pool_demoted */
 	*del = (struct upd){ .key = k->pool->meta[v].key, .del = true,
-			     .loc = own_loc(p, c, v, k->pool->meta[v].len) };
+			     .loc = p2p_own_loc(p, c, v, k->pool->meta[v].len) };
 	pool_demoted(k->pool, v, false);
 	METRIC_ADD(p->st, evictions, 1);
 	return pool_alloc(k->pool, &b, 1) ? b : POOL_NONE;
@@ -517,9 +369,9 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 			continue;
 		}
 		u[nu++] = (struct upd){ .key = key, .page = i,
-					.loc = own_loc(p, (uint32_t)c, b, (uint32_t)pg->len) };
+					.loc = p2p_own_loc(p, (uint32_t)c, b, (uint32_t)pg->len) };
 	}
-	send_updates(p, u, nu, status);
+	p2p_send_updates(p, u, nu, status);
 	for (size_t j = 0; j < nu; j++) {
 		struct pc_page *pg;
 
@@ -532,7 +384,7 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 			uint32_t b;
 
 			pg->status = status[j];
-			if (own_block(p, &u[j].loc, &b))
+			if (p2p_own_block(p, &u[j].loc, &b))
 				pool_remove_at(p->cls[u[j].loc.cls].pool, u[j].key, b);
 			METRIC_ADD(st, write_failures, 1);
 			continue;
@@ -548,15 +400,6 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 }
 
 /* ------------------------------------------------------------------ get, exists */
-
-struct pkey {
-	struct pc_keyhash key;
-	int state;			/* 0 ask, 1 found, 2 done */
-	int verdict;
-	int err;
-	struct dir_loc loc;
-	uint8_t hdr[SLOT_HEADER_BYTES];
-};
 
 /* Phase 1: the directory, one DIR_GET per remote shard, this node's own directly. */
 static void lookup_chunk(struct p2p *p, struct pkey *k, size_t n)
@@ -638,7 +481,7 @@ int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 	struct pkey *k = calloc(n ? n : 1, sizeof(*k));
 	struct pc_op *ops = calloc(n ? n : 1, sizeof(*ops));
 	struct upd *stale = calloc(n ? n : 1, sizeof(*stale));
-	uint32_t *at = malloc((n ? n : 1) * sizeof(*at)), nops = 0;
+	uint32_t *at = calloc(n ? n : 1, sizeof(*at)), nops = 0;
 	int hits = 0, *sst = NULL;
 	size_t nstale = 0;
 
@@ -674,7 +517,7 @@ int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 			continue;
 		}
 		if (l->node == st->self) {
-			blk = own_block(p, l, &b);
+			blk = p2p_own_block(p, l, &b);
 			k[i].verdict = !blk ? SLOT_MISS_ABSENT :
 				slot_read_local(blk, k[i].key, (uint32_t)pg->len, l->len,
 						st->payload_free ? NULL : pg->data, &len);
@@ -738,7 +581,7 @@ int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 		if (x->verdict == SLOT_HIT)
 			pg->len = h.payload_len;
 	}
-	note_touches(p, k, at, ops, nops);
+	p2p_note_reads(p, k, at, ops, nops);
 	for (size_t i = 0; i < n; i++) {
 		struct pc_page *pg = &pages[i];
 
@@ -770,7 +613,7 @@ next:
 	METRIC_ADD(st, read_requests, n);
 	/* entries naming a node that is gone or restarted: tell their shards (rare) */
 	if (nstale && (sst = malloc(nstale * sizeof(*sst))))
-		send_updates(p, stale, nstale, sst);
+		p2p_send_updates(p, stale, nstale, sst);
 out:
 	free(sst);
 	free(k);
@@ -811,311 +654,6 @@ int p2p_exists(struct p2p *p, struct pc_page *pages, size_t n)
 	METRIC_ADD(p->st, exists_hits, present);
 	free(k);
 	return present;
-}
-
-/* ------------------------------------------------------------------ membership */
-
-static bool moved(void *arg, struct pc_keyhash key)
-{
-	struct p2p *p = arg;
-
-	return ring_owner_of(store_ring(p->st), key) != p->st->self;
-}
-
-/* Sleep ms milliseconds in short steps; false when the store started closing. */
-static bool nap(struct p2p *p, uint32_t ms)
-{
-	for (uint32_t t = 0; t < ms; t += 50) {
-		if (__atomic_load_n(&p->closing, __ATOMIC_ACQUIRE))
-			return false;
-		pc_clock_sleep(p->st->clock, 50 * 1000000ULL);
-	}
-	return !__atomic_load_n(&p->closing, __ATOMIC_ACQUIRE);
-}
-
-/* Hand the entries whose shard is another node's now to that node. Those that could
- * not be sent (the new node not answering yet: it may have just started) stay here
- * and are tried again a few times, 0.1 s to 1.6 s apart. */
-static void handoff(struct p2p_job *j)
-{
-	struct p2p *p = j->p;
-
-	__atomic_store_n(&p->handoff_queued, false, __ATOMIC_SEQ_CST);
-	for (int attempt = 0;; attempt++) {
-		struct dir_rec *v = NULL;
-		int n = dir_take_if(&p->dir, moved, p, &v), lost = 0;
-		struct upd *u;
-		int *status;
-
-		if (n <= 0)
-			return;
-		u = calloc((size_t)n, sizeof(*u));
-		status = malloc((size_t)n * sizeof(*status));
-		for (int i = 0; u && status && i < n; i++)
-			u[i] = (struct upd){ .key = v[i].key, .loc = v[i].loc };
-		if (u && status)
-			send_updates(p, u, (size_t)n, status);
-		for (int i = 0; i < n; i++) {
-			if (u && status && !status[i])
-				continue;
-			lost++;
-			shard_put(p, v[i].key, &v[i].loc);	/* back; a newer entry wins */
-		}
-		free(v);
-		free(u);
-		free(status);
-		if (!lost || attempt == 4 || !nap(p, 100u << attempt)) {
-			pc_info("p2p: handed %d directory entries to their new shards (%d kept here)",
-				n - lost, lost);
-			return;
-		}
-	}
-}
-
-/* After a leave: this node's own pages whose shard was the departed node's, published
- * again to their new shards (the entries died with that node). */
-static void republish(struct p2p_job *j)
-{
-	struct p2p *p = j->p;
-	struct pc_store *st = p->st;
-	uint32_t total = 0;
-	struct upd *u;
-	int *status;
-	size_t n = 0;
-	int lost = 0;
-
-	for (uint32_t c = 0; c < p->nr_classes; c++)
-		total += p->cls[c].pool->nr_blocks;
-	u = calloc(total ? total : 1, sizeof(*u));
-	status = malloc((total ? total : 1) * sizeof(*status));
-	for (uint32_t c = 0; u && status && c < p->nr_classes; c++) {
-		struct p2p_class *k = &p->cls[c];
-
-		pthread_mutex_lock(&k->pool->lock);
-		for (uint32_t b = 0; b < k->pool->nr_blocks; b++) {
-			const struct pool_meta *m = &k->pool->meta[b];
-
-			if (m->state != POOL_VALID || ring_owner_of(j->old, m->key) != j->node)
-				continue;
-			u[n++] = (struct upd){ .key = m->key, .loc = own_loc(p, c, b, m->len) };
-		}
-		pthread_mutex_unlock(&k->pool->lock);
-	}
-	if (n) {
-		send_updates(p, u, n, status);
-		for (size_t i = 0; i < n; i++)
-			lost += status[i] != 0;
-		pc_info("p2p: published %zu entries again after %s left (%d could not be)", n,
-			st->topo->nodes[j->node].name, lost);
-	} else if (!u || !status) {
-		pc_warn("p2p: out of memory: pages whose shard was %s's stay unreachable",
-			st->topo->nodes[j->node].name);
-	}
-	free(u);
-	free(status);
-}
-
-static void run_job(void *arg)
-{
-	struct p2p_job *j = arg;
-
-	j->fn(j);
-	__atomic_store_n(&j->done, true, __ATOMIC_RELEASE);
-}
-
-/* Start a job in the background (the ring changes from event context in the
- * simulator, where nothing may block), joining the jobs that ended first. A job that
- * cannot start is said, unless it is best effort (quiet). */
-static bool spawn(struct p2p *p, const char *name, void (*fn)(struct p2p_job *), struct ring *old,
-		  uint32_t node, bool quiet)
-{
-	struct p2p_job *j = calloc(1, sizeof(*j));
-	int ret = j ? 0 : -ENOMEM;
-	uint32_t keep = 0;
-
-	pthread_mutex_lock(&p->tasks_lock);
-	for (uint32_t i = 0; i < p->nr_jobs; i++) {
-		if (__atomic_load_n(&p->jobs[i]->done, __ATOMIC_ACQUIRE)) {
-			pc_clock_join(p->st->clock, p->jobs[i]->task);
-			free(p->jobs[i]);
-		} else {
-			p->jobs[keep++] = p->jobs[i];
-		}
-	}
-	p->nr_jobs = keep;
-	if (!ret && (p->closing || p->nr_jobs == MAX_JOBS))
-		ret = p->closing ? -ESHUTDOWN : -EBUSY;
-	if (!ret) {
-		*j = (struct p2p_job){ .p = p, .fn = fn, .old = old, .node = node };
-		ret = pc_clock_spawn(p->st->clock, name, run_job, j, &j->task);
-		if (!ret)
-			p->jobs[p->nr_jobs++] = j;
-	}
-	pthread_mutex_unlock(&p->tasks_lock);
-	if (ret) {
-		free(j);
-		if (ret != -ESHUTDOWN && !quiet)
-			pc_warn("p2p: cannot start %s (%s): directory entries stay where they are", name,
-				strerror(-ret));
-	}
-	return !ret;
-}
-
-/* Look for entries this shard no longer owns, once more, in the background. */
-static void handoff_soon(struct p2p *p)
-{
-	if (p->st->self == PC_PEER_NONE || __atomic_exchange_n(&p->handoff_queued, true, __ATOMIC_SEQ_CST))
-		return;
-	if (!spawn(p, "pc-p2p-handoff", handoff, NULL, 0, false))
-		__atomic_store_n(&p->handoff_queued, false, __ATOMIC_SEQ_CST);
-}
-
-/* Tell each publisher its notes, one RPC each in one phase (best effort). */
-static void send_notes(struct p2p *p, const struct touch_note *v, uint32_t n)
-{
-	struct store_fanout f;
-
-	if (store_fanout_init(&f, p->st->topo->nr_nodes, sizeof(struct proto_touch_hdr),
-			      sizeof(struct proto_touch)))
-		return;
-	for (uint32_t i = 0; i < n; i++)
-		f.count[v[i].node]++;
-	store_fanout_build(&f, PC_RPC_P2P_TOUCH);
-	for (uint32_t r = 0; r < f.nr; r++) {
-		struct proto_touch_hdr h = { .n = f.count[f.rpcs[r].peer] };
-
-		memcpy(f.req[f.rpcs[r].peer], &h, sizeof(h));
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		void *at = store_fanout_item(&f, v[i].node);
-
-		if (at)
-			memcpy(at, &v[i].t, sizeof(v[i].t));
-	}
-	if (f.nr)
-		pc_fabric_call(p->st->fabric, f.rpcs, f.nr);	/* results unused */
-	store_fanout_fini(&f);
-}
-
-/* The sender: wakes every TOUCH_NAP_MS and sends once TOUCH_BATCH notes gathered, or
- * a drop waits, or the oldest note waited TOUCH_WAIT_MS; after TOUCH_IDLE_MS without
- * notes, or when the store closes, it ends (the next note starts another). */
-static void send_touches(struct p2p_job *j)
-{
-	struct p2p *p = j->p;
-	struct touch_note *v = malloc(TOUCH_CAP * sizeof(*v));
-	uint32_t idle = 0, waited = 0, n;
-
-	for (;;) {
-		bool closing = __atomic_load_n(&p->closing, __ATOMIC_ACQUIRE), go;
-
-		pthread_mutex_lock(&p->touch_lock);
-		n = p->nr_notes;
-		go = v && n && (n >= TOUCH_BATCH || p->drops_waiting || waited >= TOUCH_WAIT_MS);
-		if (go) {
-			memcpy(v, p->notes, n * sizeof(*v));
-			p->nr_notes = 0;
-			p->drops_waiting = false;
-		}
-		if (!v || closing || (!n && idle >= TOUCH_IDLE_MS)) {
-			p->touch_queued = false;
-			pthread_mutex_unlock(&p->touch_lock);
-			break;
-		}
-		pthread_mutex_unlock(&p->touch_lock);
-		if (go)
-			send_notes(p, v, n);
-		waited = go || !n ? 0 : waited + TOUCH_NAP_MS;
-		idle = n ? 0 : idle + TOUCH_NAP_MS;
-		pc_clock_sleep(p->st->clock, TOUCH_NAP_MS * 1000000ULL);
-	}
-	free(v);
-}
-
-static struct touch_note note_for(struct pc_keyhash key, const struct dir_loc *l, uint32_t flags)
-{
-	return (struct touch_note){ .node = l->node,
-				    .t = { .addr = l->addr, .gen = l->gen, .lo = key.lo, .hi = key.hi,
-					   .cls = l->cls, .flags = flags } };
-}
-
-/* Under touch_lock, after adding notes: whether a sender must start (none runs);
- * marks it running. */
-static bool sender_due(struct p2p *p)
-{
-	if (p->touch_queued || !p->nr_notes)
-		return false;
-	p->touch_queued = true;
-	return true;
-}
-
-static void start_sender(struct p2p *p)
-{
-	if (!spawn(p, "pc-p2p-touch", send_touches, NULL, 0, true)) {
-		pthread_mutex_lock(&p->touch_lock);
-		p->touch_queued = false;	/* the next note tries again */
-		pthread_mutex_unlock(&p->touch_lock);
-	}
-}
-
-/* After a batch's READs: note the hits on other nodes' pages, and start a job to send
- * them once there are TOUCH_BATCH. */
-static void note_touches(struct p2p *p, const struct pkey *k, const uint32_t *at,
-			 const struct pc_op *ops, uint32_t n)
-{
-	bool start;
-
-	if (!n)
-		return;
-	pthread_mutex_lock(&p->touch_lock);
-	for (uint32_t j = 0; j < n && p->nr_notes < TOUCH_CAP; j++) {
-		const struct pkey *x = &k[at[j]];
-
-		if (!ops[j].status && x->verdict == SLOT_HIT)
-			p->notes[p->nr_notes++] = note_for(x->key, &x->loc, 0);
-	}
-	start = sender_due(p);
-	pthread_mutex_unlock(&p->touch_lock);
-	if (start)
-		start_sender(p);
-}
-
-/* This shard replaced old, another node's publication of key: that block is an orphan
- * now. Ours is freed here; another node's gets a note, sent at once. */
-static void drop_replaced(struct p2p *p, struct pc_keyhash key, const struct dir_loc *old)
-{
-	bool start;
-
-	if (old->node == p->st->self) {
-		free_orphan(p, key, old);
-		return;
-	}
-	pthread_mutex_lock(&p->touch_lock);
-	if (p->nr_notes < TOUCH_CAP) {
-		p->notes[p->nr_notes++] = note_for(key, old, PROTO_TOUCH_DROP);
-		p->drops_waiting = true;
-	}
-	start = sender_due(p);
-	pthread_mutex_unlock(&p->touch_lock);
-	if (start)
-		start_sender(p);
-}
-
-void p2p_member_changed(struct p2p *p, uint32_t node, bool member, struct ring *old)
-{
-	if (!member) {
-		if (dir_drop_node(&p->dir, node))
-			pc_dbg("p2p: dropped the directory entries naming node %u", node);
-		if (p->st->self != PC_PEER_NONE && node != p->st->self)
-			spawn(p, "pc-p2p-republish", republish, old, node, false);
-	}
-	/*
-	 * Any change: entries this shard holds but no longer owns move on. After a join,
-	 * that is the new node's share; after a leave, the departing node drains its
-	 * shard, and strays go home (a put that crossed an earlier change of the ring
-	 * can sit on a node that no longer owns it; a valgrind run lost one that way).
-	 */
-	handoff_soon(p);
 }
 
 /* ------------------------------------------------------------------ open, close */
