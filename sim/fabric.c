@@ -105,9 +105,9 @@ static void peer_through(struct sim *s, void *arg)
 /*
  * order[] = the op indices grouped by peer, peers ascending, post order within a
  * peer: a counting sort over the peers the post names (w->peer_ops is all zero
- * between calls; peers[] has room for n). Returns how many peers.
+ * between calls; peers[] has room for n).
  */
-static uint32_t group_by_peer(struct sim_world *w, const struct pc_op *ops, size_t n,
+static void group_by_peer(struct sim_world *w, const struct pc_op *ops, size_t n,
 			      uint32_t *order, uint32_t *peers)
 {
 	uint32_t *cnt = w->peer_ops, np = 0, at = 0;
@@ -132,7 +132,6 @@ static uint32_t group_by_peer(struct sim_world *w, const struct pc_op *ops, size
 		order[cnt[ops[i].peer]++] = (uint32_t)i;
 	for (uint32_t i = 0; i < np; i++)
 		cnt[peers[i]] = 0;
-	return np;
 }
 
 static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
