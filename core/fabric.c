@@ -4,6 +4,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,8 @@ int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_p
 	struct pc_fabric *f;
 	int ret;
 
-	if (ops->size < sizeof(*ops) || ops->obj_size < sizeof(*f) || !p->topo)
+	/* Tables from before map() was added are accepted; they map nothing. */
+	if (ops->size < offsetof(struct pc_fabric_ops, map) || ops->obj_size < sizeof(*f) || !p->topo)
 		return -EINVAL;
 	if (p->self != PC_PEER_NONE && p->self >= p->topo->nr_nodes)
 		return -EINVAL;
@@ -45,6 +47,8 @@ int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_p
 		free(f);
 		return ret;
 	}
+	if (ops->size < sizeof(*ops))
+		f->maps = false;
 	*out = f;
 	return 0;
 }
@@ -214,5 +218,19 @@ int pc_fabric_stub_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	(void)f;
 	(void)rpcs;
 	(void)n;
+	return -EOPNOTSUPP;
+}
+
+int pc_fabric_stub_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uint32_t rkey,
+		       uint64_t raddr, uint64_t len, unsigned access, void **addr)
+{
+	(void)f;
+	(void)peer;
+	(void)peer_inc;
+	(void)rkey;
+	(void)raddr;
+	(void)len;
+	(void)access;
+	(void)addr;
 	return -EOPNOTSUPP;
 }

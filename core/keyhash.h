@@ -16,11 +16,20 @@
 
 #include "pc_build.h"
 
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
+/* Keys, vnode names and virtual checksums are a few bytes: xxh3 inline, where a call
+ * into libxxhash (and its dispatcher) cost more than the hash. Pages take the
+ * library's dispatched code by name (xxh3_payload). */
 #if PC_HAVE_XXH_DISPATCH
+#define XXH_DISPATCH_DISABLE_REPLACE
 #include <xxh_x86dispatch.h>
 #endif
+#define XXH_INLINE_ALL
+/* gcc 12 sees the long-input branches of an inlined xxh3 run past a short key buffer
+ * that a length check keeps them from: a false -Warray-bounds, located in xxhash.h. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#include <xxhash.h>
+#pragma GCC diagnostic pop
 
 struct pc_keyhash {
 	uint64_t lo, hi;
@@ -39,8 +48,7 @@ static inline bool keyhash_eq(struct pc_keyhash a, struct pc_keyhash b)
 }
 
 /* xxh3_64 of a payload. libxxhash's runtime dispatch (AVX2/AVX-512 where the CPU
- * has them) runs several times faster on pages than its SSE2 default; keys are
- * short and use the plain functions. */
+ * has them) runs several times faster on pages than its SSE2 default. */
 static inline uint64_t xxh3_payload(const void *p, size_t len, uint64_t seed)
 {
 #if PC_HAVE_XXH_DISPATCH

@@ -1,5 +1,5 @@
 /*
- * ring.c - consistent-hash ring: sorted vnode points, binary search for the owner.
+ * ring.c - consistent-hash ring: sorted vnode points, a jump table for the owner.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,7 +44,6 @@ void ring_destroy(struct ring *r)
 	free(r->points);
 	free(r->nodes);
 	free(r->lut);
-	free(r->lut_owner);
 	free(r);
 }
 
@@ -62,43 +61,34 @@ static size_t lower_bound(const struct ring *r, uint64_t p, size_t lo, size_t hi
 	return lo;
 }
 
-/* Rebuild the jump table: about four ranges per point. */
+/* Rebuild the jump table: about eight ranges per point. */
 static int build_lut(struct ring *r)
 {
 	unsigned bits = 1;
 	size_t nr;
-	uint32_t *lut, *own;
+	uint32_t *lut;
 
-	while (bits < 30 && (1ULL << bits) < 4 * (uint64_t)r->nr_points)
+	while (bits < 30 && (1ULL << bits) < 8 * (uint64_t)r->nr_points)
 		bits++;
 	nr = (size_t)1 << bits;
 	lut = malloc(nr * sizeof(*lut));
-	own = malloc(nr * sizeof(*own));
-	if (!lut || !own) {
-		free(lut);
-		free(own);
+	if (!lut)
 		return -ENOMEM;
-	}
 	for (size_t i = 0, p = 0; i < nr; i++) {
-		uint64_t start = (uint64_t)i << (64 - bits);
+		uint64_t end = i + 1 < nr ? (uint64_t)(i + 1) << (64 - bits) : 0;
+		size_t first = p;
 
-		while (p < r->nr_points && r->points[p].point < start)
+		/* The points of range i: [i << (64 - bits), end). */
+		while (p < r->nr_points && (!end || r->points[p].point < end))
 			p++;
-		lut[i] = (uint32_t)p;
-	}
-	for (size_t i = 0; i < nr; i++) {
-		size_t first = lut[i], next = i + 1 < nr ? lut[i + 1] : r->nr_points;
-
-		/* No point inside the range (and none at its start, which a lookup of
+		lut[i] = (uint32_t)first;
+		/* No point inside the range (and so none at its start, which a lookup of
 		 * exactly that position would hit): the next point owns all of it. */
-		own[i] = RING_NONE;
-		if (r->nr_points && first == next)
-			own[i] = r->points[first == r->nr_points ? 0 : first].node;
+		if (r->nr_points && first == p)
+			lut[i] = r->points[p == r->nr_points ? 0 : p].node | RING_LUT_OWNER;
 	}
 	free(r->lut);
-	free(r->lut_owner);
 	r->lut = lut;
-	r->lut_owner = own;
 	r->lut_bits = bits;
 	return 0;
 }
@@ -206,15 +196,20 @@ int ring_remove(struct ring *r, uint32_t node)
 	return build_lut(r);
 }
 
-/* Index of the first point >= p, wrapping to 0 past the last. The jump table
- * brackets it: between the first point of p's range and that of the next. */
+/* Index of the first point >= p, wrapping to 0 past the last. A split range of the
+ * jump table names its first point: the answer is the first of its few points at or
+ * after p, or else the point after them. */
 static size_t successor(const struct ring *r, uint64_t p)
 {
-	size_t k = (size_t)(p >> (64 - r->lut_bits)), lo = r->lut[k];
-	size_t hi = k + 1 < ((size_t)1 << r->lut_bits) ? r->lut[k + 1] : r->nr_points;
+	uint32_t e = r->lut[p >> (64 - r->lut_bits)];
+	size_t i;
 
-	lo = lower_bound(r, p, lo, hi);
-	return lo == r->nr_points ? 0 : lo;
+	if (e & RING_LUT_OWNER)	/* owner-only range: its index is not kept */
+		i = lower_bound(r, p, 0, r->nr_points);
+	else
+		for (i = e; i < r->nr_points && r->points[i].point < p; i++)
+			;
+	return i == r->nr_points ? 0 : i;
 }
 
 uint32_t ring_owner_slow(const struct ring *r, uint64_t point)

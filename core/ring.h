@@ -18,6 +18,7 @@
 #include "keyhash.h"
 
 #define RING_NONE UINT32_MAX
+#define RING_LUT_OWNER 0x80000000u	/* a jump table entry that is an owner */
 #define PC_RING_NAME_MAX 64	/* node names longer than this are cut for hashing */
 
 struct ring_point {
@@ -33,10 +34,11 @@ struct ring {
 	size_t nr_points;
 	struct ring_point *points;	/* sorted by point, then node */
 	uint32_t *nodes;		/* member node ids, ascending */
-	/* A jump table over the top lut_bits of a position: the first point at or after
-	 * the start of each range, so a lookup scans one or two points, not log2(n). */
+	/* A jump table over the top lut_bits of a position, about eight ranges per point.
+	 * A range no point splits holds its owner, flagged RING_LUT_OWNER (seven in eight
+	 * ranges: a lookup is one load); the others the index of their first point, from
+	 * which a lookup scans the one or two points of the range. */
 	uint32_t *lut;
-	uint32_t *lut_owner;		/* the owner of a range no point splits, else RING_NONE */
 	unsigned lut_bits;
 };
 
@@ -68,10 +70,9 @@ uint32_t ring_owner_slow(const struct ring *r, uint64_t point);
 
 static inline uint32_t ring_owner_at(const struct ring *r, uint64_t point)
 {
-	/* Most ranges of the jump table hold no point: one load answers. */
-	uint32_t o = r->lut_owner ? r->lut_owner[point >> (64 - r->lut_bits)] : RING_NONE;
+	uint32_t e = r->lut ? r->lut[point >> (64 - r->lut_bits)] : 0;
 
-	return o != RING_NONE ? o : ring_owner_slow(r, point);
+	return e & RING_LUT_OWNER ? e & ~RING_LUT_OWNER : ring_owner_slow(r, point);
 }
 
 /* The owner of a key hash. */

@@ -1,15 +1,11 @@
 /*
- * slot.c - slot header codec, the read gate, pick_way and the local seqlock.
+ * slot.c - the read gate, pick_way and the local seqlock (the header codec is inline
+ * in slot.h).
  */
-#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
 #include "slot.h"
-
-/* seq is both a little-endian header field and a word the CPU and the NIC update
- * atomically in host order; the two agree only on little-endian hosts. */
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "peercache slots need a little-endian host");
 
 static const char *const verdict_names[SLOT_NR_VERDICTS] = {
 	[SLOT_HIT] = "hit",
@@ -23,88 +19,6 @@ static const char *const verdict_names[SLOT_NR_VERDICTS] = {
 const char *slot_verdict_name(enum slot_verdict v)
 {
 	return v < SLOT_NR_VERDICTS ? verdict_names[v] : "?";
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
-static inline uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static inline uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
-
-/* Everything but seq, which writers publish on its own. */
-static void encode_body(const struct slot_header *h, uint8_t *o)
-{
-	put32(o + 8, h->magic);
-	put16(o + 12, h->version);
-	put16(o + 14, h->class_id);
-	put64(o + 16, h->key.lo);
-	put64(o + 24, h->key.hi);
-	put32(o + 32, h->payload_len);
-	put32(o + 36, h->flags);
-	put64(o + 40, h->checksum);
-	put64(o + 48, h->stamp);
-	put64(o + 56, h->reserved);
-}
-
-void slot_header_encode(const struct slot_header *h, void *out)
-{
-	uint8_t *o = out;
-
-	put64(o, h->seq);
-	encode_body(h, o);
-}
-
-void slot_header_decode(const void *in, struct slot_header *h)
-{
-	const uint8_t *p = in;
-
-	h->seq = get64(p);
-	h->magic = get32(p + 8);
-	h->version = get16(p + 12);
-	h->class_id = get16(p + 14);
-	h->key.lo = get64(p + 16);
-	h->key.hi = get64(p + 24);
-	h->payload_len = get32(p + 32);
-	h->flags = get32(p + 36);
-	h->checksum = get64(p + 40);
-	h->stamp = get64(p + 48);
-	h->reserved = get64(p + 56);
 }
 
 uint64_t slot_checksum(struct pc_keyhash key, const void *payload, uint32_t len)
@@ -266,7 +180,7 @@ int slot_write_local_at(void *slot, const struct slot_geometry *g, struct pc_key
 						  __ATOMIC_ACQUIRE))
 		return -EBUSY;
 	slot_header_make(&h, s + 2, g->class_id, key, slot_has_payload(g) ? page : NULL, len, stamp);
-	encode_body(&h, slot);
+	slot_header_encode_body(&h, slot);
 	if (slot_has_payload(g))
 		memcpy((uint8_t *)slot + SLOT_HEADER_BYTES, page, len);
 	__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
@@ -299,7 +213,7 @@ int slot_evict_local(void *slot, const struct slot_header *expect, uint32_t *tag
 	}
 	if (tag)
 		__atomic_store_n(tag, 0, __ATOMIC_RELEASE);
-	encode_body(&empty, slot);
+	slot_header_encode_body(&empty, slot);
 	__atomic_store_n(sp, expect->seq + 2, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -21,8 +21,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "keyhash.h"
+
+/* seq is both a little-endian header field and a word the CPU and the NIC update
+ * atomically in host order; the two agree only on little-endian hosts. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "peercache slots need a little-endian host");
 
 #define SLOT_HEADER_BYTES 64u
 #define SLOT_MAGIC 0x31534350u		/* "PCS1" in memory */
@@ -60,8 +65,76 @@ enum slot_verdict {
 
 const char *slot_verdict_name(enum slot_verdict v);
 
-void slot_header_encode(const struct slot_header *h, void *out);
-void slot_header_decode(const void *in, struct slot_header *h);
+/* The codec is inline: the gate runs once per key, and a decode the compiler can see
+ * loads only the fields its caller reads. Slots are little-endian and so is every
+ * host peercache builds for (slot.c asserts it), so a field is a plain copy. */
+static inline void slot_put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static inline void slot_put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void slot_put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+static inline uint64_t slot_get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint32_t slot_get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline uint16_t slot_get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return v;
+}
+
+/* Everything but seq, which writers publish on its own. */
+static inline void slot_header_encode_body(const struct slot_header *h, void *out)
+{
+	uint8_t *o = out;
+
+	slot_put32(o + 8, h->magic);
+	slot_put16(o + 12, h->version);
+	slot_put16(o + 14, h->class_id);
+	slot_put64(o + 16, h->key.lo);
+	slot_put64(o + 24, h->key.hi);
+	slot_put32(o + 32, h->payload_len);
+	slot_put32(o + 36, h->flags);
+	slot_put64(o + 40, h->checksum);
+	slot_put64(o + 48, h->stamp);
+	slot_put64(o + 56, h->reserved);
+}
+
+static inline void slot_header_encode(const struct slot_header *h, void *out)
+{
+	slot_put64(out, h->seq);
+	slot_header_encode_body(h, out);
+}
+
+static inline void slot_header_decode(const void *in, struct slot_header *h)
+{
+	const uint8_t *p = in;
+
+	h->seq = slot_get64(p);
+	h->magic = slot_get32(p + 8);
+	h->version = slot_get16(p + 12);
+	h->class_id = slot_get16(p + 14);
+	h->key.lo = slot_get64(p + 16);
+	h->key.hi = slot_get64(p + 24);
+	h->payload_len = slot_get32(p + 32);
+	h->flags = slot_get32(p + 36);
+	h->checksum = slot_get64(p + 40);
+	h->stamp = slot_get64(p + 48);
+	h->reserved = slot_get64(p + 56);
+}
 
 /* xxh3_64 of the payload, seeded by the key hash and the length. */
 uint64_t slot_checksum(struct pc_keyhash key, const void *payload, uint32_t len);

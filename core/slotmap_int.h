@@ -73,6 +73,58 @@ static inline uint8_t *sm_local(struct slotmap *sm, int c, uint64_t off)
 	return sm->mem[c] + off;
 }
 
+#define SM_DIRECT_READ PC_ACCESS_REMOTE_READ
+#define SM_DIRECT_WRITE (PC_ACCESS_REMOTE_READ | PC_ACCESS_REMOTE_WRITE | PC_ACCESS_REMOTE_ATOMIC)
+
+/* What sm_direct found for the (layout, class) pairs one pass met, for one access:
+ * a batch maps each owner's memory once, not once per key (a map per key was a
+ * twentieth of a simulator run). Good for the pass that set it up. */
+#define SM_DIRECT_CACHE 32
+struct sm_direct_cache {
+	unsigned access;
+	struct {
+		const struct sm_layout *lay;
+		int cls;
+		uint8_t *mem;
+	} e[SM_DIRECT_CACHE];
+};
+
+static inline void sm_direct_cache_init(struct sm_direct_cache *dc, unsigned access)
+{
+	for (uint32_t i = 0; i < SM_DIRECT_CACHE; i++)
+		dc->e[i].lay = NULL;
+	dc->access = access;
+}
+
+/*
+ * The memory of class c of lay's node when this node can address it directly: its
+ * own slots, or a peer's that the fabric maps (the in-process world, the simulator
+ * without a time model), checked for dc's access. Such memory is read and written as
+ * the owner does its own, under the seqlock, with the same gate and the same choice
+ * of way, so a key hits or misses alike either way. NULL: use ops.
+ */
+static inline uint8_t *sm_direct(struct slotmap *sm, struct sm_direct_cache *dc,
+				 const struct sm_layout *lay, int c)
+{
+	const struct sm_class *cl = &lay->cls[c];
+	uint32_t slot = (lay->node + (uint32_t)c * 17) % SM_DIRECT_CACHE;
+	void *p;
+
+	if (lay == &sm->own)
+		return sm->mem[c];
+	if (!sm->st->fabric->maps)
+		return NULL;
+	if (dc->e[slot].lay == lay && dc->e[slot].cls == c)
+		return dc->e[slot].mem;
+	if (pc_fabric_map(sm->st->fabric, lay->node, lay->inc, cl->rkey, cl->base,
+			  slot_region_bytes(&cl->g), dc->access, &p))
+		p = NULL;
+	dc->e[slot].lay = lay;
+	dc->e[slot].cls = c;
+	dc->e[slot].mem = p;
+	return p;
+}
+
 /* Bytes moved by the successful READs among ops. */
 static inline uint64_t sm_read_bytes(const struct pc_op *ops, size_t n)
 {

@@ -1,7 +1,8 @@
 /*
  * slotmap_write.c - batch_set in slotmap mode.
  *
- * Own keys are written into local memory under the seqlock. Remote keys take one
+ * Own keys (and keys of peers whose memory the fabric maps: sm_direct) are written
+ * in place under the seqlock. Remote keys take one
  * batched READ of their buckets' headers, a local pick_way, an optional batched CAS
  * claim on the chosen slot's seq, and one batched WRITE of header, payload (from the
  * caller's buffer) and index tag. A bucket READ that fails fails its keys: nothing
@@ -41,38 +42,33 @@ struct skey {
 	uint32_t by;			/* that later copy */
 	uint64_t old_seq, cas_old;
 	uint32_t tag;
+	uint8_t *mem;			/* direct: the owner's memory of class cls */
 	uint8_t hdr[SLOT_HEADER_BYTES];	/* the header it writes */
 };
 
 struct btable {
+	struct arena *a;		/* the batch's: buckets live as long as it */
 	struct sbucket *v;
 	size_t n;
 	int32_t *slots;
 	size_t mask;
 };
 
-static int btable_init(struct btable *t, size_t n)
+static int btable_init(struct btable *t, struct arena *a, size_t n)
 {
 	size_t cap = 16;
 
 	t->n = 0;
+	t->a = a;
 	while (cap < 2 * n)
 		cap *= 2;
-	t->v = calloc(n ? n : 1, sizeof(*t->v));
-	t->slots = malloc(cap * sizeof(*t->slots));
+	t->v = arena_zalloc(a, n * sizeof(*t->v));
+	t->slots = arena_alloc(a, cap * sizeof(*t->slots));
 	if (!t->v || !t->slots)
 		return -ENOMEM;
 	memset(t->slots, 0xff, cap * sizeof(*t->slots));
 	t->mask = cap - 1;
 	return 0;
-}
-
-static void btable_fini(struct btable *t)
-{
-	for (size_t i = 0; t->v && i < t->n; i++)
-		free(t->v[i].raw);	/* dec and key_at live in the same block */
-	free(t->v);
-	free(t->slots);
 }
 
 static struct sbucket *btable_get(struct btable *t, uint32_t owner, int cls, uint64_t bucket,
@@ -88,7 +84,8 @@ static struct sbucket *btable_get(struct btable *t, uint32_t owner, int cls, uin
 	}
 	b = &t->v[t->n];
 	/* One block: the raw headers, then the decoded ones, then key_at. */
-	b->raw = malloc((size_t)ways * (SLOT_HEADER_BYTES + sizeof(*b->dec) + sizeof(*b->key_at)));
+	b->raw = arena_alloc(t->a, (size_t)ways * (SLOT_HEADER_BYTES + sizeof(*b->dec) +
+						   sizeof(*b->key_at)));
 	if (!b->raw)
 		return NULL;
 	b->dec = (struct slot_header *)(b->raw + (size_t)ways * SLOT_HEADER_BYTES);
@@ -146,9 +143,27 @@ static uint64_t next_stamp(struct slotmap *sm, struct sbucket *b, uint32_t ways)
 	return s;
 }
 
-/* Own keys: straight into local memory under the seqlock. A slot another thread is
- * writing (odd seq) is waited for briefly, then given up: never a blind write. */
-static void set_local(struct slotmap *sm, struct skey *keys, size_t i)
+/* Keys in memory this node addresses directly (its own slots, or a peer's the fabric
+ * maps: sm_direct) are written in place, in two sweeps so that a batch's cache misses
+ * overlap: the first finds the memory and prefetches the bucket's headers and tags,
+ * the second writes. Returns false when the memory cannot be addressed: use ops. */
+static bool direct_prefetch(struct slotmap *sm, struct sm_direct_cache *dc, struct skey *k)
+{
+	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
+	uint8_t *mem = sm_direct(sm, dc, k->kc.lay, k->cls);
+
+	if (!mem)
+		return false;
+	k->mem = mem;
+	for (uint32_t x = 0; x < cl->g.ways; x++)
+		__builtin_prefetch(mem + slot_offset(&cl->g, k->b->bucket, x));
+	__builtin_prefetch(mem + slot_index_offset(&cl->g, k->b->bucket));
+	return true;
+}
+
+/* The write itself, under the seqlock. A slot another thread is writing (odd seq) is
+ * waited for briefly, then given up: never a blind write. */
+static void set_direct(struct slotmap *sm, struct skey *keys, size_t i)
 {
 	struct skey *k = &keys[i];
 	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
@@ -159,14 +174,14 @@ static void set_local(struct slotmap *sm, struct skey *keys, size_t i)
 	int w, ret;
 
 	for (uint32_t x = 0; x < cl->g.ways; x++)
-		slot_header_load(sm_local(sm, k->cls, slot_offset(&cl->g, b->bucket, x)), &b->dec[x]);
+		slot_header_load(k->mem + slot_offset(&cl->g, b->bucket, x), &b->dec[x]);
 	w = choose_way(b, &cl->g, keys, i);
 	if (w < 0) {
 		k->kc.err = w;
 		k->kc.state = SM_DONE;
 		return;
 	}
-	slot = sm_local(sm, k->cls, slot_offset(&cl->g, b->bucket, (uint32_t)w));
+	slot = k->mem + slot_offset(&cl->g, b->bucket, (uint32_t)w);
 	stamp = next_stamp(sm, b, cl->g.ways);
 	for (int spin = 0;; spin++) {
 		ret = slot_write_local(slot, &cl->g, k->kc.h, k->kc.pg->data,
@@ -177,7 +192,7 @@ static void set_local(struct slotmap *sm, struct skey *keys, size_t i)
 	}
 	if (!ret) {
 		pc_clock_copy(sm->st->clock, k->kc.pg->len);
-		tags = (uint32_t *)sm_local(sm, k->cls, slot_index_offset(&cl->g, b->bucket));
+		tags = (uint32_t *)(k->mem + slot_index_offset(&cl->g, b->bucket));
 		__atomic_store_n(&tags[w], slot_tag(k->kc.h), __ATOMIC_RELEASE);
 		k->way = w;
 		k->written = true;
@@ -194,9 +209,11 @@ static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys
 	uint32_t nops = 0;
 
 	for (size_t j = 0; j < t->n; j++)
-		if (t->v[j].owner != st->self && !t->v[j].decoded)
+		if (!t->v[j].decoded)
 			nops += t->v[j].ways;
-	ops = calloc((size_t)nops + 1, sizeof(*ops));
+	if (!nops)
+		return;
+	ops = arena_alloc(t->a, (size_t)nops * sizeof(*ops));
 	if (!ops) {
 		for (size_t j = 0; j < t->n; j++)
 			t->v[j].err = -ENOMEM;
@@ -244,17 +261,22 @@ static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys
 		}
 		b->nops = 0;
 	}
-	free(ops);
 }
 
 /* Remote phases B (optional CAS claim) and C (the writes). */
-static void write_remote(struct slotmap *sm, struct skey *keys, size_t n)
+static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys, size_t n)
 {
 	struct pc_store *st = sm->st;
 	bool claim = st->topo->store.slot_cas_claim;
-	struct pc_op *ops = calloc(2 * n + 1, sizeof(*ops));
+	struct pc_op *ops;
 	uint32_t nops = 0;
+	size_t npend = 0;
 
+	for (size_t i = 0; i < n; i++)
+		npend += keys[i].kc.state == SM_PENDING && !keys[i].superseded;
+	if (!npend)
+		return;
+	ops = arena_alloc(a, 2 * npend * sizeof(*ops));
 	if (!ops) {
 		for (size_t i = 0; i < n; i++)
 			if (keys[i].kc.state == SM_PENDING)
@@ -300,16 +322,16 @@ static void write_remote(struct slotmap *sm, struct skey *keys, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct skey *k = &keys[i];
 		const struct sm_class *cl;
-		uint64_t a;
+		uint64_t addr;
 
 		if (k->kc.state != SM_PENDING || k->superseded)
 			continue;
 		cl = &k->kc.lay->cls[k->cls];
-		a = sm_slot_addr(cl, k->b->bucket, (uint32_t)k->way);
+		addr = sm_slot_addr(cl, k->b->bucket, (uint32_t)k->way);
 		k->tag = slot_tag(k->kc.h);
 		k->kc.op0 = nops;
 		k->kc.nops = 2;
-		ops[nops++] = sm_slot_op(PC_OP_WRITE, k->kc.lay, cl, a, k->hdr, k->kc.pg->data,
+		ops[nops++] = sm_slot_op(PC_OP_WRITE, k->kc.lay, cl, addr, k->hdr, k->kc.pg->data,
 					 (uint32_t)k->kc.pg->len,
 					 store_lreg(st, k->kc.pg->data, k->kc.pg->len));
 		ops[nops++] = sm_op(PC_OP_WRITE, k->kc.lay,
@@ -329,28 +351,28 @@ static void write_remote(struct slotmap *sm, struct skey *keys, size_t n)
 			k->kc.state = SM_DONE;
 		}
 	}
-	free(ops);
 }
 
-static void set_pass(struct slotmap *sm, struct skey *keys, size_t n)
+static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, size_t n)
 {
-	struct pc_store *st = sm->st;
+	struct sm_direct_cache dc;
 	struct btable t;
 
-	if (btable_init(&t, n)) {
+	if (btable_init(&t, a, n)) {
 		for (size_t i = 0; i < n; i++)
 			if (keys[i].kc.state == SM_PENDING)
 				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
-		btable_fini(&t);
 		return;
 	}
 	sm_bind_layouts(sm, keys, sizeof(*keys), n);
+	sm_direct_cache_init(&dc, SM_DIRECT_WRITE);
 	for (size_t i = 0; i < n; i++) {
 		struct skey *k = &keys[i];
 		const struct sm_class *cl;
 
 		if (k->kc.state != SM_PENDING)
 			continue;
+		k->mem = NULL;
 		k->cls = sm_class_for(k->kc.lay, k->kc.pg->len);
 		if (k->cls < 0) {
 			k->kc.err = -EFBIG;
@@ -364,9 +386,13 @@ static void set_pass(struct slotmap *sm, struct skey *keys, size_t n)
 			k->kc.state = SM_DONE;
 			continue;
 		}
-		if (k->kc.owner == st->self)
-			set_local(sm, keys, i);
+		/* a bucket's keys all go one way: their headers are known, not read */
+		if (direct_prefetch(sm, &dc, k))
+			k->b->decoded = true;
 	}
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].kc.state == SM_PENDING && keys[i].mem)
+			set_direct(sm, keys, i);
 	read_buckets(sm, &t, keys, n);
 	for (size_t i = 0; i < n; i++) {
 		struct skey *k = &keys[i];
@@ -396,23 +422,25 @@ static void set_pass(struct slotmap *sm, struct skey *keys, size_t n)
 				 (uint32_t)k->kc.pg->len, next_stamp(sm, k->b, cl->g.ways));
 		slot_header_encode(&h, k->hdr);
 	}
-	write_remote(sm, keys, n);
+	write_remote(sm, a, keys, n);
 	/* A superseded copy is settled by its successor, in this pass or a retry. */
 	for (size_t i = 0; i < n; i++)
 		if (keys[i].superseded)
 			keys[i].kc.state = SM_DONE;
-	btable_fini(&t);
 }
 
 int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n)
 {
 	struct pc_store *st = sm->st;
-	struct skey *keys = calloc(n ? n : 1, sizeof(*keys));
+	struct arena *a = arena_take(&st->arenas);
+	struct skey *keys = a ? arena_zalloc(a, n * sizeof(*keys)) : NULL;
 	uint64_t evicted = 0, written = 0, oversize = 0, failed = 0;
 	int stored = 0;
 
-	if (!keys)
+	if (!keys) {
+		arena_give(&st->arenas, a);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct pc_page *pg = &pages[i];
 
@@ -424,7 +452,7 @@ int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n)
 		}
 	}
 	for (int pass = 0; pass < 2; pass++) {
-		set_pass(sm, keys, n);
+		set_pass(sm, a, keys, n);
 		if (!sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
 			break;
 	}
@@ -457,6 +485,6 @@ int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n)
 		METRIC_ADD(st, skipped_oversize, oversize);
 	if (failed)
 		METRIC_ADD(st, write_failures, failed);
-	free(keys);
+	arena_give(&st->arenas, a);
 	return stored;
 }

@@ -384,6 +384,7 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 	pthread_rwlock_init(&st->bufs_lock, NULL);
 	pthread_mutex_init(&st->stage_lock, NULL);
 	pthread_mutex_init(&st->member_lock, NULL);
+	arena_pool_init(&st->arenas);
 	if (o->topo) {
 		st->topo = pc_topology_dup(o->topo);
 		ret = st->topo ? 0 : -ENOMEM;
@@ -488,6 +489,7 @@ err_free:
 	pthread_rwlock_destroy(&st->bufs_lock);
 	pthread_mutex_destroy(&st->stage_lock);
 	pthread_mutex_destroy(&st->member_lock);
+	arena_pool_fini(&st->arenas);
 	free(st);
 	return ret;
 }
@@ -518,6 +520,7 @@ void pc_store_close(struct pc_store *st)
 	pthread_rwlock_destroy(&st->bufs_lock);
 	pthread_mutex_destroy(&st->stage_lock);
 	pthread_mutex_destroy(&st->member_lock);
+	arena_pool_fini(&st->arenas);
 	free(st);
 }
 

@@ -12,6 +12,7 @@
 #include <peercache/pc_fabric.h>
 #include <peercache/peercache.h>
 
+#include "arena.h"
 #include "ring.h"
 
 struct slotmap;
@@ -54,6 +55,7 @@ struct pc_store {
 	struct pc_metrics metrics;	/* updated with atomics */
 	pthread_rwlock_t bufs_lock;
 	struct store_buf *bufs;
+	struct arena_pool arenas;	/* scratch for batch calls */
 };
 
 #define METRIC_ADD(st, field, v) pc_stat_add(&(st)->metrics.field, (uint64_t)(v))

@@ -78,6 +78,8 @@ struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, b
 	w->net = net_create(s, t, PORT_PS);
 	w->nvme = calloc(t->nr_nodes, sizeof(*w->nvme));
 	w->mem = inproc_world_create(t->nr_nodes);
+	if (w->mem)	/* no time to model: stores may use each other's memory */
+		inproc_world_share(w->mem, !timing);
 	w->clocks = calloc(t->nr_nodes + 1, sizeof(*w->clocks));
 	w->peer_ops = calloc(t->nr_nodes, sizeof(*w->peer_ops));
 	if (!w->net || !w->nvme || !w->mem || !w->clocks || !w->peer_ops)

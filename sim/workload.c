@@ -207,6 +207,8 @@ void wl_close(struct wl_gen *g)
 		return;
 	if (g->trace)
 		fclose(g->trace);
+	zipf_fini(&g->z);
+	zipf_fini(&g->zg);
 	free(g->line);
 	free(g->pages);
 	free(g->tokens);
@@ -304,8 +306,9 @@ int wl_next(struct wl_gen *g, struct wl_req *r)
 	if (s->kind == WL_ZIPF) {
 		if (reserve(g, s->pages))
 			return -ENOMEM;
+		zipf_draw_many(&g->z, u01_cb, g, g->pages, s->pages);
 		for (uint32_t i = 0; i < s->pages; i++) {
-			g->pages[i] = pid(zipf_draw(&g->z, u01_cb, g), 0, 0x7a697066);
+			g->pages[i] = pid(g->pages[i], 0, 0x7a697066);
 			g->tokens[i] = g->tpp;
 		}
 		r->npages = s->pages;

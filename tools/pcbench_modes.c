@@ -257,6 +257,7 @@ static void node_main(const struct pcbench_modes *a, const struct job *j, int cm
 			_exit(3);
 	}
 	hear(cmd);	/* stay up (others read this node's pages) until told */
+	zipf_fini(&N.z);
 	pc_store_close(N.s);
 	pc_topology_free(t);
 	_exit(0);

@@ -22,8 +22,9 @@ struct inproc_world {
 	pthread_mutex_t lock;
 	pthread_cond_t idle;		/* an endpoint's busy fell to 0 */
 	uint32_t nr_nodes;
-	struct inproc_fabric **nodes;
+	struct inproc_fabric **nodes;	/* written under lock, read by map() without */
 	bool *down;
+	bool share;			/* endpoints opened now may map peers' memory */
 };
 
 static struct inproc_fabric *to_inproc(struct pc_fabric *f)
@@ -66,8 +67,13 @@ void inproc_world_set_down(struct inproc_world *w, uint32_t node, bool down)
 {
 	pthread_mutex_lock(&w->lock);
 	if (node < w->nr_nodes)
-		w->down[node] = down;
+		__atomic_store_n(&w->down[node], down, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&w->lock);
+}
+
+void inproc_world_share(struct inproc_world *w, bool share)
+{
+	w->share = share;
 }
 
 /* The live endpoint of node, or NULL when it is closed or down. Endpoints are
@@ -187,6 +193,33 @@ void inproc_world_apply_batch(struct inproc_world *w, struct pc_op *ops, const u
 	}
 }
 
+/* The live endpoint of node without the lock, for map(): the same answer endpoint()
+ * gives, read with atomic loads (the world's writers store under the lock). */
+static struct inproc_fabric *endpoint_nolock(struct inproc_world *w, uint32_t node)
+{
+	if (node >= w->nr_nodes || __atomic_load_n(&w->down[node], __ATOMIC_ACQUIRE))
+		return NULL;
+	return __atomic_load_n(&w->nodes[node], __ATOMIC_ACQUIRE);
+}
+
+static int inproc_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uint32_t rkey,
+		      uint64_t raddr, uint64_t len, unsigned access, void **addr)
+{
+	struct inproc_fabric *ep = endpoint_nolock(to_inproc(f)->world, peer);
+	uint8_t *where;
+	int ret;
+
+	if (!ep || !ep->handler)
+		return -ECONNREFUSED;
+	if (peer_inc && peer_inc != ep->base.incarnation)
+		return -ESTALE;
+	ret = region_table_check(&ep->regions, rkey, raddr, len, access, &where);
+	if (ret)
+		return ret;
+	*addr = where;
+	return 0;
+}
+
 int inproc_world_call(struct inproc_world *w, uint32_t from, struct pc_rpc *rpc)
 {
 	return call_at(endpoint(w, rpc->peer), from, rpc);
@@ -204,13 +237,14 @@ static int inproc_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 	if (ret)
 		return ret;
 	ep->world = w;
+	f->maps = w->share;
 	if (f->self == PC_PEER_NONE)
 		return 0;
 	pthread_mutex_lock(&w->lock);
 	if (w->nodes[f->self])
 		ret = -EADDRINUSE;
 	else
-		w->nodes[f->self] = ep;
+		__atomic_store_n(&w->nodes[f->self], ep, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&w->lock);
 	if (ret)
 		region_table_fini(&ep->regions);
@@ -223,7 +257,7 @@ static void inproc_close(struct pc_fabric *f)
 
 	if (f->self != PC_PEER_NONE) {
 		pthread_mutex_lock(&ep->world->lock);
-		ep->world->nodes[f->self] = NULL;
+		__atomic_store_n(&ep->world->nodes[f->self], NULL, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&ep->world->lock);
 	}
 	region_table_fini(&ep->regions);
@@ -293,4 +327,5 @@ const struct pc_fabric_ops inproc_fabric_ops = {
 	.serve = inproc_serve,
 	.post = inproc_post,
 	.call = inproc_call,
+	.map = inproc_map,
 };

@@ -5,8 +5,9 @@
  * simulator builds its fabric on the same world.
  *
  * Not for: concurrency realism. An op completes inside post(); an RPC runs its
- * handler on the caller's thread. Stopping a node's service (serve(NULL)) waits
- * until no other thread's post or call is inside it, as the tcp server does.
+ * handler on the caller's thread; with inproc_world_share() a peer's memory is
+ * mapped. Stopping a node's service (serve(NULL)) waits until no other thread's post
+ * or call is inside it, as the tcp server does.
  */
 #ifndef PC_INPROC_H
 #define PC_INPROC_H
@@ -25,6 +26,11 @@ void inproc_world_destroy(struct inproc_world *w);
 
 /* Make a node unreachable (its ops and RPCs fail with -ECONNREFUSED) or bring it back. */
 void inproc_world_set_down(struct inproc_world *w, uint32_t node, bool down);
+
+/* Let endpoints opened from now on map each other's regions (pc_fabric_map): their
+ * stores then read and write peers' slots as their own memory, under the seqlock,
+ * instead of posting ops. Off by default, so that tests exercise the ops. */
+void inproc_world_share(struct inproc_world *w, bool share);
 
 /* Run n ops against their nodes' regions as peers would, in order, each op's status
  * 0 or -errno: ops[idx[i]] when idx is given, else ops[i]. Exposed for the

@@ -182,4 +182,5 @@ const struct pc_fabric_ops rxe_fabric_ops = {
 	.serve = verbs_serve,
 	.post = verbs_post,
 	.call = verbs_call,
+	.map = pc_fabric_stub_map,
 };

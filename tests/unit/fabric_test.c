@@ -69,7 +69,7 @@ static int echo_handler(void *arg, uint32_t from, uint16_t opcode, const void *r
 	return pc_msg_append(resp, pre, strlen(pre)) ?: pc_msg_append(resp, req, len);
 }
 
-static struct world *world_up(void)
+static struct world *world_up_shared(bool share)
 {
 	static const char text[] = "nodes:\n"
 				   "  - {name: a, address: 127.0.0.1, port: 1}\n"
@@ -81,6 +81,7 @@ static struct world *world_up(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(W);
 	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, sizeof(text) - 1, "w", &W->topo, err, sizeof(err)), 0);
 	W->w = inproc_world_create(NODES);
+	inproc_world_share(W->w, share);
 	for (uint32_t i = 0; i < NODES; i++) {
 		struct pc_fabric_params p = { .topo = W->topo, .self = i, .backend_arg = W->w };
 
@@ -94,6 +95,11 @@ static struct world *world_up(void)
 		CU_ASSERT_EQUAL_FATAL(pc_fabric_serve(W->f[i], echo_handler, W), 0);
 	}
 	return W;
+}
+
+static struct world *world_up(void)
+{
+	return world_up_shared(false);
 }
 
 static void world_down(struct world *W)
@@ -189,6 +195,64 @@ static void test_inproc_refusals(void)
 	world_down(W);
 }
 
+struct fault {
+	int before, after_op;
+};
+
+static int fault_fn(void *arg, int when, struct pc_op *ops, size_t n)
+{
+	struct fault *f = arg;
+
+	if (when == PC_FAULT_BEFORE)
+		return f->before;
+	if (f->after_op >= 0 && (size_t)f->after_op < n)
+		ops[f->after_op].status = -EIO;
+	return 0;
+}
+
+/* map() answers only in a shared world, with an op's checks; a faulted fabric maps
+ * nothing. */
+static void test_inproc_map(void)
+{
+	struct world *W = world_up();
+	const unsigned rw = PC_ACCESS_REMOTE_READ | PC_ACCESS_REMOTE_WRITE;
+	struct fault flt = { .before = 0, .after_op = -1 };
+	struct pc_region ro;
+	void *p = NULL;
+
+	CU_ASSERT_FALSE(W->f[0]->maps);
+	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 1, 0, W->r[1].key, addr(W, 1, 0), 64, rw, &p),
+			-EOPNOTSUPP);
+	world_down(W);
+	W = world_up_shared(true);
+	ro = (struct pc_region){ .addr = W->mem[1] + 4096, .len = 4096, .access = PC_ACCESS_REMOTE_READ };
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_reg(W->f[1], &ro), 0);
+	CU_ASSERT(W->f[0]->maps);
+	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 1, W->f[1]->incarnation, W->r[1].key, addr(W, 1, 128),
+				      64, rw, &p), 0);
+	CU_ASSERT_PTR_EQUAL(p, W->mem[1] + 128);
+	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 1, 0, W->r[1].key, addr(W, 1, MEM - 32), 64, rw, &p),
+			-EFAULT);
+	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 1, 0, W->r[1].key + 1, addr(W, 1, 0), 8, rw, &p),
+			-ENOKEY);
+	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 1, 0, ro.key, addr(W, 1, 4096), 8, rw, &p), -EACCES);
+	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 1, 0, ro.key, addr(W, 1, 4096), 8,
+				      PC_ACCESS_REMOTE_READ, &p), 0);
+	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 2, 12345, W->r[2].key, addr(W, 2, 0), 8, rw, &p),
+			-ESTALE);
+	inproc_world_set_down(W->w, 2, true);
+	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 2, 0, W->r[2].key, addr(W, 2, 0), 8, rw, &p),
+			-ECONNREFUSED);
+	inproc_world_set_down(W->w, 2, false);
+	W->f[0]->fault = fault_fn;
+	W->f[0]->fault_arg = &flt;
+	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 2, 0, W->r[2].key, addr(W, 2, 0), 8, rw, &p),
+			-EOPNOTSUPP);
+	W->f[0]->fault = NULL;
+	pc_fabric_dereg(W->f[1], &ro);
+	world_down(W);
+}
+
 static void test_inproc_rpc(void)
 {
 	struct world *W = world_up();
@@ -208,21 +272,6 @@ static void test_inproc_rpc(void)
 	for (int i = 0; i < 3; i++)
 		pc_msg_free(&rpcs[i].resp);
 	world_down(W);
-}
-
-struct fault {
-	int before, after_op;
-};
-
-static int fault_fn(void *arg, int when, struct pc_op *ops, size_t n)
-{
-	struct fault *f = arg;
-
-	if (when == PC_FAULT_BEFORE)
-		return f->before;
-	if (f->after_op >= 0 && (size_t)f->after_op < n)
-		ops[f->after_op].status = -EIO;
-	return 0;
 }
 
 static void test_fault_hook(void)
@@ -273,7 +322,7 @@ static void test_ops_tables_complete(void)
 
 		CU_ASSERT_EQUAL(o->size, sizeof(*o));
 		CU_ASSERT(o->name && o->open && o->close && o->reg && o->dereg && o->serve &&
-			  o->post && o->call && o->obj_size >= sizeof(struct pc_fabric));
+			  o->post && o->call && o->map && o->obj_size >= sizeof(struct pc_fabric));
 		CU_ASSERT_PTR_EQUAL(pc_fabric_find(o->name), o);
 	}
 	for (size_t i = 0; pc_builtin_storages[i]; i++) {
@@ -304,6 +353,7 @@ static CU_TestInfo tests[] = {
 	{ "region table: key, bounds, rights, CAS alignment", test_region_checks },
 	{ "in-process: one batch across peers", test_inproc_batch },
 	{ "in-process: refused ops, stale and down peers", test_inproc_refusals },
+	{ "in-process: map() in a shared world, with an op's checks", test_inproc_map },
 	{ "in-process: RPC", test_inproc_rpc },
 	{ "fault hook before and after", test_fault_hook },
 	{ "open errors and client-only endpoints", test_open_errors },

@@ -399,8 +399,73 @@ static double zipf_hit_rate(struct pc_store *st, uint64_t keys, double s, uint64
 			counted++;
 		}
 	}
+	zipf_fini(&z);
 	sim_destroy(rng);
 	return (double)hits / (double)counted;
+}
+
+/* Both Zipf samplers against the exact distribution: the head ranks' frequencies
+ * within 4 sigma, the tail's total too; zipf_draw_many draws what zipf_draw does. */
+static void check_zipf(uint64_t n, double s, bool table)
+{
+	const uint64_t draws = slow() ? 100000 : 1000000, head = 8;
+	struct sim *rng = sim_create(11);
+	uint64_t count[9] = { 0 }, batch[64], one;
+	double z = 0, worst = 0;
+	struct zipf zp;
+
+	CU_ASSERT_EQUAL(zipf_init(&zp, n, s), 0);
+	if (!table)
+		zipf_fini(&zp);	/* no table: rejection-inversion */
+	CU_ASSERT_EQUAL(zp.alias != NULL, table);
+	for (uint64_t k = 1; k <= n; k++)
+		z += pow((double)k, -s);
+	for (uint64_t d = 0; d < draws; d += 64) {
+		zipf_draw_many(&zp, u01, rng, batch, 64);
+		for (int i = 0; i < 64; i++) {
+			CU_ASSERT_FATAL(batch[i] >= 1 && batch[i] <= n);
+			count[batch[i] <= head ? batch[i] - 1 : head]++;
+		}
+	}
+	for (uint64_t k = 0; k <= head; k++) {
+		double p = 0, sigma, dev;
+
+		if (k < head)
+			p = pow((double)(k + 1), -s) / z;
+		else
+			for (uint64_t j = head + 1; j <= n; j++)
+				p += pow((double)j, -s) / z;
+		sigma = sqrt(p * (1 - p) * (double)draws);
+		dev = ((double)count[k] - p * (double)draws) / sigma;
+		worst = fabs(dev) > fabs(worst) ? dev : worst;
+		CU_ASSERT(fabs(dev) < 4);
+	}
+	printf("  Zipf(%.1f) over %llu keys, %s: %llu draws, head ranks and tail within %.2f sigma\n",
+	       s, (unsigned long long)n, table ? "alias table" : "rejection-inversion",
+	       (unsigned long long)draws, fabs(worst));
+	/* one draw at a time from the same stream: the same keys */
+	{
+		struct sim *r1 = sim_create(3), *r2 = sim_create(3);
+
+		zipf_draw_many(&zp, u01, r1, batch, 64);
+		for (int i = 0; i < 64; i++) {
+			one = zipf_draw(&zp, u01, r2);
+			CU_ASSERT_EQUAL(one, batch[i]);
+		}
+		sim_destroy(r1);
+		sim_destroy(r2);
+	}
+	zipf_fini(&zp);
+	sim_destroy(rng);
+}
+
+static void test_zipf(void)
+{
+	printf("\n");
+	check_zipf(200000, 1.0, true);
+	check_zipf(200000, 1.0, false);
+	check_zipf(1000, 0.8, true);
+	check_zipf(1000, 0.8, false);
 }
 
 /* Slotmap evicts by write order (one-sided reads cannot refresh a stamp): FIFO. */
@@ -602,6 +667,7 @@ static CU_TestInfo tests[] = {
 	{ "processor sharing vs E[S]/(1-rho)", test_ps_sojourn },
 	{ "NVMe at queue depth 1 vs M/D/1", test_nvme_md1 },
 	{ "W-way bucket overflow vs Poisson", test_bucket_overflow },
+	{ "Zipf samplers vs the exact distribution", test_zipf },
 	{ "slotmap hit rate vs FIFO approximation", test_fifo_hit_rate },
 	{ "p2p pool (LRU) hit rate vs Che approximation", test_lru_che },
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },

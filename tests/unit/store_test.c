@@ -32,6 +32,7 @@ struct cluster {
 };
 
 static bool payload_free;	/* open stores without payloads (the simulator's mode) */
+static bool shared;		/* stores map each other's slots (the simulator's hit-rate mode) */
 
 static struct pc_store *open_node(struct cluster *C, const char *node, struct pc_clock *clk)
 {
@@ -61,6 +62,7 @@ static struct cluster *up(uint32_t n, const char *store)
 		printf("\n  %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(C->topo);
 	C->w = inproc_world_create(n);
+	inproc_world_share(C->w, shared);
 	C->n = n;
 	for (uint32_t i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "n%u", i);
@@ -809,6 +811,53 @@ static void test_payload_free_same_decisions(void)
 	free(p);
 }
 
+/* With peers' slots mapped (pc_fabric_map), every key goes the way an owner's own
+ * keys go, in place under the seqlock: the same outcome per page as through ops. */
+static void test_direct_same_decisions(void)
+{
+	const size_t n = 400;
+	int *a = calloc(2 * n, sizeof(int)), *d = calloc(2 * n, sizeof(int));
+	size_t diff = 0, hits = 0;
+	uint64_t mem;
+
+	for (int pf = 0; pf < 2; pf++) {
+		payload_free = pf;
+		shared = false;
+		run_mixed(a, n, &mem);
+		shared = true;
+		run_mixed(d, n, &mem);
+		for (size_t i = 0; i < 2 * n; i++) {
+			diff += a[i] != d[i];
+			hits += a[i] > 0;
+		}
+	}
+	payload_free = shared = false;
+	printf("\n  direct vs ops: %zu outcomes, %zu differ, %zu hits\n", 4 * n, diff, hits);
+	CU_ASSERT_EQUAL(diff, 0);
+	CU_ASSERT(hits > 0);
+	free(a);
+	free(d);
+}
+
+/* The failure cases again with peers' slots mapped: a down owner, a restarted one,
+ * racing writers and readers, many threads, a failed READ under fault injection. */
+static void test_direct_failures(void)
+{
+	struct cluster *C;
+
+	shared = true;
+	C = up(2, "slot_size_classes: [4KiB], global_segment_size: 1MiB");
+	CU_ASSERT(C->s[0]->fabric->maps);
+	down(C);
+	test_owner_down();
+	test_restarted_owner();
+	test_concurrent_writers();
+	test_threads();
+	/* a fabric under fault injection maps nothing: its faults stay testable */
+	test_failed_bucket_read();
+	shared = false;
+}
+
 static CU_TestInfo tests[] = {
 	{ "cross-node round trip, byte-identical", test_roundtrip },
 	{ "payload-free mode decides the same", test_payload_free_same_decisions },
@@ -827,6 +876,8 @@ static CU_TestInfo tests[] = {
 	{ "(a) concurrent writers of one bucket", test_concurrent_writers },
 	{ "many threads on one store", test_threads },
 	{ "clients and open errors", test_client_and_open_errors },
+	{ "direct access to mapped peers decides the same", test_direct_same_decisions },
+	{ "direct access: down, restarted, racing owners", test_direct_failures },
 	CU_TEST_INFO_NULL,
 };
 

@@ -18,6 +18,7 @@
 #ifndef PC_FABRIC_H
 #define PC_FABRIC_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -131,6 +132,17 @@ struct pc_fabric_ops {
 	int (*post)(struct pc_fabric *f, struct pc_op *ops, size_t n);
 	/* Run every RPC concurrently; 0 when each was attempted, or -errno. */
 	int (*call)(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n);
+	/* Direct access, for fabrics whose peers share this address space (the
+	 * in-process world; the simulator when it models no time): the address of
+	 * [raddr, raddr + len) in peer's region rkey, checked as an op with that access
+	 * would be (incarnation, key, bounds, rights), which the caller then reads and
+	 * writes as its own memory, under the slot seqlock. Only a backend that sets
+	 * pc_fabric.maps at open answers other than -EOPNOTSUPP. The address stays good
+	 * while the peer keeps the region, which such backends guarantee for as long as
+	 * the caller's batch runs. Tables built before this slot existed are smaller
+	 * (size) and map nothing. */
+	int (*map)(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uint32_t rkey,
+		   uint64_t raddr, uint64_t len, unsigned access, void **addr);
 };
 
 /* Counters. Client side ones are kept by the wrappers, server side ones by backends. */
@@ -166,6 +178,7 @@ struct pc_fabric {
 	uint64_t quick_rpcs;		/* bit o: RPC opcode o (< 64) never blocks, so a
 					 * backend may answer it on its event thread
 					 * (set by the serving side before serve) */
+	bool maps;			/* map() gives peers' memory (set by the backend) */
 	struct pc_fabric_stats stats;
 	pc_fabric_fault_fn *fault;
 	void *fault_arg;
@@ -210,6 +223,17 @@ static inline int pc_fabric_serve(struct pc_fabric *f, pc_rpc_handler *h, void *
 	return f->ops->serve(f, h, arg);
 }
 
+/* See pc_fabric_ops.map. A fabric under fault injection maps nothing, so that every
+ * access stays an op the faults can hit. */
+static inline int pc_fabric_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc,
+				uint32_t rkey, uint64_t raddr, uint64_t len, unsigned access,
+				void **addr)
+{
+	if (!f->maps || f->fault)
+		return -EOPNOTSUPP;
+	return f->ops->map(f, peer, peer_inc, rkey, raddr, len, access, addr);
+}
+
 /* A snapshot of the counters. */
 PC_API void pc_fabric_get_stats(const struct pc_fabric *f, struct pc_fabric_stats *out);
 
@@ -219,6 +243,8 @@ PC_API void pc_fabric_stub_dereg(struct pc_fabric *f, struct pc_region *r);
 PC_API int pc_fabric_stub_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg);
 PC_API int pc_fabric_stub_post(struct pc_fabric *f, struct pc_op *ops, size_t n);
 PC_API int pc_fabric_stub_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n);
+PC_API int pc_fabric_stub_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uint32_t rkey,
+			      uint64_t raddr, uint64_t len, unsigned access, void **addr);
 
 #ifdef __cplusplus
 }
