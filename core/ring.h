@@ -75,6 +75,13 @@ static inline uint32_t ring_owner_at(const struct ring *r, uint64_t point)
 	return e & RING_LUT_OWNER ? e & ~RING_LUT_OWNER : ring_owner_slow(r, point);
 }
 
+/* Bring the jump table entry for h into cache ahead of ring_owner_of(r, h). */
+static inline void ring_prefetch(const struct ring *r, struct pc_keyhash h)
+{
+	if (r->lut)
+		__builtin_prefetch(&r->lut[keyhash_point(h) >> (64 - r->lut_bits)]);
+}
+
 /* The owner of a key hash. */
 static inline uint32_t ring_owner_of(const struct ring *r, struct pc_keyhash h)
 {

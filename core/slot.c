@@ -29,35 +29,6 @@ uint64_t slot_checksum(struct pc_keyhash key, const void *payload, uint32_t len)
 	return xxh3_payload(payload, len, seed);
 }
 
-uint64_t slot_checksum_virtual(struct pc_keyhash key, uint32_t len)
-{
-	return XXH3_64bits_withSeed(&len, sizeof(len), key.lo ^ key.hi ^ 0x5643484b53554d31ULL);
-}
-
-enum slot_verdict slot_matches_virtual(const struct slot_header *h, struct pc_keyhash key,
-				       uint32_t expected_len, uint32_t max_len)
-{
-	enum slot_verdict v = slot_header_check(h, key, expected_len, max_len);
-
-	if (v == SLOT_HIT && h->checksum != slot_checksum_virtual(key, h->payload_len))
-		return SLOT_MISS_CHECKSUM;
-	return v;
-}
-
-enum slot_verdict slot_header_check(const struct slot_header *h, struct pc_keyhash key,
-				    uint32_t expected_len, uint32_t max_len)
-{
-	if (slot_header_empty(h))
-		return SLOT_MISS_ABSENT;
-	if (h->seq & 1)
-		return SLOT_MISS_TORN;
-	if (!keyhash_eq(h->key, key))
-		return SLOT_MISS_OTHER_KEY;
-	if ((expected_len && h->payload_len != expected_len) || h->payload_len > max_len)
-		return SLOT_MISS_LENGTH;
-	return SLOT_HIT;
-}
-
 enum slot_verdict slot_matches(const struct slot_header *h, const void *payload,
 			       struct pc_keyhash key, uint32_t expected_len, uint32_t max_len)
 {
@@ -103,26 +74,19 @@ int slot_pick_way(const struct slot_header *hdrs, uint32_t ways, struct pc_keyha
 		  uint32_t predicted, uint64_t reserved_mask, bool *evicts)
 {
 	int empty = -1, oldest = -1;
-	uint32_t w;
 
+	/* One pass notes all three candidates; the order above decides among them. */
 	*evicts = false;
-	for (w = 0; w < ways; w++) {
-		if (reserved_mask >> w & 1)
-			continue;
-		if (!slot_header_empty(&hdrs[w]) && keyhash_eq(hdrs[w].key, key))
-			return (int)w;
-	}
-	if (predicted < ways && !(reserved_mask >> predicted & 1) &&
-	    slot_header_empty(&hdrs[predicted]))
-		return (int)predicted;
-	for (w = 0; w < ways; w++) {
+	for (uint32_t w = 0; w < ways; w++) {
 		if (reserved_mask >> w & 1)
 			continue;
 		if (slot_header_empty(&hdrs[w])) {
-			if (empty < 0)
+			if (empty < 0 || w == predicted)
 				empty = (int)w;
 			continue;
 		}
+		if (keyhash_eq(hdrs[w].key, key))
+			return (int)w;
 		if (oldest < 0 || hdrs[w].stamp < hdrs[oldest].stamp)
 			oldest = (int)w;
 	}
@@ -142,20 +106,6 @@ uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t ways, uint64_t
 		if (!slot_header_empty(&hdrs[w]) && hdrs[w].stamp >= s)
 			s = hdrs[w].stamp + 1;
 	return s;
-}
-
-void slot_header_make(struct slot_header *h, uint64_t seq, uint32_t class_id,
-		      struct pc_keyhash key, const void *page, uint32_t len, uint64_t stamp)
-{
-	memset(h, 0, sizeof(*h));
-	h->seq = seq;
-	h->magic = SLOT_MAGIC;
-	h->version = SLOT_VERSION;
-	h->class_id = (uint16_t)class_id;
-	h->key = key;
-	h->payload_len = len;
-	h->checksum = page || !len ? slot_checksum(key, page, len) : slot_checksum_virtual(key, len);
-	h->stamp = stamp;
 }
 
 static inline uint64_t *slot_seq(const void *slot)
@@ -230,32 +180,46 @@ void slot_header_load(const void *slot, struct slot_header *h)
 		h->seq = s1;
 }
 
-/* Reader side of the seqlock: copy, then confirm seq did not move. */
+/* Reader side of the seqlock: copy, then confirm seq did not move. The gate reads the
+ * header's fields in place, not through a decoded copy: this runs once per lookup
+ * of every key an owner (or a mapped peer) holds. */
 enum slot_verdict slot_read_local(const void *slot, struct pc_keyhash key,
 				  uint32_t expected_len, uint32_t max_len, void *dst,
 				  uint32_t *len)
 {
+	const uint8_t *p = slot;
 	const uint64_t *seq = slot_seq(slot);
-	struct slot_header h;
+	struct pc_keyhash k;
 	enum slot_verdict v;
-	uint64_t s1;
+	uint32_t plen;
+	uint64_t s1, sum;
 
 	s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
 	if (s1 & 1)
 		return SLOT_MISS_TORN;
-	slot_header_decode(slot, &h);
-	h.seq = s1;
-	v = dst ? slot_header_check(&h, key, expected_len, max_len) :
-		  slot_matches_virtual(&h, key, expected_len, max_len);
+	k.lo = slot_get64(p + 16);
+	k.hi = slot_get64(p + 24);
+	plen = slot_get32(p + 32);
+	sum = slot_get64(p + 40);
+	if ((slot_get64(p + 8) & 0xffffffffffffULL) != (SLOT_MAGIC | (uint64_t)SLOT_VERSION << 32))
+		v = SLOT_MISS_ABSENT;
+	else if (!keyhash_eq(k, key))
+		v = SLOT_MISS_OTHER_KEY;
+	else if ((expected_len && plen != expected_len) || plen > max_len)
+		v = SLOT_MISS_LENGTH;
+	else if (!dst && sum != slot_checksum_virtual(key, plen))
+		v = SLOT_MISS_CHECKSUM;
+	else
+		v = SLOT_HIT;
 	if (v == SLOT_HIT && dst)
-		memcpy(dst, (const uint8_t *)slot + SLOT_HEADER_BYTES, h.payload_len);
+		memcpy(dst, p + SLOT_HEADER_BYTES, plen);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(seq, __ATOMIC_RELAXED) != s1)
 		return SLOT_MISS_TORN;
 	if (v != SLOT_HIT)
 		return v;
-	if (dst && slot_checksum(key, dst, h.payload_len) != h.checksum)
+	if (dst && slot_checksum(key, dst, plen) != sum)
 		return SLOT_MISS_CHECKSUM;
-	*len = h.payload_len;
+	*len = plen;
 	return SLOT_HIT;
 }

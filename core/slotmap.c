@@ -231,21 +231,35 @@ static void fetch_layouts(struct slotmap *sm, const uint8_t *want, int *err)
 	free(rpcs);
 }
 
-int sm_key_init(struct slotmap *sm, struct sm_kc *k, struct pc_page *pg)
+void sm_keys_init(struct slotmap *sm, void *keys, size_t stride, struct pc_page *pages, size_t n)
 {
-	k->pg = pg;
-	pg->status = 0;
-	if (!pg->key && pg->key_len) {
-		k->state = SM_DONE;
-		return pg->status = -EINVAL;
+	const struct ring *r = store_ring(sm->st);
+
+	for (size_t i = 0; i < n; i++) {
+		struct sm_kc *k = SM_KC(keys, stride, i);
+		struct pc_page *pg = &pages[i];
+
+		*k = (struct sm_kc){ .pg = pg };
+		pg->status = 0;
+		if (!pg->key && pg->key_len) {
+			k->state = SM_DONE;
+			pg->status = -EINVAL;
+			continue;
+		}
+		k->h = keyhash_of(pg->key, pg->key_len);
+		ring_prefetch(r, k->h);
 	}
-	k->h = keyhash_of(pg->key, pg->key_len);
-	k->owner = ring_owner_of(store_ring(sm->st), k->h);
-	if (k->owner == RING_NONE) {
-		k->err = -EHOSTUNREACH;
-		k->state = SM_DONE;
+	for (size_t i = 0; i < n; i++) {
+		struct sm_kc *k = SM_KC(keys, stride, i);
+
+		if (k->state != SM_PENDING)
+			continue;
+		k->owner = ring_owner_of(r, k->h);
+		if (k->owner == RING_NONE) {
+			k->err = -EHOSTUNREACH;
+			k->state = SM_DONE;
+		}
 	}
-	return 0;
 }
 
 void sm_bind_layouts(struct slotmap *sm, void *keys, size_t stride, size_t n)

@@ -12,7 +12,8 @@
 #include "slotmap.h"
 
 /* One node's slots as a reader addresses them. Layouts are immutable once
- * published; a refreshed one replaces the pointer and the old one is retired. */
+ * published (but for the direct-access cache); a refreshed one replaces the pointer
+ * and the old one is retired. */
 struct sm_layout {
 	uint32_t node;
 	uint64_t inc;			/* the node's fabric incarnation */
@@ -24,6 +25,10 @@ struct sm_layout {
 		uint32_t rkey;
 		int policy;		/* read policy; auto only for mid-size classes */
 	} cls[PC_MAX_CLASSES];
+	struct sm_direct {		/* sm_direct's answers: a cache, the one mutable part */
+		uint8_t *mem;
+		uint64_t epoch;		/* 0: none yet */
+	} direct[PC_MAX_CLASSES];
 	struct sm_layout *retired_next;
 };
 
@@ -73,55 +78,41 @@ static inline uint8_t *sm_local(struct slotmap *sm, int c, uint64_t off)
 	return sm->mem[c] + off;
 }
 
-#define SM_DIRECT_READ PC_ACCESS_REMOTE_READ
-#define SM_DIRECT_WRITE (PC_ACCESS_REMOTE_READ | PC_ACCESS_REMOTE_WRITE | PC_ACCESS_REMOTE_ATOMIC)
-
-/* What sm_direct found for the (layout, class) pairs one pass met, for one access:
- * a batch maps each owner's memory once, not once per key (a map per key was a
- * twentieth of a simulator run). Good for the pass that set it up. */
-#define SM_DIRECT_CACHE 32
-struct sm_direct_cache {
-	unsigned access;
-	struct {
-		const struct sm_layout *lay;
-		int cls;
-		uint8_t *mem;
-	} e[SM_DIRECT_CACHE];
-};
-
-static inline void sm_direct_cache_init(struct sm_direct_cache *dc, unsigned access)
-{
-	for (uint32_t i = 0; i < SM_DIRECT_CACHE; i++)
-		dc->e[i].lay = NULL;
-	dc->access = access;
-}
+#define SM_DIRECT_ACCESS (PC_ACCESS_REMOTE_READ | PC_ACCESS_REMOTE_WRITE | PC_ACCESS_REMOTE_ATOMIC)
 
 /*
  * The memory of class c of lay's node when this node can address it directly: its
  * own slots, or a peer's that the fabric maps (the in-process world, the simulator
- * without a time model), checked for dc's access. Such memory is read and written as
- * the owner does its own, under the seqlock, with the same gate and the same choice
- * of way, so a key hits or misses alike either way. NULL: use ops.
+ * without a time model). Such memory is read and written as the owner does its own,
+ * under the seqlock, with the same gate and the same choice of way, so a key hits or
+ * misses alike either way. NULL: use ops.
+ *
+ * The answer is kept in the layout with the fabric's map epoch it was got at and
+ * stands while the epoch does (a map per owner per batch was a twentieth of a
+ * simulator run). Racing threads can only store the same answer for one epoch, or
+ * NULL once the peer is gone, so a reader that sees a current epoch next to a newer
+ * pointer still gets a good one or NULL.
  */
-static inline uint8_t *sm_direct(struct slotmap *sm, struct sm_direct_cache *dc,
-				 const struct sm_layout *lay, int c)
+static inline uint8_t *sm_direct(struct slotmap *sm, const struct sm_layout *lay, int c)
 {
+	struct pc_fabric *f = sm->st->fabric;
+	struct sm_direct *d = (struct sm_direct *)&lay->direct[c];	/* a cache, not the layout */
 	const struct sm_class *cl = &lay->cls[c];
-	uint32_t slot = (lay->node + (uint32_t)c * 17) % SM_DIRECT_CACHE;
+	uint64_t epoch;
 	void *p;
 
 	if (lay == &sm->own)
 		return sm->mem[c];
-	if (!sm->st->fabric->maps)
+	if (!f->maps || f->fault)	/* faults are injected into ops: use them */
 		return NULL;
-	if (dc->e[slot].lay == lay && dc->e[slot].cls == c)
-		return dc->e[slot].mem;
-	if (pc_fabric_map(sm->st->fabric, lay->node, lay->inc, cl->rkey, cl->base,
-			  slot_region_bytes(&cl->g), dc->access, &p))
+	epoch = __atomic_load_n(f->map_epoch, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&d->epoch, __ATOMIC_ACQUIRE) == epoch)
+		return __atomic_load_n(&d->mem, __ATOMIC_RELAXED);
+	if (pc_fabric_map(f, lay->node, lay->inc, cl->rkey, cl->base, slot_region_bytes(&cl->g),
+			  SM_DIRECT_ACCESS, &p))
 		p = NULL;
-	dc->e[slot].lay = lay;
-	dc->e[slot].cls = c;
-	dc->e[slot].mem = p;
+	__atomic_store_n(&d->mem, (uint8_t *)p, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->epoch, epoch, __ATOMIC_RELEASE);
 	return p;
 }
 
@@ -197,8 +188,11 @@ struct sm_kc {
 
 #define SM_KC(keys, stride, i) ((struct sm_kc *)((char *)(keys) + (i) * (stride)))
 
-/* Hash the page's key and find its owner; a page that cannot be a key is -EINVAL. */
-int sm_key_init(struct slotmap *sm, struct sm_kc *k, struct pc_page *pg);
+/* Hash each page's key and find its owner, in two sweeps (the second reads the ring's
+ * jump table, which the first prefetches). keys is an array of n structs of stride
+ * bytes, each starting with the struct sm_kc this fills; a page that cannot be a key
+ * gets -EINVAL and its key is done. */
+void sm_keys_init(struct slotmap *sm, void *keys, size_t stride, struct pc_page *pages, size_t n);
 
 /* Give every pending key its owner's layout (one RPC phase for missing ones); keys
  * whose owner has none are done with its error. keys is an array of structs of

@@ -80,7 +80,7 @@ static uint32_t max_len(const struct gkey *k, const struct sm_class *c)
 
 /* Sweep 1: point the key's index blocks at the owner's memory and prefetch them;
  * false, having decided nothing, when a class's memory cannot be addressed. */
-static bool direct_index(struct slotmap *sm, struct sm_direct_cache *dc, struct gkey *k)
+static bool direct_index(struct slotmap *sm, struct gkey *k)
 {
 	const struct sm_layout *lay = k->kc.lay;
 
@@ -90,7 +90,7 @@ static bool direct_index(struct slotmap *sm, struct sm_direct_cache *dc, struct 
 
 		if (!(k->mask >> c & 1))
 			continue;
-		mem = sm_direct(sm, dc, lay, c);
+		mem = sm_direct(sm, lay, c);
 		if (!mem)
 			return false;
 		k->idx[c] = mem + slot_index_offset(&cl->g, k->bucket[c]);
@@ -101,8 +101,7 @@ static bool direct_index(struct slotmap *sm, struct sm_direct_cache *dc, struct 
 }
 
 /* Sweep 2: the tagged slot, prefetched, or the key is absent. */
-static void direct_find(struct slotmap *sm, struct sm_direct_cache *dc, struct gkey *k,
-			uint64_t *bytes)
+static void direct_find(struct slotmap *sm, struct gkey *k, uint64_t *bytes)
 {
 	const struct sm_layout *lay = k->kc.lay;
 	uint32_t tag = slot_tag(k->kc.h);
@@ -119,7 +118,7 @@ static void direct_find(struct slotmap *sm, struct sm_direct_cache *dc, struct g
 				continue;
 			k->cand_cls = c;
 			k->cand_way = (int)w;
-			k->slot = sm_direct(sm, dc, lay, c) + slot_offset(&cl->g, k->bucket[c], w);
+			k->slot = sm_direct(sm, lay, c) + slot_offset(&cl->g, k->bucket[c], w);
 			__builtin_prefetch(k->slot);
 			return;
 		}
@@ -250,8 +249,8 @@ static void phase1_eval(struct gkey *k)
 	finish(k, miss);
 }
 
-/* Which classes may hold the key, its buckets and predicted way; false when no class
- * can hold such a page (the key is then decided: absent). */
+/* Which classes may hold the key and its buckets; false when no class can hold such
+ * a page (the key is then decided: absent). */
 static bool plan_classes(struct gkey *k)
 {
 	const struct sm_layout *lay = k->kc.lay;
@@ -270,13 +269,12 @@ static bool plan_classes(struct gkey *k)
 	k->mask = k->expect ? 1u << k->c0 : (2u << k->c0) - 1;
 	for (int c = 0; c <= k->c0; c++)
 		k->bucket[c] = slot_bucket_of(&lay->cls[c].g, k->kc.h);
-	k->pred = slot_predicted_way(&lay->cls[k->c0].g, k->kc.h);
 	k->cand_cls = -1;
 	return true;
 }
 
-/* How a key read through ops is read; returns the bytes of landing space it needs
- * (index blocks, a whole bucket). nremote is the number of keys the batch reads
+/* How a key read through ops is read (policy, predicted way); returns the bytes of
+ * landing space it needs (index blocks, a whole bucket). nremote is the number of keys the batch reads
  * through ops in this pass. */
 static size_t plan_reads(struct gkey *k, size_t nremote)
 {
@@ -286,6 +284,7 @@ static size_t plan_reads(struct gkey *k, size_t nremote)
 	for (int c = 0; c <= k->c0; c++)
 		if (k->mask >> c & 1)
 			need += lay->cls[c].g.index_stride;
+	k->pred = slot_predicted_way(&lay->cls[k->c0].g, k->kc.h);
 	k->policy = lay->cls[k->c0].policy;
 	if (k->policy == PC_READ_AUTO)
 		k->policy = nremote <= 2 ? PC_READ_PREDICT : PC_READ_INDEX;
@@ -312,7 +311,6 @@ static void get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 		     uint64_t *bytes)
 {
 	struct pc_store *st = sm->st;
-	struct sm_direct_cache dc;
 	struct store_stage *sg = NULL;
 	struct pc_op *ops = NULL;
 	uint8_t *land = NULL;
@@ -322,21 +320,20 @@ static void get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 	sm_bind_layouts(sm, keys, sizeof(*keys), n);
 	/* Keys in memory this node addresses directly are decided here; the rest
 	 * are read through ops. */
-	sm_direct_cache_init(&dc, SM_DIRECT_READ);
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 
 		k->direct = false;
 		if (k->kc.state != SM_PENDING || !plan_classes(k))
 			continue;
-		if (direct_index(sm, &dc, k))
+		if (direct_index(sm, k))
 			ndirect++;
 		else
 			nremote++;
 	}
 	for (size_t i = 0; ndirect && i < n; i++)
 		if (keys[i].direct && keys[i].kc.state == SM_PENDING)
-			direct_find(sm, &dc, &keys[i], bytes);
+			direct_find(sm, &keys[i], bytes);
 	for (size_t i = 0; ndirect && i < n; i++)
 		if (keys[i].direct && keys[i].kc.state == SM_PENDING)
 			direct_check(sm, &keys[i], bytes);
@@ -640,7 +637,7 @@ int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
 {
 	struct pc_store *st = sm->st;
 	struct arena *a = arena_take(&st->arenas);
-	struct gkey *keys = a ? arena_zalloc(a, n * sizeof(*keys)) : NULL;
+	struct gkey *keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
 	struct get_tally tally = { .unreachable = 0 };
 	uint64_t bytes = 0;
 	int hits = 0;
@@ -649,11 +646,15 @@ int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
 		arena_give(&st->arenas, a);
 		return -ENOMEM;
 	}
+	sm_keys_init(sm, keys, sizeof(*keys), pages, n);
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 		struct pc_page *pg = &pages[i];
 
-		if (sm_key_init(sm, &k->kc, pg))
+		/* what is read before a pass sets it; the rest is set where it is used */
+		k->verdict = 0;
+		k->first_phase = k->found = k->from_disk = k->direct = false;
+		if (pg->status)
 			continue;
 		if ((!pg->data && pg->cap && !sm->payload_free) || pg->len > pg->cap ||
 		    pg->len > UINT32_MAX) {
@@ -713,8 +714,7 @@ static bool exists_classes(struct gkey *k, int *only)
 
 /* exists on memory this node addresses directly: the headers under the seqlock.
  * false, having decided nothing, when a class's memory cannot be addressed. */
-static bool exists_direct(struct slotmap *sm, struct sm_direct_cache *dc, struct gkey *k,
-			  int only, uint64_t *bytes)
+static bool exists_direct(struct slotmap *sm, struct gkey *k, int only, uint64_t *bytes)
 {
 	const struct sm_layout *lay = k->kc.lay;
 
@@ -725,7 +725,7 @@ static bool exists_direct(struct slotmap *sm, struct sm_direct_cache *dc, struct
 
 		if (only >= 0 && (int)c != only)
 			continue;
-		mem = sm_direct(sm, dc, lay, (int)c);
+		mem = sm_direct(sm, lay, (int)c);
 		if (!mem)
 			return false;
 		for (uint32_t w = 0; w < cl->g.ways; w++) {
@@ -748,7 +748,6 @@ static void exists_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, 
 			uint64_t *bytes)
 {
 	struct pc_store *st = sm->st;
-	struct sm_direct_cache dc;
 	uint8_t *hdrs = NULL;
 	struct pc_op *ops = NULL;
 	uint32_t nops = 0;
@@ -756,14 +755,13 @@ static void exists_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, 
 	sm_bind_layouts(sm, keys, sizeof(*keys), n);
 	/* Keys in memory this node addresses directly are decided here; header landing
 	 * space only for the rest. */
-	sm_direct_cache_init(&dc, SM_DIRECT_READ);
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 		const struct sm_layout *lay = k->kc.lay;
 		int only;
 
 		if (k->kc.state != SM_PENDING || !exists_classes(k, &only) ||
-		    exists_direct(sm, &dc, k, only, bytes))
+		    exists_direct(sm, k, only, bytes))
 			continue;
 		for (uint32_t c = 0; c < lay->nr_classes; c++)
 			if (only < 0 || (int)c == only)
@@ -825,7 +823,7 @@ int slotmap_exists(struct slotmap *sm, struct pc_page *pages, size_t n)
 {
 	struct pc_store *st = sm->st;
 	struct arena *a = arena_take(&st->arenas);
-	struct gkey *keys = a ? arena_zalloc(a, n * sizeof(*keys)) : NULL;
+	struct gkey *keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
 	uint64_t bytes = 0;
 	int present = 0;
 
@@ -833,8 +831,9 @@ int slotmap_exists(struct slotmap *sm, struct pc_page *pages, size_t n)
 		arena_give(&st->arenas, a);
 		return -ENOMEM;
 	}
+	sm_keys_init(sm, keys, sizeof(*keys), pages, n);
 	for (size_t i = 0; i < n; i++)
-		sm_key_init(sm, &keys[i].kc, &pages[i]);
+		keys[i].found = false;
 	for (int pass = 0; pass < 2; pass++) {
 		exists_pass(sm, a, keys, n, &bytes);
 		if (!sm_retry_stale(sm, keys, sizeof(*keys), n, pass))

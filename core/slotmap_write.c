@@ -2,10 +2,9 @@
  * slotmap_write.c - batch_set in slotmap mode.
  *
  * Own keys (and keys of peers whose memory the fabric maps: sm_direct) are written
- * in place under the seqlock. Remote keys take one
- * batched READ of their buckets' headers, a local pick_way, an optional batched CAS
- * claim on the chosen slot's seq, and one batched WRITE of header, payload (from the
- * caller's buffer) and index tag. A bucket READ that fails fails its keys: nothing
+ * in place under the seqlock. Remote keys take one batched READ of their buckets'
+ * headers, a local pick_way, an optional batched CAS claim on the chosen slot's seq,
+ * and one batched WRITE of header, payload (from the caller's buffer) and index tag. A bucket READ that fails fails its keys: nothing
  * is ever written blind. Keys of one batch that share a bucket reserve distinct
  * ways, so they never evict each other; a key given twice keeps its last page.
  */
@@ -21,7 +20,7 @@ struct sbucket {
 	int cls;
 	uint64_t bucket;
 	uint32_t ways;
-	uint8_t *raw;			/* ways x 64 B as READ (remote buckets) */
+	uint8_t *raw;			/* ways x 64 B as READ (remote buckets only) */
 	struct slot_header *dec;	/* decoded headers */
 	bool decoded;
 	uint64_t reserved;		/* ways taken earlier in the batch */
@@ -62,7 +61,7 @@ static int btable_init(struct btable *t, struct arena *a, size_t n)
 	t->a = a;
 	while (cap < 2 * n)
 		cap *= 2;
-	t->v = arena_zalloc(a, n * sizeof(*t->v));
+	t->v = arena_alloc(a, n * sizeof(*t->v));
 	t->slots = arena_alloc(a, cap * sizeof(*t->slots));
 	if (!t->v || !t->slots)
 		return -ENOMEM;
@@ -83,18 +82,13 @@ static struct sbucket *btable_get(struct btable *t, uint32_t owner, int cls, uin
 			return b;
 	}
 	b = &t->v[t->n];
-	/* One block: the raw headers, then the decoded ones, then key_at. */
-	b->raw = arena_alloc(t->a, (size_t)ways * (SLOT_HEADER_BYTES + sizeof(*b->dec) +
-						   sizeof(*b->key_at)));
-	if (!b->raw)
+	/* One block: the decoded headers (filled before they are read), then key_at
+	 * (read only where reserved says). */
+	*b = (struct sbucket){ .owner = owner, .cls = cls, .bucket = bucket, .ways = ways };
+	b->dec = arena_alloc(t->a, (size_t)ways * (sizeof(*b->dec) + sizeof(*b->key_at)));
+	if (!b->dec)
 		return NULL;
-	b->dec = (struct slot_header *)(b->raw + (size_t)ways * SLOT_HEADER_BYTES);
 	b->key_at = (int32_t *)(b->dec + ways);
-	memset(b->dec, 0, ways * sizeof(*b->dec));
-	b->owner = owner;
-	b->cls = cls;
-	b->bucket = bucket;
-	b->ways = ways;
 	t->slots[h] = (int32_t)t->n++;
 	return b;
 }
@@ -107,7 +101,7 @@ static int choose_way(struct sbucket *b, const struct slot_geometry *g, struct s
 	struct skey *k = &keys[i];
 	int w;
 
-	for (uint32_t x = 0; x < g->ways; x++) {
+	for (uint32_t x = 0; b->reserved && x < g->ways; x++) {
 		struct skey *e;
 
 		if (!(b->reserved >> x & 1))
@@ -133,9 +127,10 @@ static int choose_way(struct sbucket *b, const struct slot_geometry *g, struct s
 	return w;
 }
 
-static uint64_t next_stamp(struct slotmap *sm, struct sbucket *b, uint32_t ways)
+/* now: the clock, read once per pass. */
+static uint64_t next_stamp(uint64_t now, struct sbucket *b, uint32_t ways)
 {
-	uint64_t s = slot_next_stamp(b->dec, ways, pc_clock_now(sm->st->clock));
+	uint64_t s = slot_next_stamp(b->dec, ways, now);
 
 	if (s <= b->max_stamp)
 		s = b->max_stamp + 1;
@@ -147,10 +142,10 @@ static uint64_t next_stamp(struct slotmap *sm, struct sbucket *b, uint32_t ways)
  * maps: sm_direct) are written in place, in two sweeps so that a batch's cache misses
  * overlap: the first finds the memory and prefetches the bucket's headers and tags,
  * the second writes. Returns false when the memory cannot be addressed: use ops. */
-static bool direct_prefetch(struct slotmap *sm, struct sm_direct_cache *dc, struct skey *k)
+static bool direct_prefetch(struct slotmap *sm, struct skey *k)
 {
 	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
-	uint8_t *mem = sm_direct(sm, dc, k->kc.lay, k->cls);
+	uint8_t *mem = sm_direct(sm, k->kc.lay, k->cls);
 
 	if (!mem)
 		return false;
@@ -161,9 +156,11 @@ static bool direct_prefetch(struct slotmap *sm, struct sm_direct_cache *dc, stru
 	return true;
 }
 
-/* The write itself, under the seqlock. A slot another thread is writing (odd seq) is
- * waited for briefly, then given up: never a blind write. */
-static void set_direct(struct slotmap *sm, struct skey *keys, size_t i)
+/* The write itself, under the seqlock. The headers are read without it: they only
+ * choose the way, and the write claims that slot with a CAS from the seq it finds
+ * then. A slot another thread is writing (odd seq) is waited for briefly, then given
+ * up: never a blind write. */
+static void set_direct(struct slotmap *sm, uint64_t now, struct skey *keys, size_t i)
 {
 	struct skey *k = &keys[i];
 	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
@@ -174,7 +171,7 @@ static void set_direct(struct slotmap *sm, struct skey *keys, size_t i)
 	int w, ret;
 
 	for (uint32_t x = 0; x < cl->g.ways; x++)
-		slot_header_load(k->mem + slot_offset(&cl->g, b->bucket, x), &b->dec[x]);
+		slot_header_decode_choice(k->mem + slot_offset(&cl->g, b->bucket, x), &b->dec[x]);
 	w = choose_way(b, &cl->g, keys, i);
 	if (w < 0) {
 		k->kc.err = w;
@@ -182,7 +179,7 @@ static void set_direct(struct slotmap *sm, struct skey *keys, size_t i)
 		return;
 	}
 	slot = k->mem + slot_offset(&cl->g, b->bucket, (uint32_t)w);
-	stamp = next_stamp(sm, b, cl->g.ways);
+	stamp = next_stamp(now, b, cl->g.ways);
 	for (int spin = 0;; spin++) {
 		ret = slot_write_local(slot, &cl->g, k->kc.h, k->kc.pg->data,
 				       (uint32_t)k->kc.pg->len, stamp);
@@ -228,6 +225,11 @@ static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys
 		if (k->kc.state != SM_PENDING || b->nops || b->decoded)
 			continue;
 		cl = &k->kc.lay->cls[k->cls];
+		b->raw = arena_alloc(t->a, (size_t)cl->g.ways * SLOT_HEADER_BYTES);
+		if (!b->raw) {
+			b->err = -ENOMEM;
+			continue;
+		}
 		b->op0 = nops;
 		if (slot_has_payload(&cl->g)) {
 			for (uint32_t w = 0; w < cl->g.ways; w++)
@@ -355,8 +357,8 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 
 static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, size_t n)
 {
-	struct sm_direct_cache dc;
 	struct btable t;
+	uint64_t now;
 
 	if (btable_init(&t, a, n)) {
 		for (size_t i = 0; i < n; i++)
@@ -365,7 +367,7 @@ static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 		return;
 	}
 	sm_bind_layouts(sm, keys, sizeof(*keys), n);
-	sm_direct_cache_init(&dc, SM_DIRECT_WRITE);
+	now = pc_clock_now(sm->st->clock);
 	for (size_t i = 0; i < n; i++) {
 		struct skey *k = &keys[i];
 		const struct sm_class *cl;
@@ -387,12 +389,12 @@ static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 			continue;
 		}
 		/* a bucket's keys all go one way: their headers are known, not read */
-		if (direct_prefetch(sm, &dc, k))
+		if (direct_prefetch(sm, k))
 			k->b->decoded = true;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (keys[i].kc.state == SM_PENDING && keys[i].mem)
-			set_direct(sm, keys, i);
+			set_direct(sm, now, keys, i);
 	read_buckets(sm, &t, keys, n);
 	for (size_t i = 0; i < n; i++) {
 		struct skey *k = &keys[i];
@@ -419,7 +421,7 @@ static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 		/* Even seq, past the one we read; with a claim, the CAS made it odd. */
 		slot_header_make(&h, (k->old_seq | 1) + 1, (uint32_t)k->cls, k->kc.h,
 				 slot_has_payload(&cl->g) ? k->kc.pg->data : NULL,
-				 (uint32_t)k->kc.pg->len, next_stamp(sm, k->b, cl->g.ways));
+				 (uint32_t)k->kc.pg->len, next_stamp(now, k->b, cl->g.ways));
 		slot_header_encode(&h, k->hdr);
 	}
 	write_remote(sm, a, keys, n);
@@ -433,7 +435,7 @@ int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n)
 {
 	struct pc_store *st = sm->st;
 	struct arena *a = arena_take(&st->arenas);
-	struct skey *keys = a ? arena_zalloc(a, n * sizeof(*keys)) : NULL;
+	struct skey *keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
 	uint64_t evicted = 0, written = 0, oversize = 0, failed = 0;
 	int stored = 0;
 
@@ -441,10 +443,15 @@ int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n)
 		arena_give(&st->arenas, a);
 		return -ENOMEM;
 	}
+	sm_keys_init(sm, keys, sizeof(*keys), pages, n);
 	for (size_t i = 0; i < n; i++) {
 		struct pc_page *pg = &pages[i];
 
-		if (sm_key_init(sm, &keys[i].kc, pg))
+		/* what is read before a pass sets it; the rest is set where it is used */
+		keys[i].b = NULL;
+		keys[i].mem = NULL;
+		keys[i].evicts = keys[i].written = keys[i].superseded = false;
+		if (pg->status)
 			continue;
 		if ((!pg->data && pg->len && !sm->payload_free) || pg->len > UINT32_MAX) {
 			pg->status = -EINVAL;

@@ -43,13 +43,11 @@ int store_call(struct pc_store *st, struct pc_rpc *rpcs, size_t n)
 	return ret;
 }
 
-const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t len)
+const struct pc_region *store_lreg_find(struct pc_store *st, const void *p, size_t len)
 {
 	const struct pc_region *found = NULL;
 	uintptr_t a = (uintptr_t)p;
 
-	if (!st->bufs)
-		return NULL;
 	pthread_rwlock_rdlock(&st->bufs_lock);
 	for (struct store_buf *b = st->bufs; b && !found; b = b->next)
 		if (a >= (uintptr_t)b->r.addr && len <= b->r.len &&
@@ -140,7 +138,7 @@ int pc_store_register(struct pc_store *st, void *buf, size_t len)
 	}
 	pthread_rwlock_wrlock(&st->bufs_lock);
 	b->next = st->bufs;
-	st->bufs = b;
+	__atomic_store_n(&st->bufs, b, __ATOMIC_RELEASE);	/* store_lreg peeks without the lock */
 	pthread_rwlock_unlock(&st->bufs_lock);
 	return 0;
 }

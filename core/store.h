@@ -72,7 +72,15 @@ static inline struct ring *store_ring(struct pc_store *st)
 }
 
 /* The registered region holding [p, p+len), or NULL. */
-const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t len);
+const struct pc_region *store_lreg_find(struct pc_store *st, const void *p, size_t len);
+
+static inline const struct pc_region *store_lreg(struct pc_store *st, const void *p, size_t len)
+{
+	/* most stores register no buffers: no lock, no call for them */
+	if (!__atomic_load_n(&st->bufs, __ATOMIC_ACQUIRE))
+		return NULL;
+	return store_lreg_find(st, p, len);
+}
 
 /* A fabric phase issued on behalf of a batch: counted as one round trip. */
 int store_post(struct pc_store *st, struct pc_op *ops, size_t n);

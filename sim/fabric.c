@@ -50,6 +50,7 @@ static int sf_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 	/* Without a time model nothing is gained by moving bytes through ops: the
 	 * stores use peers' slots directly, as they use their own. */
 	f->maps = sf->mem->maps;
+	f->map_epoch = sf->mem->map_epoch;
 	return 0;
 }
 

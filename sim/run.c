@@ -41,12 +41,15 @@ struct cluster {
 	int failed;
 };
 
+/* A request and, in the same block, its pages, their tokens and the page structs
+ * its lookups use. */
 struct req {
 	struct cluster *c;
 	uint32_t node;
 	uint32_t npages;
 	uint64_t *pages;
 	uint32_t *tokens;
+	struct pc_page *pg;
 	bool prefix;
 	uint64_t t0;
 };
@@ -120,16 +123,12 @@ static void serve(void *arg)
 	struct req *r = arg;
 	struct cluster *c = r->c;
 	struct pc_store *st = c->st[r->node];
-	struct pc_page *pg = calloc(r->npages, sizeof(*pg));
+	struct pc_page *pg = r->pg;
 	uint64_t *keys = r->pages, lat, tokens = 0, hit_tokens = 0, hit_pages = 0;
 	struct ring *ring = store_ring(st);
 	struct run_point *pt;
 	uint32_t i, miss_from = r->npages;
 
-	if (!pg) {
-		c->failed = -ENOMEM;
-		goto out;
-	}
 	for (i = 0; i < r->npages; i++)
 		pg[i] = (struct pc_page){ .key = &keys[i], .key_len = sizeof(keys[i]),
 					  .data = c->buf, .cap = c->page_bytes, .len = c->page_bytes };
@@ -188,12 +187,8 @@ static void serve(void *arg)
 		if (n)
 			pc_batch_set(st, pg, n);
 	}
-out:
-	free(pg);
 	c->inflight[r->node]--;
 	c->done_requests++;
-	free(r->pages);
-	free(r->tokens);
 	free(r);
 	maybe_finish(c);
 }
@@ -283,18 +278,17 @@ static void schedule_next(struct cluster *c)
 		maybe_finish(c);
 		return;
 	}
-	r = calloc(1, sizeof(*r));
-	if (!r || !(r->pages = malloc(wr.npages * sizeof(uint64_t))) ||
-	    !(r->tokens = malloc(wr.npages * sizeof(uint32_t)))) {
+	r = malloc(sizeof(*r) + wr.npages * (sizeof(*r->pages) + sizeof(*r->pg) + sizeof(*r->tokens)));
+	if (!r) {
 		c->failed = -ENOMEM;
-		if (r)
-			free(r->pages);
-		free(r);
 		c->gen_done = true;
 		maybe_finish(c);
 		return;
 	}
-	r->c = c;
+	*r = (struct req){ .c = c };
+	r->pages = (uint64_t *)(r + 1);
+	r->pg = (struct pc_page *)(r->pages + wr.npages);
+	r->tokens = (uint32_t *)(r->pg + wr.npages);
 	r->npages = wr.npages;
 	r->prefix = wr.prefix;
 	memcpy(r->pages, wr.pages, wr.npages * sizeof(uint64_t));

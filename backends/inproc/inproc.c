@@ -25,11 +25,19 @@ struct inproc_world {
 	struct inproc_fabric **nodes;	/* written under lock, read by map() without */
 	bool *down;
 	bool share;			/* endpoints opened now may map peers' memory */
+	uint64_t epoch;			/* map epoch: advanced by every change that can
+					 * make a mapped address stale (pc_fabric.map_epoch) */
 };
 
 static struct inproc_fabric *to_inproc(struct pc_fabric *f)
 {
 	return (struct inproc_fabric *)f;
+}
+
+/* Addresses map() gave may be stale from now on. */
+static void bump_epoch(struct inproc_world *w)
+{
+	__atomic_add_fetch(&w->epoch, 1, __ATOMIC_ACQ_REL);
 }
 
 struct inproc_world *inproc_world_create(uint32_t nr_nodes)
@@ -47,6 +55,7 @@ struct inproc_world *inproc_world_create(uint32_t nr_nodes)
 		return NULL;
 	}
 	w->nr_nodes = nr_nodes;
+	w->epoch = 1;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->idle, NULL);
 	return w;
@@ -68,6 +77,7 @@ void inproc_world_set_down(struct inproc_world *w, uint32_t node, bool down)
 	pthread_mutex_lock(&w->lock);
 	if (node < w->nr_nodes)
 		__atomic_store_n(&w->down[node], down, __ATOMIC_RELEASE);
+	bump_epoch(w);
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -238,6 +248,7 @@ static int inproc_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 		return ret;
 	ep->world = w;
 	f->maps = w->share;
+	f->map_epoch = &w->epoch;
 	if (f->self == PC_PEER_NONE)
 		return 0;
 	pthread_mutex_lock(&w->lock);
@@ -245,6 +256,7 @@ static int inproc_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 		ret = -EADDRINUSE;
 	else
 		__atomic_store_n(&w->nodes[f->self], ep, __ATOMIC_RELEASE);
+	bump_epoch(w);
 	pthread_mutex_unlock(&w->lock);
 	if (ret)
 		region_table_fini(&ep->regions);
@@ -258,6 +270,7 @@ static void inproc_close(struct pc_fabric *f)
 	if (f->self != PC_PEER_NONE) {
 		pthread_mutex_lock(&ep->world->lock);
 		__atomic_store_n(&ep->world->nodes[f->self], NULL, __ATOMIC_RELEASE);
+		bump_epoch(ep->world);
 		pthread_mutex_unlock(&ep->world->lock);
 	}
 	region_table_fini(&ep->regions);
@@ -271,6 +284,7 @@ static int inproc_reg(struct pc_fabric *f, struct pc_region *r)
 static void inproc_dereg(struct pc_fabric *f, struct pc_region *r)
 {
 	region_table_del(&to_inproc(f)->regions, r->key);
+	bump_epoch(to_inproc(f)->world);
 }
 
 static int inproc_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
@@ -282,6 +296,7 @@ static int inproc_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
 	pthread_mutex_lock(&ep->world->lock);
 	ep->handler_arg = arg;
 	ep->handler = h;
+	bump_epoch(ep->world);
 	while (!h && ep->busy)	/* stopped: wait out the posts and calls inside it */
 		pthread_cond_wait(&ep->world->idle, &ep->world->lock);
 	pthread_mutex_unlock(&ep->world->lock);

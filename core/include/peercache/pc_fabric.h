@@ -179,6 +179,11 @@ struct pc_fabric {
 					 * backend may answer it on its event thread
 					 * (set by the serving side before serve) */
 	bool maps;			/* map() gives peers' memory (set by the backend) */
+	const uint64_t *map_epoch;	/* with maps: a counter the backend advances whenever
+					 * an address map() gave may have stopped being good
+					 * (a peer closed, went down or dropped a region); an
+					 * answer stands while it shows the value it showed
+					 * before the call */
 	struct pc_fabric_stats stats;
 	pc_fabric_fault_fn *fault;
 	void *fault_arg;
