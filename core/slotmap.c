@@ -221,6 +221,8 @@ static void fetch_layouts(struct slotmap *sm, const uint8_t *want, int *err)
 		} else {
 			struct sm_layout *expect = NULL;
 
+			if (l->spill)
+				__atomic_store_n(&sm->any_spill, true, __ATOMIC_RELAXED);
 			/* Another thread may have installed one meanwhile: keep theirs. */
 			if (!__atomic_compare_exchange_n(&sm->layouts[r->peer], &expect, l, false,
 							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

@@ -42,6 +42,8 @@ struct slotmap {
 	pthread_mutex_t lock;		/* fetch and retire */
 	struct sm_layout *retired;
 	struct sm_spill *spill;		/* this node's disk, when it spills */
+	bool any_spill;			/* some layout known here spills: misses may be
+					 * on a disk (set once, never cleared) */
 };
 
 /* The layout of node, or NULL when it is not known yet. */
@@ -91,25 +93,33 @@ static inline uint8_t *sm_local(struct slotmap *sm, int c, uint64_t off)
  * stands while the epoch does (a map per owner per batch was a twentieth of a
  * simulator run). Racing threads can only store the same answer for one epoch, or
  * NULL once the peer is gone, so a reader that sees a current epoch next to a newer
- * pointer still gets a good one or NULL.
+ * pointer still gets a good one or NULL. A pass reads the epoch once
+ * (sm_direct_epoch) and asks per key (sm_direct).
  */
-static inline uint8_t *sm_direct(struct slotmap *sm, const struct sm_layout *lay, int c)
+static inline uint64_t sm_direct_epoch(struct slotmap *sm)
 {
 	struct pc_fabric *f = sm->st->fabric;
+
+	if (!f->maps || f->fault)	/* faults are injected into ops: use them */
+		return 0;
+	return __atomic_load_n(f->map_epoch, __ATOMIC_ACQUIRE);
+}
+
+static inline uint8_t *sm_direct(struct slotmap *sm, uint64_t epoch, const struct sm_layout *lay,
+				 int c)
+{
 	struct sm_direct *d = (struct sm_direct *)&lay->direct[c];	/* a cache, not the layout */
 	const struct sm_class *cl = &lay->cls[c];
-	uint64_t epoch;
 	void *p;
 
 	if (lay == &sm->own)
 		return sm->mem[c];
-	if (!f->maps || f->fault)	/* faults are injected into ops: use them */
+	if (!epoch)
 		return NULL;
-	epoch = __atomic_load_n(f->map_epoch, __ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&d->epoch, __ATOMIC_ACQUIRE) == epoch)
 		return __atomic_load_n(&d->mem, __ATOMIC_RELAXED);
-	if (pc_fabric_map(f, lay->node, lay->inc, cl->rkey, cl->base, slot_region_bytes(&cl->g),
-			  SM_DIRECT_ACCESS, &p))
+	if (pc_fabric_map(sm->st->fabric, lay->node, lay->inc, cl->rkey, cl->base,
+			  slot_region_bytes(&cl->g), SM_DIRECT_ACCESS, &p))
 		p = NULL;
 	__atomic_store_n(&d->mem, (uint8_t *)p, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->epoch, epoch, __ATOMIC_RELEASE);

@@ -25,25 +25,27 @@
 #include "log.h"
 #include "slotmap_int.h"
 
+/* A key of a batch, what every path uses first (direct reads touch its first three
+ * cache lines for a one-class layout). */
 struct gkey {
 	struct sm_kc kc;
 	uint32_t expect, maxlen;
 	int c0;				/* the class read first */
-	int policy;			/* how c0 is read in this batch */
 	uint32_t mask;			/* classes whose index block is read */
-	uint64_t bucket[PC_MAX_CLASSES];
-	uint32_t pred;
 	int verdict;			/* enum slot_verdict once decided */
 	bool first_phase;		/* decided by phase 1 */
 	bool found;			/* exists: a header names the key */
 	bool from_disk;			/* its owner promoted it from disk */
-	int cand_cls, cand_way;
-	uint8_t hdr[SLOT_HEADER_BYTES];
-	uint8_t *idx[PC_MAX_CLASSES];	/* index blocks (direct keys: in place) */
-	uint8_t *scratch;		/* a whole bucket (bucket policy) */
 	bool direct;			/* read in place (sm_direct), not by ops */
+	int cand_cls, cand_way;
 	uint8_t *slot;			/* direct: the candidate slot */
+	uint64_t bucket[PC_MAX_CLASSES];
+	uint8_t *idx[PC_MAX_CLASSES];	/* index blocks (direct keys: in place) */
+	int policy;			/* how c0 is read in this batch */
+	uint32_t pred;
+	uint8_t *scratch;		/* a whole bucket (bucket policy) */
 	const struct pc_region *lreg;	/* the caller's registered memory holding data */
+	uint8_t hdr[SLOT_HEADER_BYTES];
 };
 
 /* Bytes to read for a payload of class c: exactly the expected length if given. */
@@ -80,7 +82,7 @@ static uint32_t max_len(const struct gkey *k, const struct sm_class *c)
 
 /* Sweep 1: point the key's index blocks at the owner's memory and prefetch them;
  * false, having decided nothing, when a class's memory cannot be addressed. */
-static bool direct_index(struct slotmap *sm, struct gkey *k)
+static bool direct_index(struct slotmap *sm, uint64_t epoch, struct gkey *k)
 {
 	const struct sm_layout *lay = k->kc.lay;
 
@@ -90,7 +92,7 @@ static bool direct_index(struct slotmap *sm, struct gkey *k)
 
 		if (!(k->mask >> c & 1))
 			continue;
-		mem = sm_direct(sm, lay, c);
+		mem = sm_direct(sm, epoch, lay, c);
 		if (!mem)
 			return false;
 		k->idx[c] = mem + slot_index_offset(&cl->g, k->bucket[c]);
@@ -101,7 +103,7 @@ static bool direct_index(struct slotmap *sm, struct gkey *k)
 }
 
 /* Sweep 2: the tagged slot, prefetched, or the key is absent. */
-static void direct_find(struct slotmap *sm, struct gkey *k, uint64_t *bytes)
+static void direct_find(struct gkey *k, uint64_t *bytes)
 {
 	const struct sm_layout *lay = k->kc.lay;
 	uint32_t tag = slot_tag(k->kc.h);
@@ -118,7 +120,9 @@ static void direct_find(struct slotmap *sm, struct gkey *k, uint64_t *bytes)
 				continue;
 			k->cand_cls = c;
 			k->cand_way = (int)w;
-			k->slot = sm_direct(sm, lay, c) + slot_offset(&cl->g, k->bucket[c], w);
+			/* the region's start is the index block's less its offset */
+			k->slot = k->idx[c] - slot_index_offset(&cl->g, k->bucket[c]) +
+				  slot_offset(&cl->g, k->bucket[c], w);
 			__builtin_prefetch(k->slot);
 			return;
 		}
@@ -256,6 +260,13 @@ static bool plan_classes(struct gkey *k)
 	const struct sm_layout *lay = k->kc.lay;
 	uint64_t want = k->expect ? k->expect : k->maxlen;
 
+	k->cand_cls = -1;
+	if (lay->nr_classes == 1 && lay->cls[0].g.page_bytes >= want) {	/* the usual case */
+		k->c0 = 0;
+		k->mask = 1;
+		k->bucket[0] = slot_bucket_of(&lay->cls[0].g, k->kc.h);
+		return true;
+	}
 	k->c0 = sm_class_for(lay, want);
 	if (k->c0 < 0) {
 		if (k->expect) {	/* no class can hold such a page */
@@ -269,13 +280,12 @@ static bool plan_classes(struct gkey *k)
 	k->mask = k->expect ? 1u << k->c0 : (2u << k->c0) - 1;
 	for (int c = 0; c <= k->c0; c++)
 		k->bucket[c] = slot_bucket_of(&lay->cls[c].g, k->kc.h);
-	k->cand_cls = -1;
 	return true;
 }
 
 /* How a key read through ops is read (policy, predicted way); returns the bytes of
- * landing space it needs (index blocks, a whole bucket). nremote is the number of keys the batch reads
- * through ops in this pass. */
+ * landing space it needs (index blocks, a whole bucket). nremote is the number of
+ * keys the batch reads through ops in this pass. */
 static size_t plan_reads(struct gkey *k, size_t nremote)
 {
 	const struct sm_layout *lay = k->kc.lay;
@@ -315,6 +325,7 @@ static void get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 	struct pc_op *ops = NULL;
 	uint8_t *land = NULL;
 	size_t nremote = 0, ndirect = 0, need = 0, *at;
+	uint64_t epoch = sm_direct_epoch(sm);
 	uint32_t nops = 0;
 
 	sm_bind_layouts(sm, keys, sizeof(*keys), n);
@@ -326,14 +337,14 @@ static void get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 		k->direct = false;
 		if (k->kc.state != SM_PENDING || !plan_classes(k))
 			continue;
-		if (direct_index(sm, k))
+		if (direct_index(sm, epoch, k))
 			ndirect++;
 		else
 			nremote++;
 	}
 	for (size_t i = 0; ndirect && i < n; i++)
 		if (keys[i].direct && keys[i].kc.state == SM_PENDING)
-			direct_find(sm, &keys[i], bytes);
+			direct_find(&keys[i], bytes);
 	for (size_t i = 0; ndirect && i < n; i++)
 		if (keys[i].direct && keys[i].kc.state == SM_PENDING)
 			direct_check(sm, &keys[i], bytes);
@@ -487,6 +498,8 @@ static bool promote_misses(struct slotmap *sm, struct gkey *keys, size_t n)
 	bool again = false;
 	size_t any = 0;
 
+	if (!__atomic_load_n(&sm->any_spill, __ATOMIC_RELAXED))
+		return false;	/* no node here spills: nothing to ask */
 	while (any < n && !may_be_on_disk(&keys[any]))
 		any++;
 	if (any == n)
@@ -714,7 +727,8 @@ static bool exists_classes(struct gkey *k, int *only)
 
 /* exists on memory this node addresses directly: the headers under the seqlock.
  * false, having decided nothing, when a class's memory cannot be addressed. */
-static bool exists_direct(struct slotmap *sm, struct gkey *k, int only, uint64_t *bytes)
+static bool exists_direct(struct slotmap *sm, uint64_t epoch, struct gkey *k, int only,
+			  uint64_t *bytes)
 {
 	const struct sm_layout *lay = k->kc.lay;
 
@@ -725,7 +739,7 @@ static bool exists_direct(struct slotmap *sm, struct gkey *k, int only, uint64_t
 
 		if (only >= 0 && (int)c != only)
 			continue;
-		mem = sm_direct(sm, lay, (int)c);
+		mem = sm_direct(sm, epoch, lay, (int)c);
 		if (!mem)
 			return false;
 		for (uint32_t w = 0; w < cl->g.ways; w++) {
@@ -748,6 +762,7 @@ static void exists_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, 
 			uint64_t *bytes)
 {
 	struct pc_store *st = sm->st;
+	uint64_t epoch = sm_direct_epoch(sm);
 	uint8_t *hdrs = NULL;
 	struct pc_op *ops = NULL;
 	uint32_t nops = 0;
@@ -761,7 +776,7 @@ static void exists_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, 
 		int only;
 
 		if (k->kc.state != SM_PENDING || !exists_classes(k, &only) ||
-		    exists_direct(sm, k, only, bytes))
+		    exists_direct(sm, epoch, k, only, bytes))
 			continue;
 		for (uint32_t c = 0; c < lay->nr_classes; c++)
 			if (only < 0 || (int)c == only)

@@ -487,6 +487,7 @@ int sm_spill_open(struct slotmap *sm, char *err, size_t errlen)
 	}
 	sm->spill = sp;
 	sm->own.spill = !ret;
+	sm->any_spill |= sm->own.spill;
 	if (ret) {
 		sp->task = NULL;
 		sm_spill_close(sm);

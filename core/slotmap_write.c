@@ -142,10 +142,10 @@ static uint64_t next_stamp(uint64_t now, struct sbucket *b, uint32_t ways)
  * maps: sm_direct) are written in place, in two sweeps so that a batch's cache misses
  * overlap: the first finds the memory and prefetches the bucket's headers and tags,
  * the second writes. Returns false when the memory cannot be addressed: use ops. */
-static bool direct_prefetch(struct slotmap *sm, struct skey *k)
+static bool direct_prefetch(struct slotmap *sm, uint64_t epoch, struct skey *k)
 {
 	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
-	uint8_t *mem = sm_direct(sm, k->kc.lay, k->cls);
+	uint8_t *mem = sm_direct(sm, epoch, k->kc.lay, k->cls);
 
 	if (!mem)
 		return false;
@@ -358,7 +358,7 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, size_t n)
 {
 	struct btable t;
-	uint64_t now;
+	uint64_t now, epoch;
 
 	if (btable_init(&t, a, n)) {
 		for (size_t i = 0; i < n; i++)
@@ -368,6 +368,7 @@ static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 	}
 	sm_bind_layouts(sm, keys, sizeof(*keys), n);
 	now = pc_clock_now(sm->st->clock);
+	epoch = sm_direct_epoch(sm);
 	for (size_t i = 0; i < n; i++) {
 		struct skey *k = &keys[i];
 		const struct sm_class *cl;
@@ -389,7 +390,7 @@ static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 			continue;
 		}
 		/* a bucket's keys all go one way: their headers are known, not read */
-		if (direct_prefetch(sm, k))
+		if (direct_prefetch(sm, epoch, k))
 			k->b->decoded = true;
 	}
 	for (size_t i = 0; i < n; i++)
