@@ -4,7 +4,8 @@
 # a raw TCP stream, Redis 7 (pipelined MSET/MGET) and memcached 1.6 (multi-get,
 # -I 1m), all started and stopped here. pcd is pinned to CPU 1, pcbench to CPU 0.
 # Then the disk tier (pctierbench) against raw sequential I/O of the same disk, and
-# slotmap against p2p on the same workloads (pcbench --mode both, laptop.yaml's ports).
+# slotmap against p2p on the same workloads (pcbench --mode both, laptop.yaml's ports),
+# and the simulator's hit-rate mode against a bare model of its cache (pcsimbench).
 # Timing is noisy on a shared machine: read the ratios, measured in one run.
 set -eu
 cd "$(dirname "$0")/.."
@@ -64,3 +65,10 @@ echo "=== slotmap vs p2p: 12 KiB pages, then 256 KiB"
 ./build/tools/pcbench --mode both --topology topologies/laptop.yaml --page-size 12KiB --iters 5
 ./build/tools/pcbench --mode both --topology topologies/laptop.yaml --page-size 256KiB --iters 10 \
 	--set store.global_segment_size=384MiB
+
+# The simulator's hit-rate mode against a bare model of the same cache (every page
+# must decide alike), on the README's shared-prefix workload and on Zipf.
+echo "=== simulator, hit-rate mode: the store against a bare set-associative model"
+taskset -c 1 ./build/sim/pcsimbench --runs 5
+taskset -c 1 ./build/sim/pcsimbench --runs 5 --workload "zipf:keys=200000,s=1.0,pages=32,requests=200000" \
+	--set store.global_segment_size=2GiB
