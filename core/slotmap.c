@@ -32,11 +32,14 @@ static int own_slots(struct slotmap *sm)
 	uint64_t seg = cfg->global_segment_size / cfg->nr_classes;
 	int ret;
 
-	sm->own.node = st->self;
-	sm->own.inc = st->fabric->incarnation;
-	sm->own.nr_classes = cfg->nr_classes;
+	sm->own = sm_layout_new(cfg->nr_classes);
+	if (!sm->own)
+		return -ENOMEM;
+	sm->own->node = st->self;
+	sm->own->inc = st->fabric->incarnation;
+	sm->own->nr_classes = cfg->nr_classes;
 	for (uint32_t c = 0; c < cfg->nr_classes; c++) {
-		struct sm_class *k = &sm->own.cls[c];
+		struct sm_class *k = &sm->own->cls[c];
 		size_t bytes;
 
 		ret = slot_geometry_init(&k->g, c, cfg->size_classes[c], cfg->slot_ways,
@@ -70,7 +73,7 @@ static int own_slots(struct slotmap *sm)
 			(unsigned long long)k->g.stride, (unsigned long long)k->g.bytes,
 			node->nr_rails);
 	}
-	sm->layouts[st->self] = &sm->own;
+	sm->layouts[st->self] = sm->own;
 	return 0;
 }
 
@@ -82,11 +85,13 @@ void slotmap_close(struct slotmap *sm)
 	for (uint32_t c = 0; c < PC_MAX_CLASSES; c++) {
 		if (sm->reg[c].len)
 			pc_fabric_dereg(sm->st->fabric, &sm->reg[c]);
-		hostmem_unmap(sm->mem[c], slot_region_bytes(&sm->own.cls[c].g));
+		if (sm->mem[c])
+			hostmem_unmap(sm->mem[c], slot_region_bytes(&sm->own->cls[c].g));
 	}
 	for (uint32_t i = 0; sm->layouts && i < sm->st->topo->nr_nodes; i++)
-		if (sm->layouts[i] && sm->layouts[i] != &sm->own)
+		if (sm->layouts[i] && sm->layouts[i] != sm->own)
 			free(sm->layouts[i]);
+	free(sm->own);
 	while (sm->retired) {
 		struct sm_layout *l = sm->retired;
 
@@ -131,16 +136,16 @@ int slotmap_open(struct pc_store *st, struct slotmap **out, char *err, size_t er
 int slotmap_layout_rpc(struct slotmap *sm, struct pc_msg *resp)
 {
 	struct proto_layout h = { .magic = PROTO_LAYOUT_MAGIC, .version = PROTO_LAYOUT_VERSION,
-				  .nr_classes = (uint16_t)sm->own.nr_classes, .node = sm->own.node,
+				  .nr_classes = (uint16_t)sm->own->nr_classes, .node = sm->own->node,
 				  .flags = sm->spill ? PROTO_LAYOUT_SPILL : 0,
-				  .incarnation = sm->own.inc };
+				  .incarnation = sm->own->inc };
 	int ret;
 
 	if (sm->st->self == PC_PEER_NONE)
 		return -ENOENT;
 	ret = pc_msg_append(resp, &h, sizeof(h));
-	for (uint32_t c = 0; c < sm->own.nr_classes && !ret; c++) {
-		const struct sm_class *k = &sm->own.cls[c];
+	for (uint32_t c = 0; c < sm->own->nr_classes && !ret; c++) {
+		const struct sm_class *k = &sm->own->cls[c];
 		struct proto_layout_class pc = { .page_bytes = k->g.page_bytes, .stride = k->g.stride,
 						 .mem_stride = k->g.mem_stride,
 						 .nr_buckets = k->g.nr_buckets,
@@ -152,12 +157,14 @@ int slotmap_layout_rpc(struct slotmap *sm, struct pc_msg *resp)
 	return ret;
 }
 
-/* Decode and check a layout answer: a peer's numbers are validated, never trusted. */
+/* Decode and check a layout answer: a peer's numbers are validated, never trusted.
+ * *outp gets a new layout on 0. */
 static int decode_layout(const struct pc_msg *m, uint32_t node, enum pc_read_policy policy,
-			 struct sm_layout *out)
+			 struct sm_layout **outp)
 {
 	const struct proto_layout *h = m->data;
 	const struct proto_layout_class *pc;
+	struct sm_layout *out;
 
 	if (m->len < sizeof(*h) || h->magic != PROTO_LAYOUT_MAGIC ||
 	    h->version != PROTO_LAYOUT_VERSION || !h->nr_classes ||
@@ -165,7 +172,9 @@ static int decode_layout(const struct pc_msg *m, uint32_t node, enum pc_read_pol
 	    m->len != sizeof(*h) + h->nr_classes * sizeof(*pc))
 		return -EPROTO;
 	pc = (const struct proto_layout_class *)(h + 1);
-	memset(out, 0, sizeof(*out));
+	out = sm_layout_new(h->nr_classes);
+	if (!out)
+		return -ENOMEM;
 	out->node = node;
 	out->inc = h->incarnation;
 	out->nr_classes = h->nr_classes;
@@ -176,14 +185,17 @@ static int decode_layout(const struct pc_msg *m, uint32_t node, enum pc_read_pol
 		if (slot_geometry_init(&k->g, c, pc[c].page_bytes, pc[c].ways, pc[c].nr_buckets, 0) ||
 		    k->g.stride != pc[c].stride || k->g.index_stride != pc[c].index_stride ||
 		    (c && pc[c].page_bytes <= pc[c - 1].page_bytes) ||
-		    (pc[c].mem_stride != k->g.stride && pc[c].mem_stride != SLOT_HEADER_BYTES))
+		    (pc[c].mem_stride != k->g.stride && pc[c].mem_stride != SLOT_HEADER_BYTES)) {
+			free(out);
 			return -EPROTO;
+		}
 		if (pc[c].mem_stride != k->g.stride)
 			slot_geometry_drop_payload(&k->g);
 		k->base = pc[c].base;
 		k->rkey = pc[c].rkey;
 		k->policy = resolve_policy(&k->g, policy);
 	}
+	*outp = out;
 	return 0;
 }
 
@@ -208,9 +220,9 @@ static void fetch_layouts(struct slotmap *sm, const uint8_t *want, int *err)
 		METRIC_ADD(st, layout_fetches, nr);
 	for (uint32_t k = 0; k < nr; k++) {
 		struct pc_rpc *r = &rpcs[k];
-		struct sm_layout *l = r->status ? NULL : malloc(sizeof(*l));
-		int ret = r->status ? r->status : !l ? -ENOMEM :
-			  decode_layout(&r->resp, r->peer, st->topo->store.slot_read_policy, l);
+		struct sm_layout *l = NULL;
+		int ret = r->status ? r->status :
+			  decode_layout(&r->resp, r->peer, st->topo->store.slot_read_policy, &l);
 
 		if (ret) {
 			if (ret == -EPROTO)
@@ -348,7 +360,7 @@ void sm_drop_layout(struct slotmap *sm, const struct sm_layout *lay)
 {
 	struct sm_layout *cur = (struct sm_layout *)lay;
 
-	if (lay == &sm->own)
+	if (lay == sm->own)
 		return;
 	pthread_mutex_lock(&sm->lock);
 	/* Readers may still hold it: retire it until close rather than free it. */

@@ -6,36 +6,44 @@
 #define PC_SLOTMAP_INT_H
 
 #include <errno.h>
+#include <stdlib.h>
 
 #include "proto.h"
 #include "slot.h"
 #include "slotmap.h"
 
-/* One node's slots as a reader addresses them. Layouts are immutable once
- * published (but for the direct-access cache); a refreshed one replaces the pointer
- * and the old one is retired. */
+/* One node's slots as a reader addresses them, nr_classes classes long (a client of
+ * 512 nodes holds 512). Layouts are immutable once published (but for the
+ * direct-access cache); a refreshed one replaces the pointer and the old one is
+ * retired. */
 struct sm_layout {
 	uint32_t node;
 	uint64_t inc;			/* the node's fabric incarnation */
 	uint32_t nr_classes;
 	bool spill;			/* the node spills to disk: ask it about misses */
+	struct sm_layout *retired_next;
 	struct sm_class {
 		struct slot_geometry g;
 		uint64_t base;
 		uint32_t rkey;
 		int policy;		/* read policy; auto only for mid-size classes */
-	} cls[PC_MAX_CLASSES];
-	struct sm_direct {		/* sm_direct's answers: a cache, the one mutable part */
-		uint8_t *mem;
-		uint64_t epoch;		/* 0: none yet */
-	} direct[PC_MAX_CLASSES];
-	struct sm_layout *retired_next;
+		struct sm_direct {	/* sm_direct's answer: a cache, the one mutable part */
+			uint8_t *mem;
+			uint64_t epoch;	/* 0: none yet */
+		} direct;
+	} cls[];
 };
+
+/* A layout of n classes, zeroed; NULL on ENOMEM. */
+static inline struct sm_layout *sm_layout_new(uint32_t n)
+{
+	return calloc(1, sizeof(struct sm_layout) + n * sizeof(struct sm_class));
+}
 
 struct slotmap {
 	struct pc_store *st;
 	bool payload_free;		/* headers only: the simulator at scale */
-	struct sm_layout own;		/* this node's, when it has one */
+	struct sm_layout *own;		/* this node's, when it has one */
 	uint8_t *mem[PC_MAX_CLASSES];
 	struct pc_region reg[PC_MAX_CLASSES];
 	struct sm_layout **layouts;	/* per node; NULL until fetched */
@@ -108,11 +116,11 @@ static inline uint64_t sm_direct_epoch(struct slotmap *sm)
 static inline uint8_t *sm_direct(struct slotmap *sm, uint64_t epoch, const struct sm_layout *lay,
 				 int c)
 {
-	struct sm_direct *d = (struct sm_direct *)&lay->direct[c];	/* a cache, not the layout */
+	struct sm_direct *d = (struct sm_direct *)&lay->cls[c].direct;	/* a cache, not the layout */
 	const struct sm_class *cl = &lay->cls[c];
 	void *p;
 
-	if (lay == &sm->own)
+	if (lay == sm->own)
 		return sm->mem[c];
 	if (!epoch)
 		return NULL;

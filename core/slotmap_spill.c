@@ -57,12 +57,12 @@ struct cand {
 
 static uint8_t *slot_at(struct slotmap *sm, uint32_t c, uint64_t bucket, uint32_t way)
 {
-	return sm_local(sm, (int)c, slot_offset(&sm->own.cls[c].g, bucket, way));
+	return sm_local(sm, (int)c, slot_offset(&sm->own->cls[c].g, bucket, way));
 }
 
 static uint32_t *tags_of(struct slotmap *sm, uint32_t c, uint64_t bucket)
 {
-	return (uint32_t *)sm_local(sm, (int)c, slot_index_offset(&sm->own.cls[c].g, bucket));
+	return (uint32_t *)sm_local(sm, (int)c, slot_index_offset(&sm->own->cls[c].g, bucket));
 }
 
 static bool valid(const struct slot_header *h)
@@ -83,7 +83,7 @@ static uint32_t demote(struct sm_spill *sp, struct cand *cv, uint32_t n, uint8_t
 	uint32_t at[BATCH_PAGES], nb = 0, freed = 0;
 
 	for (uint32_t c = 0; c < sp->nr_classes; c++) {
-		uint64_t page = sm->own.cls[c].g.page_bytes;
+		uint64_t page = sm->own->cls[c].g.page_bytes;
 
 		nb = 0;
 		for (uint32_t i = 0; i < n; i++) {
@@ -133,7 +133,7 @@ static uint32_t demote(struct sm_spill *sp, struct cand *cv, uint32_t n, uint8_t
 static uint32_t sweep_bucket(struct sm_spill *sp, uint32_t c, uint64_t bucket, struct cand *out)
 {
 	struct slotmap *sm = sp->sm;
-	const struct slot_geometry *g = &sm->own.cls[c].g;
+	const struct slot_geometry *g = &sm->own->cls[c].g;
 	struct slot_header h[SLOT_MAX_WAYS];
 	uint32_t empty = 0, n = 0, order[SLOT_MAX_WAYS], nv = 0;
 	bool check = disk_used(sp->disk[c]) > 0;
@@ -177,7 +177,7 @@ static void spill_task(void *arg)
 	while (!__atomic_load_n(&sp->stop, __ATOMIC_ACQUIRE)) {
 		pc_clock_sleep(sm->st->clock, SWEEP_NS);
 		for (uint32_t c = 0; c < sp->nr_classes; c++) {
-			const struct slot_geometry *g = &sm->own.cls[c].g;
+			const struct slot_geometry *g = &sm->own->cls[c].g;
 			uint64_t todo = (g->nr_buckets + SWEEP_ROUNDS - 1) / SWEEP_ROUNDS;
 
 			if (todo < 64)
@@ -211,7 +211,7 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 		   uint32_t len)
 {
 	struct slotmap *sm = sp->sm;
-	const struct slot_geometry *g = &sm->own.cls[c].g;
+	const struct slot_geometry *g = &sm->own->cls[c].g;
 	uint64_t bucket = slot_bucket_of(g, key);
 	struct slot_header h[SLOT_MAX_WAYS];
 	uint8_t *vb = NULL;
@@ -259,8 +259,8 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 static int find_class(struct sm_spill *sp, struct pc_keyhash key, uint32_t expect)
 {
 	for (uint32_t c = 0; c < sp->nr_classes; c++) {
-		if (expect && (expect > sp->sm->own.cls[c].g.page_bytes ||
-			       (c && expect <= sp->sm->own.cls[c - 1].g.page_bytes)))
+		if (expect && (expect > sp->sm->own->cls[c].g.page_bytes ||
+			       (c && expect <= sp->sm->own->cls[c - 1].g.page_bytes)))
 			continue;
 		if (disk_has(sp->disk[c], key, NULL, NULL, NULL))
 			return (int)c;
@@ -283,7 +283,7 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 
 	for (uint32_t i = i0; i < i1; i++)
 		if (cls[i] >= 0)
-			bytes += sm->own.cls[cls[i]].g.page_bytes;
+			bytes += sm->own->cls[cls[i]].g.page_bytes;
 	if (!sm->payload_free)
 		buf = malloc(bytes ? bytes : 1);
 	if (!b || !at || (!sm->payload_free && !buf))
@@ -293,7 +293,7 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 		b[i - i0] = (struct disk_blk){ .key = { .lo = keys[i].lo, .hi = keys[i].hi },
 					       .data = buf ? buf + bytes : NULL, .status = -ENOENT };
 		if (cls[i] >= 0) {
-			b[i - i0].cap = (uint32_t)sm->own.cls[cls[i]].g.page_bytes;
+			b[i - i0].cap = (uint32_t)sm->own->cls[cls[i]].g.page_bytes;
 			bytes += b[i - i0].cap;
 		}
 	}
@@ -378,7 +378,7 @@ void sm_spill_promote(struct slotmap *sm, const struct proto_promote_key *keys, 
 		cls[i] = find_class(sp, (struct pc_keyhash){ .lo = keys[i].lo, .hi = keys[i].hi },
 				    keys[i].expect);
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t page = cls[i] >= 0 ? sm->own.cls[cls[i]].g.page_bytes : 0;
+		uint64_t page = cls[i] >= 0 ? sm->own->cls[cls[i]].g.page_bytes : 0;
 
 		if (i > i0 && bytes + page > PROMOTE_CHUNK) {
 			promote_chunk(sp, keys, cls, i0, i, budget, &used, ans, payloads);
@@ -441,9 +441,9 @@ int sm_spill_open(struct slotmap *sm, char *err, size_t errlen)
 		return -ENOMEM;
 	sp->sm = sm;
 	sp->free_ways = cfg->slot_spill_ways;
-	sp->nr_classes = sm->own.nr_classes;
+	sp->nr_classes = sm->own->nr_classes;
 	for (uint32_t c = 0; c < sp->nr_classes && !ret; c++) {
-		uint32_t page = (uint32_t)sm->own.cls[c].g.page_bytes;
+		uint32_t page = (uint32_t)sm->own->cls[c].g.page_bytes;
 		uint64_t blocks = node->nvme.capacity / sp->nr_classes / page;
 		struct pc_storage_params p = { .dir = node->nvme.path, .direct = true,
 					       .clock = st->clock, .backend_arg = st->backend_arg };
@@ -467,10 +467,10 @@ int sm_spill_open(struct slotmap *sm, char *err, size_t errlen)
 				 node->nvme.path, strerror(-ret), (unsigned long long)node->nvme.capacity);
 		else
 			pc_info("slot spill ready: class %u keeps %u of %u ways free; %llu pages of %u B on disk in %s",
-				c, sp->free_ways, sm->own.cls[c].g.ways, (unsigned long long)blocks, page,
+				c, sp->free_ways, sm->own->cls[c].g.ways, (unsigned long long)blocks, page,
 				node->nvme.path);
 	}
-	sp->page_max = sm->own.cls[sp->nr_classes - 1].g.page_bytes;
+	sp->page_max = sm->own->cls[sp->nr_classes - 1].g.page_bytes;
 	sp->batch = (uint32_t)(BATCH_BYTES / sp->page_max);
 	if (sp->batch > BATCH_PAGES)
 		sp->batch = BATCH_PAGES;
@@ -486,8 +486,8 @@ int sm_spill_open(struct slotmap *sm, char *err, size_t errlen)
 			snprintf(err, errlen, "spill: cannot start its task: %s", strerror(-ret));
 	}
 	sm->spill = sp;
-	sm->own.spill = !ret;
-	sm->any_spill |= sm->own.spill;
+	sm->own->spill = !ret;
+	sm->any_spill |= sm->own->spill;
 	if (ret) {
 		sp->task = NULL;
 		sm_spill_close(sm);

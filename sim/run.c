@@ -429,9 +429,9 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 			res->slot_bytes += t->store.global_segment_size;
 			continue;
 		}
-		for (uint32_t k = 0; k < c.st[i]->sm->own.nr_classes; k++) {
-			res->slot_bytes += c.st[i]->sm->own.cls[k].g.bytes;
-			res->mem_bytes += slot_region_bytes(&c.st[i]->sm->own.cls[k].g);
+		for (uint32_t k = 0; k < c.st[i]->sm->own->nr_classes; k++) {
+			res->slot_bytes += c.st[i]->sm->own->cls[k].g.bytes;
+			res->mem_bytes += slot_region_bytes(&c.st[i]->sm->own->cls[k].g);
 		}
 	}
 	ret = wl_open(&cfg->wl, cfg->seed ^ 0x776c, t->model.present ? t->model.tokens_per_page : 1,

@@ -758,8 +758,8 @@ static void run_mixed(int *outcome, size_t n, uint64_t *mem)
 
 	*mem = 0;
 	for (uint32_t i = 0; i < 3; i++)
-		for (uint32_t c = 0; c < C->s[i]->sm->own.nr_classes; c++)
-			*mem += slot_region_bytes(&C->s[i]->sm->own.cls[c].g);
+		for (uint32_t c = 0; c < C->s[i]->sm->own->nr_classes; c++)
+			*mem += slot_region_bytes(&C->s[i]->sm->own->cls[c].g);
 	for (size_t i = 0; i < n; i++)
 		sprintf(b->keys[i], "mix-%zu", (i * 7919) % (n / 2));	/* repeats: overwrites */
 	for (size_t i = 0; i < n; i += 16) {
