@@ -2,6 +2,7 @@
  * port.c - processor-sharing and FIFO stations on the event engine.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "port.h"
@@ -26,6 +27,7 @@ struct port {
 	double vt;			/* PS virtual time */
 	uint64_t last;			/* when vt was last brought up to date */
 	uint64_t armed;			/* PS: when the event we rely on fires (NOT_ARMED) */
+	bool idle;			/* FIFO: no job in service or waiting */
 	uint64_t busy_since;
 	struct port_stats st;
 };
@@ -41,6 +43,7 @@ struct port *port_create(struct sim *s, double rate, enum port_disc disc, uint32
 	p->disc = disc;
 	p->servers = servers ? servers : 1;
 	p->armed = NOT_ARMED;
+	p->idle = true;
 	return p;
 }
 
@@ -60,7 +63,7 @@ double port_rate(const struct port *p)
 void port_get_stats(const struct port *p, struct port_stats *out)
 {
 	*out = p->st;
-	if ((p->disc == PORT_PS && p->n) || (p->disc == PORT_FIFO && p->busy))
+	if ((p->disc == PORT_PS && p->n) || (p->disc == PORT_FIFO && !p->idle))
 		out->busy_ns += (double)(sim_now(p->s) - p->busy_since);
 }
 
@@ -198,8 +201,12 @@ static void fifo_event(struct sim *s, void *arg)
 	(void)s;
 	free(e);
 	p->busy--;
-	if (!p->busy && !p->n)
+	/* Busy until nothing is in service or waiting: a departure with jobs queued
+	 * starts the next one at once and the busy period goes on. */
+	if (!p->busy && !p->n) {
 		p->st.busy_ns += (double)(sim_now(p->s) - p->busy_since);
+		p->idle = true;
+	}
 	finish(p, &j);
 	fifo_start(p);
 }
@@ -215,8 +222,10 @@ static void fifo_start(struct port *p)
 		e->j = p->v[p->head];
 		p->head = (p->head + 1) % p->cap;
 		p->n--;
-		if (!p->busy)
+		if (p->idle) {
 			p->busy_since = sim_now(p->s);
+			p->idle = false;
+		}
 		p->busy++;
 		sim_at(p->s, sim_now(p->s) + (uint64_t)ceil(e->j.tag / p->rate), fifo_event, e);
 	}

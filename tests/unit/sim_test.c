@@ -156,16 +156,20 @@ static void arrive(struct sim *s, void *arg)
 		sim_at(s, sim_now(s) + (uint64_t)expo(s, 1 / q->lambda), arrive, q);
 }
 
-/* Mean sojourn of n jobs through a station (rate 1 byte/ns: work = service ns). */
+/* Mean sojourn of n jobs through a station (rate 1 byte/ns: work = service ns), and
+ * the share of the time it was busy (*util, which should come out as rho). */
 static double mean_sojourn(enum port_disc disc, double rho, double mean_s, bool exp_service,
-			   uint64_t n, uint64_t seed)
+			   uint64_t n, uint64_t seed, double *util)
 {
 	struct qrun q = { .s = sim_create(seed), .lambda = rho / mean_s, .mean_s = mean_s,
 			  .exp_service = exp_service, .left = n };
+	struct port_stats st;
 
 	q.p = port_create(q.s, 1.0, disc, 1);
 	sim_at(q.s, 0, arrive, &q);
 	sim_run(q.s, UINT64_MAX);
+	port_get_stats(q.p, &st);
+	*util = st.busy_ns / (double)sim_now(q.s);
 	port_destroy(q.p);
 	sim_destroy(q.s);
 	return q.sum_sojourn / (double)q.done;
@@ -182,13 +186,15 @@ static void test_fifo_pk(void)
 		for (int i = 0; i < 3; i++) {
 			double rho = rhos[i], lambda = rho / S;
 			double es2 = e ? 2 * S * S : S * S;	/* exponential : deterministic */
-			double pk = lambda * es2 / (2 * (1 - rho));
-			double wq = mean_sojourn(PORT_FIFO, rho, S, e, n, 11 + (uint64_t)i) - S;
+			double pk = lambda * es2 / (2 * (1 - rho)), util;
+			double wq = mean_sojourn(PORT_FIFO, rho, S, e, n, 11 + (uint64_t)i, &util) - S;
 
-			printf("  FIFO M/%c/1 rho %.1f: mean wait %.1f ns, Pollaczek-Khinchine %.1f ns (%+.1f%%)\n",
-			       e ? 'M' : 'D', rho, wq, pk, 100 * (wq / pk - 1));
+			printf("  FIFO M/%c/1 rho %.1f: mean wait %.1f ns, Pollaczek-Khinchine %.1f ns (%+.1f%%); busy %.3f of the time\n",
+			       e ? 'M' : 'D', rho, wq, pk, 100 * (wq / pk - 1), util);
 			if (!slow())
 				CU_ASSERT(fabs(wq / pk - 1) <= 0.05);
+			/* a backlog keeps the station busy: counted as such (it was not) */
+			CU_ASSERT(fabs(util - rho) <= 0.02);
 		}
 	}
 }
@@ -201,13 +207,14 @@ static void test_ps_sojourn(void)
 
 	printf("\n");
 	for (int i = 0; i < 3; i++) {
-		double t = mean_sojourn(PORT_PS, rhos[i], S, true, n, 21 + (uint64_t)i);
+		double util, t = mean_sojourn(PORT_PS, rhos[i], S, true, n, 21 + (uint64_t)i, &util);
 		double want = S / (1 - rhos[i]);
 
-		printf("  PS M/M/1 rho %.1f: mean sojourn %.1f ns, E[S]/(1-rho) %.1f ns (%+.1f%%)\n",
-		       rhos[i], t, want, 100 * (t / want - 1));
+		printf("  PS M/M/1 rho %.1f: mean sojourn %.1f ns, E[S]/(1-rho) %.1f ns (%+.1f%%); busy %.3f of the time\n",
+		       rhos[i], t, want, 100 * (t / want - 1), util);
 		if (!slow())
 			CU_ASSERT(fabs(t / want - 1) <= 0.05);
+		CU_ASSERT(fabs(util - rhos[i]) <= 0.02);
 	}
 }
 
