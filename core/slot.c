@@ -70,44 +70,6 @@ void slot_geometry_drop_payload(struct slot_geometry *g)
 	g->mem_bytes = g->nr_buckets * g->ways * SLOT_HEADER_BYTES;
 }
 
-int slot_pick_way(const struct slot_header *hdrs, uint32_t ways, struct pc_keyhash key,
-		  uint32_t predicted, uint64_t reserved_mask, bool *evicts)
-{
-	int empty = -1, oldest = -1;
-
-	/* One pass notes all three candidates; the order above decides among them. */
-	*evicts = false;
-	for (uint32_t w = 0; w < ways; w++) {
-		if (reserved_mask >> w & 1)
-			continue;
-		if (slot_header_empty(&hdrs[w])) {
-			if (empty < 0 || w == predicted)
-				empty = (int)w;
-			continue;
-		}
-		if (keyhash_eq(hdrs[w].key, key))
-			return (int)w;
-		if (oldest < 0 || hdrs[w].stamp < hdrs[oldest].stamp)
-			oldest = (int)w;
-	}
-	if (empty >= 0)
-		return empty;
-	if (oldest < 0)
-		return -ENOSPC;
-	*evicts = true;
-	return oldest;
-}
-
-uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t ways, uint64_t now)
-{
-	uint64_t s = now;
-
-	for (uint32_t w = 0; w < ways; w++)
-		if (!slot_header_empty(&hdrs[w]) && hdrs[w].stamp >= s)
-			s = hdrs[w].stamp + 1;
-	return s;
-}
-
 static inline uint64_t *slot_seq(const void *slot)
 {
 	return (uint64_t *)slot;

@@ -18,12 +18,17 @@
 #ifndef PC_SLOT_H
 #define PC_SLOT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "keyhash.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* seq is both a little-endian header field and a word the CPU and the NIC update
  * atomically in host order; the two agree only on little-endian hosts. */
@@ -275,6 +280,33 @@ static inline uint32_t slot_tag(struct pc_keyhash h)
 	return (uint32_t)h.hi | 1u;
 }
 
+/* The ways of an index block whose tag is `tag`, as a bit mask (bit w: way w). The
+ * tags are hints a writer may be changing under us, so a torn answer costs at most a
+ * header read; the SSE2 path compares four tags a step, reading whole 16-byte groups
+ * (an index block is rounded up to 64 bytes, so they stay inside it). */
+static inline uint64_t slot_tag_match(const uint8_t *index, uint32_t ways, uint32_t tag)
+{
+	uint64_t match = 0;
+
+#if defined(__SSE2__)
+	const __m128i want = _mm_set1_epi32((int)tag);
+
+	for (uint32_t w = 0; w < ways; w += 4) {
+		__m128i t = _mm_loadu_si128((const __m128i *)(const void *)(index + w * 4));
+
+		match |= (uint64_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(t, want)))
+			 << w;
+	}
+	return ways < 64 ? match & ((1ULL << ways) - 1) : match;
+#else
+	const uint32_t *tags = (const uint32_t *)(const void *)index;
+
+	for (uint32_t w = 0; w < ways; w++)
+		match |= (uint64_t)(__atomic_load_n(&tags[w], __ATOMIC_RELAXED) == tag) << w;
+	return match;
+#endif
+}
+
 /* ------------------------------------------------------------------ writing */
 
 /* Choose the way to write key into, given the bucket's decoded headers. Order: the
@@ -282,11 +314,46 @@ static inline uint32_t slot_tag(struct pc_keyhash h)
  * the predicted way if empty, then any empty way, then the oldest stamp (evict).
  * Ways in reserved_mask were taken earlier in the same batch and are never chosen.
  * Returns the way (setting *evicts when it displaces another key) or -ENOSPC. */
-int slot_pick_way(const struct slot_header *hdrs, uint32_t ways, struct pc_keyhash key,
-		  uint32_t predicted, uint64_t reserved_mask, bool *evicts);
+static inline int slot_pick_way(const struct slot_header *hdrs, uint32_t ways,
+				struct pc_keyhash key, uint32_t predicted,
+				uint64_t reserved_mask, bool *evicts)
+{
+	int empty = -1, oldest = -1;
+
+	/* One pass notes all three candidates; the order above decides among them. */
+	*evicts = false;
+	for (uint32_t w = 0; w < ways; w++) {
+		if (reserved_mask >> w & 1)
+			continue;
+		if (slot_header_empty(&hdrs[w])) {
+			if (empty < 0 || w == predicted)
+				empty = (int)w;
+			continue;
+		}
+		if (keyhash_eq(hdrs[w].key, key))
+			return (int)w;
+		if (oldest < 0 || hdrs[w].stamp < hdrs[oldest].stamp)
+			oldest = (int)w;
+	}
+	if (empty >= 0)
+		return empty;
+	if (oldest < 0)
+		return -ENOSPC;
+	*evicts = true;
+	return oldest;
+}
 
 /* A stamp newer than every one in the bucket and not older than now. */
-uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t ways, uint64_t now);
+static inline uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t ways,
+				       uint64_t now)
+{
+	uint64_t s = now;
+
+	for (uint32_t w = 0; w < ways; w++)
+		if (!slot_header_empty(&hdrs[w]) && hdrs[w].stamp >= s)
+			s = hdrs[w].stamp + 1;
+	return s;
+}
 
 /* The header a writer puts in front of a page (page NULL with len > 0: a payload-free
  * slot, checksummed virtually). */

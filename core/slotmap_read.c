@@ -112,15 +112,13 @@ static void direct_find(struct gkey *k, uint64_t *bytes)
 
 	for (int c = k->c0; c >= 0; c--) {
 		const struct sm_class *cl = &lay->cls[c];
-		const uint32_t *tags = (const uint32_t *)k->idx[c];
-		uint64_t match = 0;
+		uint64_t match;
 		uint32_t w;
 
 		if (!(k->mask >> c & 1))
 			continue;
 		*bytes += cl->g.index_stride;
-		for (w = 0; w < cl->g.ways; w++)
-			match |= (uint64_t)(__atomic_load_n(&tags[w], __ATOMIC_ACQUIRE) == tag) << w;
+		match = slot_tag_match(k->idx[c], cl->g.ways, tag);
 		if (!match)
 			continue;
 		w = (uint32_t)__builtin_ctzll(match);

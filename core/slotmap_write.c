@@ -150,8 +150,9 @@ static bool direct_prefetch(struct slotmap *sm, uint64_t epoch, struct skey *k)
 	if (!mem)
 		return false;
 	k->mem = mem;
+	mem += slot_offset(&cl->g, k->b->bucket, 0);
 	for (uint32_t x = 0; x < cl->g.ways; x++)
-		__builtin_prefetch(mem + slot_offset(&cl->g, k->b->bucket, x));
+		__builtin_prefetch(mem + x * cl->g.mem_stride);
 	__builtin_prefetch(mem + slot_index_offset(&cl->g, k->b->bucket));
 	return true;
 }
@@ -165,20 +166,21 @@ static void set_direct(struct slotmap *sm, uint64_t now, struct skey *keys, size
 	struct skey *k = &keys[i];
 	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
 	struct sbucket *b = k->b;
+	uint8_t *way0 = k->mem + slot_offset(&cl->g, b->bucket, 0);
 	uint32_t *tags;
 	uint64_t stamp;
 	uint8_t *slot;
 	int w, ret;
 
 	for (uint32_t x = 0; x < cl->g.ways; x++)
-		slot_header_decode_choice(k->mem + slot_offset(&cl->g, b->bucket, x), &b->dec[x]);
+		slot_header_decode_choice(way0 + x * cl->g.mem_stride, &b->dec[x]);
 	w = choose_way(b, &cl->g, keys, i);
 	if (w < 0) {
 		k->kc.err = w;
 		k->kc.state = SM_DONE;
 		return;
 	}
-	slot = k->mem + slot_offset(&cl->g, b->bucket, (uint32_t)w);
+	slot = way0 + (uint64_t)w * cl->g.mem_stride;
 	stamp = next_stamp(now, b, cl->g.ways);
 	for (int spin = 0;; spin++) {
 		ret = slot_write_local(slot, &cl->g, k->kc.h, k->kc.pg->data,
