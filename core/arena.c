@@ -123,18 +123,19 @@ void *arena_alloc(struct arena *a, size_t n)
 	size_t need = n ? (n + 15) & ~(size_t)15 : 16;	/* 0 bytes: still a pointer */
 	struct arena_spill *s;
 
-	if (need < n)
-		return NULL;	/* n so large it wrapped */
-	a->want += need;
+	if (need < n || need > PTRDIFF_MAX - sizeof(*s))
+		return NULL;	/* more than an object can be (or wrapped, here or in the spill) */
 	if (a->cap - a->used >= need) {
 		void *p = a->base + a->used;
 
 		a->used += need;
+		a->want += need;
 		return p;
 	}
 	s = malloc(sizeof(*s) + need);
 	if (!s)
 		return NULL;
+	a->want += need;	/* what was given: a refused size does not grow the block */
 	s->next = a->spill;
 	a->spill = s;
 	return s->data;

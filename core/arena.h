@@ -23,7 +23,7 @@ struct arena {
 	struct arena *next;		/* in the pool's idle list */
 	uint8_t *base;
 	size_t cap, used;
-	size_t want;			/* bytes this use asked for, overflow included */
+	size_t want;			/* bytes this use was given, overflow included */
 	struct arena_spill *spill;	/* allocations that did not fit, freed at give */
 };
 

@@ -81,7 +81,7 @@ static inline uint64_t *slot_seq(const void *slot)
  * still interleave with us, which the checksum turns into a clean miss for readers.
  */
 int slot_write_local_at(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
-			const void *page, uint32_t len, uint64_t stamp, uint64_t s)
+			const void *page, uint32_t len, uint64_t stamp, uint64_t s, uint32_t *tag)
 {
 	uint64_t *seq = slot_seq(slot);
 	struct slot_header h;
@@ -95,6 +95,10 @@ int slot_write_local_at(void *slot, const struct slot_geometry *g, struct pc_key
 	slot_header_encode_body(&h, slot);
 	if (slot_has_payload(g))
 		memcpy((uint8_t *)slot + SLOT_HEADER_BYTES, page, len);
+	/* Tagged while claimed: writers of one slot publish their tags in claim order,
+	 * so the last page written is the one its way's tag names. */
+	if (tag)
+		__atomic_store_n(tag, slot_tag(key), __ATOMIC_RELEASE);
 	__atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -103,7 +107,7 @@ int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhas
 		     const void *page, uint32_t len, uint64_t stamp)
 {
 	return slot_write_local_at(slot, g, key, page, len, stamp,
-				   __atomic_load_n(slot_seq(slot), __ATOMIC_ACQUIRE));
+				   __atomic_load_n(slot_seq(slot), __ATOMIC_ACQUIRE), NULL);
 }
 
 int slot_evict_local(void *slot, const struct slot_header *expect, uint32_t *tag)

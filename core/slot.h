@@ -149,6 +149,16 @@ static inline void slot_header_decode_choice(const void *in, struct slot_header 
 	h->stamp = slot_get64(p + 48);
 }
 
+/* decode_choice of a live slot: seq first (acquire), so the fields are as new as seq
+ * or newer, and a claim from h->seq fails if they are newer. */
+static inline void slot_header_peek(const void *slot, struct slot_header *h)
+{
+	uint64_t seq = __atomic_load_n((const uint64_t *)slot, __ATOMIC_ACQUIRE);
+
+	slot_header_decode_choice(slot, h);
+	h->seq = seq;
+}
+
 static inline void slot_header_decode(const void *in, struct slot_header *h)
 {
 	const uint8_t *p = in;
@@ -383,9 +393,10 @@ enum slot_verdict slot_read_local(const void *slot, struct pc_keyhash key,
 				  uint32_t *len);
 
 /* slot_write_local, claiming the slot only from the version seq (for a caller that
- * chose the slot from headers it read earlier): -EBUSY when the slot changed since. */
+ * chose the slot from headers it read earlier): -EBUSY when the slot changed since.
+ * tag (may be NULL): the way's index tag, set to the key's while the slot is claimed. */
 int slot_write_local_at(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
-			const void *page, uint32_t len, uint64_t stamp, uint64_t seq);
+			const void *page, uint32_t len, uint64_t stamp, uint64_t seq, uint32_t *tag);
 
 /* Empty a local slot if it still holds exactly the page expect describes (its copy
  * went to disk): claim it from expect->seq, check key, length, checksum and stamp,

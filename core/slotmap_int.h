@@ -48,6 +48,7 @@ struct slotmap {
 	struct pc_region reg[PC_MAX_CLASSES];
 	struct sm_layout **layouts;	/* per node; NULL until fetched */
 	pthread_mutex_t lock;		/* fetch and retire */
+	pthread_mutex_t direct_lock;	/* sm_direct_fill */
 	struct sm_layout *retired;
 	struct sm_spill *spill;		/* this node's disk, when it spills */
 	bool any_spill;			/* some layout known here spills: misses may be
@@ -99,11 +100,12 @@ static inline uint8_t *sm_local(struct slotmap *sm, int c, uint64_t off)
  *
  * The answer is kept in the layout with the fabric's map epoch it was got at and
  * stands while the epoch does (a map per owner per batch was a twentieth of a
- * simulator run). Racing threads can only store the same answer for one epoch, or
- * NULL once the peer is gone, so a reader that sees a current epoch next to a newer
- * pointer still gets a good one or NULL. A pass reads the epoch once
+ * simulator run); sm_direct_fill gets and stores it. A pass reads the epoch once
  * (sm_direct_epoch) and asks per key (sm_direct).
  */
+/* sm_direct's answer when the cache does not hold one for this epoch. */
+uint8_t *sm_direct_fill(struct slotmap *sm, uint64_t epoch, const struct sm_layout *lay, int c);
+
 static inline uint64_t sm_direct_epoch(struct slotmap *sm)
 {
 	struct pc_fabric *f = sm->st->fabric;
@@ -116,9 +118,7 @@ static inline uint64_t sm_direct_epoch(struct slotmap *sm)
 static inline uint8_t *sm_direct(struct slotmap *sm, uint64_t epoch, const struct sm_layout *lay,
 				 int c)
 {
-	struct sm_direct *d = (struct sm_direct *)&lay->cls[c].direct;	/* a cache, not the layout */
-	const struct sm_class *cl = &lay->cls[c];
-	void *p;
+	const struct sm_direct *d = &lay->cls[c].direct;
 
 	if (lay == sm->own)
 		return sm->mem[c];
@@ -126,12 +126,7 @@ static inline uint8_t *sm_direct(struct slotmap *sm, uint64_t epoch, const struc
 		return NULL;
 	if (__atomic_load_n(&d->epoch, __ATOMIC_ACQUIRE) == epoch)
 		return __atomic_load_n(&d->mem, __ATOMIC_RELAXED);
-	if (pc_fabric_map(sm->st->fabric, lay->node, lay->inc, cl->rkey, cl->base,
-			  slot_region_bytes(&cl->g), SM_DIRECT_ACCESS, &p))
-		p = NULL;
-	__atomic_store_n(&d->mem, (uint8_t *)p, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->epoch, epoch, __ATOMIC_RELEASE);
-	return p;
+	return sm_direct_fill(sm, epoch, lay, c);
 }
 
 /* Bytes moved by the successful READs among ops. */

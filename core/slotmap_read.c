@@ -736,21 +736,22 @@ static bool exists_direct(struct slotmap *sm, uint64_t epoch, struct gkey *k, in
 			  uint64_t *bytes)
 {
 	const struct sm_layout *lay = k->kc.lay;
+	uint8_t *mem[PC_MAX_CLASSES];
 
+	/* every class's memory first: a key given up on has counted and found nothing */
+	for (uint32_t c = 0; c < lay->nr_classes; c++)
+		if ((only < 0 || (int)c == only) && !(mem[c] = sm_direct(sm, epoch, lay, (int)c)))
+			return false;
 	for (uint32_t c = 0; c < lay->nr_classes; c++) {
 		const struct sm_class *cl = &lay->cls[c];
 		uint64_t b = slot_bucket_of(&cl->g, k->kc.h);
-		uint8_t *mem;
 
 		if (only >= 0 && (int)c != only)
 			continue;
-		mem = sm_direct(sm, epoch, lay, (int)c);
-		if (!mem)
-			return false;
 		for (uint32_t w = 0; w < cl->g.ways; w++) {
 			struct slot_header h;
 
-			slot_header_load(mem + slot_offset(&cl->g, b, w), &h);
+			slot_header_load(mem[c] + slot_offset(&cl->g, b, w), &h);
 			*bytes += SLOT_HEADER_BYTES;
 			if (slot_header_check(&h, k->kc.h, (uint32_t)k->kc.pg->len, UINT32_MAX) ==
 			    SLOT_HIT)

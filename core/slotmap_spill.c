@@ -245,11 +245,9 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 		}
 		ret = slot_write_local_at(slot_at(sm, c, bucket, (uint32_t)w), g, key, page, len,
 					  slot_next_stamp(h, g->ways, pc_clock_now(sm->st->clock)),
-					  h[w].seq);
-		if (!ret) {
+					  h[w].seq, &tags_of(sm, c, bucket)[w]);
+		if (!ret)
 			pc_clock_copy(sm->st->clock, len);
-			__atomic_store_n(&tags_of(sm, c, bucket)[w], slot_tag(key), __ATOMIC_RELEASE);
-		}
 	}
 	free(vb);
 	return ret;

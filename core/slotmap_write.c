@@ -14,6 +14,10 @@
 
 #include "slotmap_int.h"
 
+/* Looks a direct write takes at a bucket whose chosen slot is being written or has
+ * changed, a yield apart, before it gives up with -EBUSY. */
+#define SM_WRITE_ATTEMPTS 1000
+
 /* A bucket touched by the batch, with its headers as read. */
 struct sbucket {
 	uint32_t owner;
@@ -93,37 +97,56 @@ static struct sbucket *btable_get(struct btable *t, uint32_t owner, int cls, uin
 	return b;
 }
 
-/* Pick the way for key i: the way an earlier copy of the same key took in this batch
- * (the later page wins), else slot_pick_way over the headers and the reservations. */
-static int choose_way(struct sbucket *b, const struct slot_geometry *g, struct skey *keys,
-		      size_t i)
+/* The way for key i: the way an earlier copy of the same key took in this batch (the
+ * later page wins; *prev gets that copy), else slot_pick_way over the headers and the
+ * reservations (*prev -1). Changes nothing: take_way does, once the way is had. */
+static int pick_way(const struct sbucket *b, const struct slot_geometry *g,
+		    const struct skey *keys, size_t i, int32_t *prev, bool *evicts)
 {
-	struct skey *k = &keys[i];
-	int w;
+	const struct skey *k = &keys[i];
 
+	*prev = -1;
 	for (uint32_t x = 0; b->reserved && x < g->ways; x++) {
-		struct skey *e;
-
-		if (!(b->reserved >> x & 1))
-			continue;
-		e = &keys[b->key_at[x]];
-		if (keyhash_eq(e->kc.h, k->kc.h)) {
-			e->superseded = true;
-			e->by = (uint32_t)i;
-			k->evicts = e->evicts;
-			e->evicts = false;
-			k->old_seq = e->old_seq;
-			b->key_at[x] = (int32_t)i;
+		if (b->reserved >> x & 1 && keyhash_eq(keys[b->key_at[x]].kc.h, k->kc.h)) {
+			*prev = b->key_at[x];
+			*evicts = keys[*prev].evicts;
 			return (int)x;
 		}
 	}
-	w = slot_pick_way(b->dec, g->ways, k->kc.h, slot_predicted_way(g, k->kc.h), b->reserved,
-			  &k->evicts);
-	if (w < 0)
-		return w;
-	b->reserved |= 1ULL << w;
+	return slot_pick_way(b->dec, g->ways, k->kc.h, slot_predicted_way(g, k->kc.h), b->reserved,
+			     evicts);
+}
+
+/* Key i takes way w as pick_way chose it. */
+static void take_way(struct sbucket *b, struct skey *keys, size_t i, int w, int32_t prev,
+		     bool evicts)
+{
+	struct skey *k = &keys[i];
+
+	k->evicts = evicts;
+	if (prev >= 0) {
+		struct skey *e = &keys[prev];
+
+		e->superseded = true;
+		e->by = (uint32_t)i;
+		e->evicts = false;
+		k->old_seq = e->old_seq;
+	} else {
+		b->reserved |= 1ULL << w;
+		k->old_seq = b->dec[w].seq;
+	}
 	b->key_at[w] = (int32_t)i;
-	k->old_seq = b->dec[w].seq;
+}
+
+static int choose_way(struct sbucket *b, const struct slot_geometry *g, struct skey *keys,
+		      size_t i)
+{
+	bool evicts = false;
+	int32_t prev;
+	int w = pick_way(b, g, keys, i, &prev, &evicts);
+
+	if (w >= 0)
+		take_way(b, keys, i, w, prev, evicts);
 	return w;
 }
 
@@ -158,41 +181,41 @@ static bool direct_prefetch(struct slotmap *sm, uint64_t epoch, struct skey *k)
 }
 
 /* The write itself, under the seqlock. The headers are read without it: they only
- * choose the way, and the write claims that slot with a CAS from the seq it finds
- * then. A slot another thread is writing (odd seq) is waited for briefly, then given
- * up: never a blind write. */
+ * choose the way, and the write claims that slot from the version the choice was made
+ * on (a CAS), tagging it while claimed. A slot that changed since (another writer got
+ * there first) or is being written (odd seq) makes it look again, a few times, then
+ * give up: never a write over a page it did not choose to replace. */
 static void set_direct(struct slotmap *sm, uint64_t now, struct skey *keys, size_t i)
 {
 	struct skey *k = &keys[i];
 	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
+	const struct slot_geometry *g = &cl->g;
 	struct sbucket *b = k->b;
-	uint8_t *way0 = k->mem + slot_offset(&cl->g, b->bucket, 0);
-	uint32_t *tags;
-	uint64_t stamp;
-	uint8_t *slot;
-	int w, ret;
+	uint8_t *way0 = k->mem + slot_offset(g, b->bucket, 0);
+	uint32_t *tags = (uint32_t *)(k->mem + slot_index_offset(g, b->bucket));
+	int w = 0, ret = -EBUSY;
 
-	for (uint32_t x = 0; x < cl->g.ways; x++)
-		slot_header_decode_choice(way0 + x * cl->g.mem_stride, &b->dec[x]);
-	w = choose_way(b, &cl->g, keys, i);
-	if (w < 0) {
-		k->kc.err = w;
-		k->kc.state = SM_DONE;
-		return;
-	}
-	slot = way0 + (uint64_t)w * cl->g.mem_stride;
-	stamp = next_stamp(now, b, cl->g.ways);
-	for (int spin = 0;; spin++) {
-		ret = slot_write_local(slot, &cl->g, k->kc.h, k->kc.pg->data,
-				       (uint32_t)k->kc.pg->len, stamp);
-		if (ret != -EBUSY || spin == 1000)
+	for (int attempt = 0; attempt < SM_WRITE_ATTEMPTS && ret == -EBUSY; attempt++) {
+		bool evicts = false;
+		int32_t prev;
+
+		if (attempt)
+			sched_yield();
+		for (uint32_t x = 0; x < g->ways; x++)
+			slot_header_peek(way0 + x * g->mem_stride, &b->dec[x]);
+		w = pick_way(b, g, keys, i, &prev, &evicts);
+		if (w < 0) {
+			ret = w;
 			break;
-		sched_yield();
+		}
+		ret = slot_write_local_at(way0 + (uint64_t)w * g->mem_stride, g, k->kc.h,
+					  k->kc.pg->data, (uint32_t)k->kc.pg->len,
+					  next_stamp(now, b, g->ways), b->dec[w].seq, &tags[w]);
+		if (!ret)
+			take_way(b, keys, i, w, prev, evicts);
 	}
 	if (!ret) {
 		pc_clock_copy(sm->st->clock, k->kc.pg->len);
-		tags = (uint32_t *)(k->mem + slot_index_offset(&cl->g, b->bucket));
-		__atomic_store_n(&tags[w], slot_tag(k->kc.h), __ATOMIC_RELEASE);
 		k->way = w;
 		k->written = true;
 	}

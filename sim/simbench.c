@@ -293,7 +293,14 @@ int main(int argc, char **argv)
 				tool_die(TOOL, "--set: at most %d", MAX_SETS);
 			sets[nsets++] = optarg;
 			break;
-		case 'r': runs = (int)tool_uint(TOOL, "--runs", optarg); break;
+		case 'r': {
+			uint64_t r = tool_uint(TOOL, "--runs", optarg);
+
+			if (!r || r > 1000)
+				tool_die(TOOL, "--runs %s: expected 1 to 1000", optarg);
+			runs = (int)r;
+			break;
+		}
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}

@@ -14,11 +14,6 @@
 #include "zipf.h"
 
 /* Entry i: take i + 1 when the fraction drawn is below keep / 2^32, else alias + 1. */
-struct zipf_alias {
-	uint32_t keep;
-	uint32_t alias;
-};
-
 static double helper1(double x)	/* log1p(x) / x */
 {
 	return fabs(x) > 1e-8 ? log1p(x) / x : 1 - x / 2 + x * x / 3;

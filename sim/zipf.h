@@ -13,6 +13,13 @@
  * without a table but a few logarithms and exponentials a draw. */
 #define ZIPF_TABLE_MAX (1u << 22)
 
+/* An alias table's column k (of n, each drawn with probability 1/n): key k + 1 with
+ * probability keep / 2^32, else key alias + 1. */
+struct zipf_alias {
+	uint32_t keep;
+	uint32_t alias;
+};
+
 struct zipf {
 	uint64_t n;
 	double s, h_x1, h_n, sv;

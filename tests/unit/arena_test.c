@@ -32,6 +32,8 @@ static void test_alloc(void)
 	CU_ASSERT_EQUAL(z[0], 0);
 	CU_ASSERT_PTR_NOT_NULL(arena_alloc(a, 0));
 	CU_ASSERT_PTR_NULL(arena_alloc(a, SIZE_MAX - 3));	/* wraps: refused */
+	CU_ASSERT_PTR_NULL(arena_alloc(a, SIZE_MAX - 20));	/* rounds up fine, a spill of it wraps */
+	CU_ASSERT_PTR_NULL(arena_alloc(a, SIZE_MAX / 2));	/* too large for malloc */
 	arena_give(&p, a);
 	arena_pool_fini(&p);
 }

@@ -412,7 +412,9 @@ static double zipf_hit_rate(struct pc_store *st, uint64_t keys, double s, uint64
 }
 
 /* Both Zipf samplers against the exact distribution: the head ranks' frequencies
- * within 4 sigma, the tail's total too; zipf_draw_many draws what zipf_draw does. */
+ * within 4 sigma, the tail's total too. The alias table also exactly: the mass its
+ * columns give each key is the key's probability; and its two-sweep batch draws
+ * what one draw at a time does. */
 static void check_zipf(uint64_t n, double s, bool table)
 {
 	const uint64_t draws = slow() ? 100000 : 1000000, head = 8;
@@ -450,8 +452,30 @@ static void check_zipf(uint64_t n, double s, bool table)
 	printf("  Zipf(%.1f) over %llu keys, %s: %llu draws, head ranks and tail within %.2f sigma\n",
 	       s, (unsigned long long)n, table ? "alias table" : "rejection-inversion",
 	       (unsigned long long)draws, fabs(worst));
-	/* one draw at a time from the same stream: the same keys */
-	{
+	if (table) {	/* every key's mass from the table's columns, against k^-s / z */
+		double *mass = calloc(n, sizeof(*mass)), err = 0;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(mass);
+		for (uint64_t k = 0; k < n; k++) {
+			double keep = (double)zp.alias[k].keep * 0x1p-32;
+
+			CU_ASSERT_FATAL(zp.alias[k].alias < n);
+			mass[k] += keep / (double)n;
+			mass[zp.alias[k].alias] += (1 - keep) / (double)n;
+		}
+		for (uint64_t k = 0; k < n; k++) {
+			double p = pow((double)(k + 1), -s) / z, e = fabs(mass[k] - p) / p;
+
+			err = e > err ? e : err;
+		}
+		printf("  Zipf(%.1f) over %llu keys: the alias table's mass per key within %.1e of exact\n",
+		       s, (unsigned long long)n, err);
+		CU_ASSERT(err < 1e-6);
+		free(mass);
+	}
+	/* one draw at a time from the same stream: the same keys (without a table,
+	 * zipf_draw_many is zipf_draw in a loop) */
+	if (table) {
 		struct sim *r1 = sim_create(3), *r2 = sim_create(3);
 
 		zipf_draw_many(&zp, u01, r1, batch, 64);

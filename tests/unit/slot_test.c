@@ -264,15 +264,17 @@ static void test_local_claims(void)
 	struct slot_geometry g;
 	struct slot_header h, other;
 	uint8_t *slot, page[4096], out[4096];
-	uint32_t len, tag = 77;
+	uint32_t len, tag = 77, wtag = 5;
 
 	slot_geometry_init(&g, 0, 4096, 1, 1, 0);
 	slot = aligned_alloc(64, g.stride);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(slot);
 	memset(slot, 0, g.stride);
 	fill(page, sizeof(page), 5);
-	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 2), -EBUSY);
-	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 0), 0);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 2, &wtag), -EBUSY);
+	CU_ASSERT_EQUAL(wtag, 5);	/* a refused claim leaves the tag */
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 0, &wtag), 0);
+	CU_ASSERT_EQUAL(wtag, slot_tag(KEY("A")));
 	slot_header_load(slot, &h);
 	CU_ASSERT_EQUAL(h.seq, 2);
 	/* another page written over it without a claim, reusing seq 2 */

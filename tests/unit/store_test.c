@@ -750,7 +750,7 @@ static void test_client_and_open_errors(void)
 /* The simulator's payload-free mode makes the same decisions as the real thing:
  * the same workload gives the same hit/miss/eviction outcome per page, with slot
  * memory of headers only. */
-static void run_mixed(int *outcome, size_t n, uint64_t *mem)
+static void run_mixed(int *outcome, size_t n, uint64_t *mem, uint64_t *round_trips)
 {
 	struct cluster *C = up(3, "slot_size_classes: [4KiB, 16KiB], slot_ways: 2, slot_num_buckets: 8, slot_read_policy: predict");
 	struct batch *b = batch_new(n, 16384);
@@ -782,6 +782,9 @@ static void run_mixed(int *outcome, size_t n, uint64_t *mem)
 		for (size_t k = 0; k < m; k++)
 			outcome[o++] = b->pg[i + k].status ? b->pg[i + k].status : (int)b->pg[i + k].len;
 	}
+	*round_trips = 0;
+	for (uint32_t i = 0; i < 3; i++)
+		*round_trips += metrics(C->s[i]).round_trips;
 	batch_free(b);
 	down(C);
 }
@@ -790,13 +793,13 @@ static void test_payload_free_same_decisions(void)
 {
 	const size_t n = 400;
 	int *a = calloc(2 * n, sizeof(int)), *p = calloc(2 * n, sizeof(int));
-	uint64_t mem_a, mem_p;
+	uint64_t mem_a, mem_p, rt;
 	size_t hits = 0, diff = 0;
 
 	payload_free = false;
-	run_mixed(a, n, &mem_a);
+	run_mixed(a, n, &mem_a, &rt);
 	payload_free = true;
-	run_mixed(p, n, &mem_p);
+	run_mixed(p, n, &mem_p, &rt);
 	payload_free = false;
 	for (size_t i = 0; i < 2 * n; i++) {
 		diff += a[i] != p[i];
@@ -818,25 +821,156 @@ static void test_direct_same_decisions(void)
 	const size_t n = 400;
 	int *a = calloc(2 * n, sizeof(int)), *d = calloc(2 * n, sizeof(int));
 	size_t diff = 0, hits = 0;
-	uint64_t mem;
+	uint64_t mem, rt_ops[2], rt_direct[2];
 
 	for (int pf = 0; pf < 2; pf++) {
 		payload_free = pf;
 		shared = false;
-		run_mixed(a, n, &mem);
+		run_mixed(a, n, &mem, &rt_ops[pf]);
 		shared = true;
-		run_mixed(d, n, &mem);
+		run_mixed(d, n, &mem, &rt_direct[pf]);
 		for (size_t i = 0; i < 2 * n; i++) {
 			diff += a[i] != d[i];
 			hits += a[i] > 0;
 		}
+		/* the direct run went in place: only layout fetches took round trips */
+		CU_ASSERT(rt_direct[pf] * 10 < rt_ops[pf]);
 	}
 	payload_free = shared = false;
-	printf("\n  direct vs ops: %zu outcomes, %zu differ, %zu hits\n", 4 * n, diff, hits);
+	printf("\n  direct vs ops: %zu outcomes, %zu differ, %zu hits; round trips %llu vs %llu (stored), %llu vs %llu (payload-free)\n",
+	       4 * n, diff, hits, (unsigned long long)rt_direct[0], (unsigned long long)rt_ops[0],
+	       (unsigned long long)rt_direct[1], (unsigned long long)rt_ops[1]);
 	CU_ASSERT_EQUAL(diff, 0);
 	CU_ASSERT(hits > 0);
 	free(a);
 	free(d);
+}
+
+/* Writers in place (the owner, and a peer that maps its slots) racing on one bucket:
+ * a write claims the slot from the version it chose it on, so none replaces a page
+ * it did not see (every stored page is still there or was counted evicted) and a
+ * way's tag names the page in it. */
+struct direct_writer {
+	struct pc_store *s;
+	char (*keys)[32];
+	int n, stored;
+};
+
+static void *direct_writer_body(void *p)
+{
+	struct direct_writer *d = p;
+	uint8_t page[1024];
+
+	for (int i = 0; i < d->n; i++) {
+		struct pc_page pg = { .key = d->keys[i], .key_len = strlen(d->keys[i]),
+				      .data = page, .len = sizeof(page) };
+
+		pc_test_fill(page, sizeof(page), d->keys[i], 1);
+		d->stored += pc_batch_set(d->s, &pg, 1) == 1;
+	}
+	return NULL;
+}
+
+static void test_direct_writers_one_bucket(void)
+{
+	enum { PER = 3000 };
+	struct cluster *C;
+	struct direct_writer d[2];
+	pthread_t t[2];
+	const struct slot_geometry *g;
+	uint64_t evicted = 0;
+	int j = 0, resident = 0, mistagged = 0;
+
+	shared = true;
+	C = up(2, "slot_size_classes: [1KiB], slot_ways: 4, slot_num_buckets: 1, global_segment_size: 1MiB");
+	shared = false;
+	CU_ASSERT_FATAL(C->s[0]->fabric->maps);
+	for (int i = 0; i < 2; i++) {
+		d[i] = (struct direct_writer){ .s = C->s[i], .keys = calloc(PER, 32), .n = PER };
+		for (int k = 0; k < PER; k++)
+			key_on(C, 1, i ? "dwb" : "dwa", &j, d[i].keys[k]);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, direct_writer_body, &d[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	g = &C->s[1]->sm->own->cls[0].g;
+	for (uint64_t b = 0; b < g->nr_buckets; b++) {
+		const uint32_t *tags = (const uint32_t *)(C->s[1]->sm->mem[0] + slot_index_offset(g, b));
+
+		for (uint32_t w = 0; w < g->ways; w++) {
+			struct slot_header h;
+
+			slot_header_load(C->s[1]->sm->mem[0] + slot_offset(g, b, w), &h);
+			if (slot_header_empty(&h))
+				continue;
+			resident++;
+			mistagged += tags[w] != slot_tag(h.key);
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		evicted += metrics(C->s[i]).evictions;
+	printf("\n  2 direct writers, one bucket: %d + %d stored, %d resident, %llu evicted, %d mistagged\n",
+	       d[0].stored, d[1].stored, resident, (unsigned long long)evicted, mistagged);
+	CU_ASSERT_EQUAL((uint64_t)d[0].stored + (uint64_t)d[1].stored, (uint64_t)resident + evicted);
+	CU_ASSERT_EQUAL(mistagged, 0);
+	CU_ASSERT(d[0].stored > 0 && d[1].stored > 0);
+	for (int i = 0; i < 2; i++)
+		free(d[i].keys);
+	down(C);
+}
+
+/* A writer that stops right after its write (the copy charge, where the simulator
+ * switches processes) while another writer replaces its page: the way's tag is the
+ * later page's, since a write tags its way while it holds the slot. */
+struct hook_clock {
+	struct pc_clock base;
+	struct pc_store *s;		/* the other writer, once */
+	struct pc_page *pg;
+};
+
+static void hook_copy(struct pc_clock *c, uint64_t bytes)
+{
+	struct hook_clock *h = (struct hook_clock *)c;
+	struct pc_store *s = h->s;
+
+	(void)bytes;
+	h->s = NULL;
+	if (s)
+		CU_ASSERT_EQUAL(pc_batch_set(s, h->pg, 1), 1);
+}
+
+static void test_direct_tag_order(void)
+{
+	static struct pc_clock_ops ops;
+	struct hook_clock hook = { .s = NULL };
+	struct cluster *C;
+	struct batch *b = batch_new(2, 1024);
+	int j = 0;
+
+	ops = *pc_clock_posix()->ops;
+	ops.copy = hook_copy;
+	hook.base.ops = &ops;
+	shared = true;
+	C = up(2, "slot_size_classes: [1KiB], slot_ways: 1, slot_num_buckets: 1, global_segment_size: 1MiB");
+	shared = false;
+	pc_store_close(C->s[0]);
+	C->s[0] = open_node(C, "n0", &hook.base);
+	CU_ASSERT_FATAL(C->s[0]->fabric->maps);
+	key_on(C, 1, "to", &j, b->keys[0]);
+	key_on(C, 1, "to", &j, b->keys[1]);
+	batch_for_set(b, 3);
+	hook.s = C->s[1];		/* n1 writes the second key over the first */
+	hook.pg = &b->pg[1];
+	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &b->pg[0], 1), 1);
+	CU_ASSERT_PTR_NULL(hook.s);	/* the hook ran */
+	batch_for_get(b, 1024);
+	CU_ASSERT_EQUAL(pc_batch_get(C->s[0], b->pg, 2), 1);
+	CU_ASSERT_EQUAL(b->pg[0].status, -ENOENT);
+	CU_ASSERT_EQUAL(b->pg[1].status, 0);	/* its tag, not the first key's */
+	CU_ASSERT(pc_test_page_ok(b->buf + 1024, 1024, b->keys[1], 3));
+	batch_free(b);
+	down(C);
 }
 
 /* The failure cases again with peers' slots mapped: a down owner, a restarted one,
@@ -878,6 +1012,8 @@ static CU_TestInfo tests[] = {
 	{ "clients and open errors", test_client_and_open_errors },
 	{ "direct access to mapped peers decides the same", test_direct_same_decisions },
 	{ "direct access: down, restarted, racing owners", test_direct_failures },
+	{ "direct writers of one bucket: no page replaced unseen", test_direct_writers_one_bucket },
+	{ "a direct write tags its way while it holds the slot", test_direct_tag_order },
 	CU_TEST_INFO_NULL,
 };
 
