@@ -387,10 +387,50 @@ int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhas
 
 /* Read a slot in local memory under the seqlock into dst (capacity max_len) and
  * pass it through the gate. *len gets the payload length on a hit. dst NULL: a
- * payload-free slot, checked against its virtual checksum. */
-enum slot_verdict slot_read_local(const void *slot, struct pc_keyhash key,
+ * payload-free slot, checked against its virtual checksum. Reader side of the
+ * seqlock: copy, then confirm seq did not move. The gate reads the header's fields
+ * in place, not through a decoded copy; inline, since it runs once per lookup of
+ * every key an owner (or a mapped peer) holds. */
+static inline enum slot_verdict slot_read_local(const void *slot, struct pc_keyhash key,
 				  uint32_t expected_len, uint32_t max_len, void *dst,
-				  uint32_t *len);
+				  uint32_t *len)
+{
+	const uint8_t *p = slot;
+	const uint64_t *seq = (const uint64_t *)slot;
+	struct pc_keyhash k;
+	enum slot_verdict v;
+	uint32_t plen;
+	uint64_t s1, sum;
+
+	s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+	if (s1 & 1)
+		return SLOT_MISS_TORN;
+	k.lo = slot_get64(p + 16);
+	k.hi = slot_get64(p + 24);
+	plen = slot_get32(p + 32);
+	sum = slot_get64(p + 40);
+	if ((slot_get64(p + 8) & 0xffffffffffffULL) != (SLOT_MAGIC | (uint64_t)SLOT_VERSION << 32))
+		v = SLOT_MISS_ABSENT;
+	else if (!keyhash_eq(k, key))
+		v = SLOT_MISS_OTHER_KEY;
+	else if ((expected_len && plen != expected_len) || plen > max_len)
+		v = SLOT_MISS_LENGTH;
+	else if (!dst && sum != slot_checksum_virtual(key, plen))
+		v = SLOT_MISS_CHECKSUM;
+	else
+		v = SLOT_HIT;
+	if (v == SLOT_HIT && dst)
+		memcpy(dst, p + SLOT_HEADER_BYTES, plen);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(seq, __ATOMIC_RELAXED) != s1)
+		return SLOT_MISS_TORN;
+	if (v != SLOT_HIT)
+		return v;
+	if (dst && slot_checksum(key, dst, plen) != sum)
+		return SLOT_MISS_CHECKSUM;
+	*len = plen;
+	return SLOT_HIT;
+}
 
 /* slot_write_local, claiming the slot only from the version seq (for a caller that
  * chose the slot from headers it read earlier): -EBUSY when the slot changed since.

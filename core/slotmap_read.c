@@ -134,8 +134,8 @@ static void direct_find(struct gkey *k, uint64_t *bytes)
 	finish(k, SLOT_MISS_ABSENT);
 }
 
-/* Sweep 3: the gate on the candidate slot. */
-static void direct_check(struct slotmap *sm, struct gkey *k, uint64_t *bytes)
+/* Sweep 3: the gate on the candidate slot; *copied gets a hit's bytes. */
+static void direct_check(struct gkey *k, uint64_t *bytes, uint64_t *copied)
 {
 	const struct sm_class *cl = &k->kc.lay->cls[k->cand_cls];
 	uint32_t len = 0;
@@ -146,7 +146,7 @@ static void direct_check(struct slotmap *sm, struct gkey *k, uint64_t *bytes)
 	if (v == SLOT_HIT) {
 		k->kc.pg->len = len;
 		*bytes += len;
-		pc_clock_copy(sm->st->clock, len);
+		*copied += len;
 	}
 	k->first_phase = true;
 	finish(k, v == SLOT_MISS_ABSENT ? SLOT_MISS_OTHER_KEY : v);
@@ -319,8 +319,9 @@ static void place_key(struct gkey *k, uint8_t *at)
 	k->scratch = at;
 }
 
-/* One pass over the pending keys: direct lookups, phase 1, phase 2. */
-static void get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, size_t n,
+/* One pass over the pending keys: direct lookups, phase 1, phase 2. Returns whether
+ * it posted ops (only an op can find an owner restarted: sm_retry_stale). */
+static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, size_t n,
 		     uint64_t *bytes)
 {
 	struct pc_store *st = sm->st;
@@ -328,7 +329,7 @@ static void get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 	struct pc_op *ops = NULL;
 	uint8_t *land = NULL;
 	size_t nremote = 0, ndirect = 0, need = 0, *at;
-	uint64_t epoch = sm_direct_epoch(sm);
+	uint64_t epoch = sm_direct_epoch(sm), copied = 0;
 	uint32_t nops = 0;
 
 	sm_bind_layouts(sm, keys, sizeof(*keys), n);
@@ -350,9 +351,11 @@ static void get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 			direct_find(&keys[i], bytes);
 	for (size_t i = 0; ndirect && i < n; i++)
 		if (keys[i].direct && keys[i].kc.state == SM_PENDING)
-			direct_check(sm, &keys[i], bytes);
+			direct_check(&keys[i], bytes, &copied);
+	if (copied)	/* the pass's local copies, charged once */
+		pc_clock_copy(st->clock, copied);
 	if (!nremote)
-		return;
+		return false;
 	at = arena_alloc(a, n * sizeof(*at));
 	ops = arena_alloc(a, (nremote * (2 + PC_MAX_CLASSES) + 1) * sizeof(*ops));
 	/* One landing area for the whole pass, carved per key: reused memory, since
@@ -369,7 +372,7 @@ static void get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 		for (size_t i = 0; i < n; i++)
 			if (keys[i].kc.state == SM_PENDING)
 				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
-		return;
+		return false;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
@@ -441,6 +444,7 @@ static void get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 		finish(k, v);
 	}
 	store_stage_give(st, sg);
+	return true;
 }
 
 /* ------------------------------------------------------------------ spill fallback */
@@ -686,8 +690,8 @@ int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
 	}
 	/* A second pass only for keys whose owner restarted under us. */
 	for (int pass = 0; pass < 2; pass++) {
-		get_pass(sm, a, keys, n, &bytes);
-		if (!sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
+		if (!get_pass(sm, a, keys, n, &bytes) ||
+		    !sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
 			break;
 	}
 	/* Misses an owner may have on disk: ask it; read again what it put back. */
@@ -764,7 +768,7 @@ static bool exists_direct(struct slotmap *sm, uint64_t epoch, struct gkey *k, in
 
 /* exists reads the headers of the key's bucket (ways x 64 B per class), nothing
  * else: no payload moves. len, when given, names the one class to look in. */
-static void exists_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, size_t n,
+static bool exists_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, size_t n,
 			uint64_t *bytes)
 {
 	struct pc_store *st = sm->st;
@@ -789,14 +793,14 @@ static void exists_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, 
 				nops += lay->cls[c].g.ways;
 	}
 	if (!nops)
-		return;
+		return false;
 	hdrs = arena_alloc(a, (size_t)nops * SLOT_HEADER_BYTES);
 	ops = arena_alloc(a, (size_t)nops * sizeof(*ops));
 	if (!hdrs || !ops) {
 		for (size_t i = 0; i < n; i++)
 			if (keys[i].kc.state == SM_PENDING)
 				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
-		return;
+		return false;
 	}
 	nops = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -838,6 +842,7 @@ static void exists_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, 
 		}
 		k->kc.state = SM_DONE;
 	}
+	return true;
 }
 
 int slotmap_exists(struct slotmap *sm, struct pc_page *pages, size_t n)
@@ -856,8 +861,8 @@ int slotmap_exists(struct slotmap *sm, struct pc_page *pages, size_t n)
 	for (size_t i = 0; i < n; i++)
 		keys[i].found = false;
 	for (int pass = 0; pass < 2; pass++) {
-		exists_pass(sm, a, keys, n, &bytes);
-		if (!sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
+		if (!exists_pass(sm, a, keys, n, &bytes) ||
+		    !sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
 			break;
 	}
 	for (size_t i = 0; i < n; i++) {

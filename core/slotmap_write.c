@@ -185,7 +185,7 @@ static bool direct_prefetch(struct slotmap *sm, uint64_t epoch, struct skey *k)
  * on (a CAS), tagging it while claimed. A slot that changed since (another writer got
  * there first) or is being written (odd seq) makes it look again, a few times, then
  * give up: never a write over a page it did not choose to replace. */
-static void set_direct(struct slotmap *sm, uint64_t now, struct skey *keys, size_t i)
+static void set_direct(uint64_t now, struct skey *keys, size_t i)
 {
 	struct skey *k = &keys[i];
 	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
@@ -215,7 +215,6 @@ static void set_direct(struct slotmap *sm, uint64_t now, struct skey *keys, size
 			take_way(b, keys, i, w, prev, evicts);
 	}
 	if (!ret) {
-		pc_clock_copy(sm->st->clock, k->kc.pg->len);
 		k->way = w;
 		k->written = true;
 	}
@@ -380,16 +379,19 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 	}
 }
 
-static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, size_t n)
+/* One pass over the pending keys: in place, then through ops. Returns whether it
+ * posted ops (only an op can find an owner restarted: sm_retry_stale). */
+static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, size_t n)
 {
 	struct btable t;
-	uint64_t now, epoch;
+	uint64_t now, epoch, copied = 0;
+	bool remote = false;
 
 	if (btable_init(&t, a, n)) {
 		for (size_t i = 0; i < n; i++)
 			if (keys[i].kc.state == SM_PENDING)
 				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
-		return;
+		return false;
 	}
 	sm_bind_layouts(sm, keys, sizeof(*keys), n);
 	now = pc_clock_now(sm->st->clock);
@@ -417,10 +419,19 @@ static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 		/* a bucket's keys all go one way: their headers are known, not read */
 		if (direct_prefetch(sm, epoch, k))
 			k->b->decoded = true;
+		else
+			remote = true;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (keys[i].kc.state == SM_PENDING && keys[i].mem)
-			set_direct(sm, now, keys, i);
+	for (size_t i = 0; i < n; i++) {
+		if (keys[i].kc.state == SM_PENDING && keys[i].mem) {
+			set_direct(now, keys, i);
+			copied += keys[i].written ? keys[i].kc.pg->len : 0;
+		}
+	}
+	if (copied)	/* the pass's local copies, charged once */
+		pc_clock_copy(sm->st->clock, copied);
+	if (!remote)	/* every key went in place (superseded ones are done too) */
+		return false;
 	read_buckets(sm, &t, keys, n);
 	for (size_t i = 0; i < n; i++) {
 		struct skey *k = &keys[i];
@@ -455,6 +466,7 @@ static void set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 	for (size_t i = 0; i < n; i++)
 		if (keys[i].superseded)
 			keys[i].kc.state = SM_DONE;
+	return true;
 }
 
 int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n)
@@ -485,8 +497,7 @@ int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n)
 		}
 	}
 	for (int pass = 0; pass < 2; pass++) {
-		set_pass(sm, a, keys, n);
-		if (!sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
+		if (!set_pass(sm, a, keys, n) || !sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
 			break;
 	}
 	for (size_t i = 0; i < n; i++) {
