@@ -138,25 +138,25 @@ static inline void slot_header_decode_id(const uint8_t *p, struct slot_header *h
 
 /* The fields a writer chooses a way by (slot_pick_way, slot_next_stamp): seq, magic,
  * version (and class_id), key and stamp; the others are left as they were. */
-static inline void slot_header_decode_choice(const void *in, struct slot_header *h)
+static inline void slot_header_choice_at(const uint8_t *p, uint64_t seq, struct slot_header *h)
 {
-	const uint8_t *p = in;
-
-	h->seq = slot_get64(p);
+	h->seq = seq;
 	slot_header_decode_id(p, h);
 	h->key.lo = slot_get64(p + 16);
 	h->key.hi = slot_get64(p + 24);
 	h->stamp = slot_get64(p + 48);
 }
 
+static inline void slot_header_decode_choice(const void *in, struct slot_header *h)
+{
+	slot_header_choice_at(in, slot_get64(in), h);
+}
+
 /* decode_choice of a live slot: seq first (acquire), so the fields are as new as seq
  * or newer, and a claim from h->seq fails if they are newer. */
 static inline void slot_header_peek(const void *slot, struct slot_header *h)
 {
-	uint64_t seq = __atomic_load_n((const uint64_t *)slot, __ATOMIC_ACQUIRE);
-
-	slot_header_decode_choice(slot, h);
-	h->seq = seq;
+	slot_header_choice_at(slot, __atomic_load_n((const uint64_t *)slot, __ATOMIC_ACQUIRE), h);
 }
 
 static inline void slot_header_decode(const void *in, struct slot_header *h)

@@ -91,6 +91,9 @@ static inline uint8_t *sm_local(struct slotmap *sm, int c, uint64_t off)
 
 #define SM_DIRECT_ACCESS (PC_ACCESS_REMOTE_READ | PC_ACCESS_REMOTE_WRITE | PC_ACCESS_REMOTE_ATOMIC)
 
+/* sm_direct's answer when the cache does not hold one for this epoch. */
+uint8_t *sm_direct_fill(struct slotmap *sm, uint64_t epoch, const struct sm_layout *lay, int c);
+
 /*
  * The memory of class c of lay's node when this node can address it directly: its
  * own slots, or a peer's that the fabric maps (the in-process world, the simulator
@@ -103,9 +106,6 @@ static inline uint8_t *sm_local(struct slotmap *sm, int c, uint64_t off)
  * simulator run); sm_direct_fill gets and stores it. A pass reads the epoch once
  * (sm_direct_epoch) and asks per key (sm_direct).
  */
-/* sm_direct's answer when the cache does not hold one for this epoch. */
-uint8_t *sm_direct_fill(struct slotmap *sm, uint64_t epoch, const struct sm_layout *lay, int c);
-
 static inline uint64_t sm_direct_epoch(struct slotmap *sm)
 {
 	struct pc_fabric *f = sm->st->fabric;
