@@ -17,6 +17,7 @@
 #include "log.h"
 #include "p2p.h"
 #include "proto.h"
+#include "sized.h"
 #include "slotmap.h"
 #include "store.h"
 #include "tier.h"
@@ -98,7 +99,7 @@ int pc_store_set_member(struct pc_store *st, const char *node, bool member)
 	int ret;
 
 	if (idx < 0)
-		return -ENOENT;
+		return st ? -ENXIO : -EINVAL;
 	ret = store_set_member(st, (uint32_t)idx, member);
 	if (ret)
 		return ret;
@@ -337,14 +338,15 @@ static int open_error(const struct pc_store_opts *o, const char *fmt, ...)
 
 /* The backend a topology's protocol asks for, falling back to tcp (with one line)
  * when this build or this machine has no RDMA device and the topology allows it. */
-static int open_fabric(struct pc_store *st, const struct pc_store_opts *o)
+static int open_fabric(struct pc_store *st, const struct pc_store_opts *o,
+		       const struct store_open_ext *x)
 {
 	static const char *const by_proto[] = { [PC_PROTO_TCP] = "tcp", [PC_PROTO_RDMA] = "verbs",
 						[PC_PROTO_RXE] = "rxe" };
 	const struct pc_store_cfg *cfg = &st->topo->store;
 	const char *name = o->fabric ? o->fabric : by_proto[cfg->protocol];
 	struct pc_fabric_params p = { .topo = st->topo, .self = st->self, .clock = st->clock,
-				      .backend_arg = o->backend_arg };
+				      .backend_arg = x->backend_arg };
 	int ret = -ENOENT;
 
 	if (pc_fabric_find(name))
@@ -366,19 +368,27 @@ static int open_fabric(struct pc_store *st, const struct pc_store_opts *o)
 
 int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 {
+	return store_open(o, NULL, out);
+}
+
+int store_open(const struct pc_store_opts *o, const struct store_open_ext *x, struct pc_store **out)
+{
+	static const struct store_open_ext none;
 	char err[PC_ERR_MAX];
 	struct pc_store *st;
 	int ret, idx;
 
 	if (!o || o->size < sizeof(*o) || (!o->topology && !o->topo))
 		return -EINVAL;
+	if (!x)
+		x = &none;
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
-	st->clock = o->clock ? o->clock : pc_clock_posix();
-	st->payload_free = o->payload_free;
-	st->storage = o->storage;
-	st->backend_arg = o->backend_arg;
+	st->clock = x->clock ? x->clock : pc_clock_posix();
+	st->payload_free = x->payload_free;
+	st->storage = x->storage;
+	st->backend_arg = x->backend_arg;
 	pthread_rwlock_init(&st->bufs_lock, NULL);
 	pthread_mutex_init(&st->stage_lock, NULL);
 	pthread_mutex_init(&st->member_lock, NULL);
@@ -391,8 +401,13 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 		if (ret)
 			open_error(o, "%s", err);
 	}
+	for (const char *const *a = o->set; !ret && a && *a; a++) {
+		ret = pc_topology_set(st->topo, *a, err, sizeof(err));
+		if (ret)
+			open_error(o, "%s", err);
+	}
 	if (ret)
-		goto err_free;
+		goto err_topo;
 	st->self = PC_PEER_NONE;
 	if (o->node) {
 		idx = pc_topology_find_node(st->topo, o->node);
@@ -408,9 +423,9 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 		ret = -ENOMEM;
 		goto err_topo;
 	}
-	if (o->ring) {		/* a ring the caller built once for many stores */
+	if (x->ring) {		/* a ring the caller built once for many stores */
 		ring_destroy(st->ring);
-		st->ring = ring_ref(o->ring);
+		st->ring = ring_ref(x->ring);
 	} else {
 		uint32_t *ids = malloc(st->topo->nr_nodes * sizeof(*ids));
 		const char **names = malloc(st->topo->nr_nodes * sizeof(*names));
@@ -427,14 +442,14 @@ int pc_store_open(const struct pc_store_opts *o, struct pc_store **out)
 		if (ret)
 			goto err_ring;
 	}
-	if (o->use_fabric) {
-		st->fabric = o->use_fabric;
+	if (x->use_fabric) {
+		st->fabric = x->use_fabric;
 		if (st->fabric->self != st->self || st->fabric->topo->nr_nodes != st->topo->nr_nodes) {
 			ret = open_error(o, "the fabric given was opened for another node or topology");
 			goto err_ring;
 		}
 	} else {
-		ret = open_fabric(st, o);
+		ret = open_fabric(st, o, x);
 		if (ret)
 			goto err_ring;
 		st->owns_fabric = true;
@@ -483,7 +498,6 @@ err_ring:
 	ring_destroy(st->ring);
 err_topo:
 	pc_topology_free(st->topo);
-err_free:
 	pthread_rwlock_destroy(&st->bufs_lock);
 	pthread_mutex_destroy(&st->stage_lock);
 	pthread_mutex_destroy(&st->member_lock);
@@ -546,18 +560,30 @@ int pc_batch_exists(struct pc_store *st, struct pc_page *pages, size_t n)
 	return st->p2p ? p2p_exists(st->p2p, pages, n) : slotmap_exists(st->sm, pages, n);
 }
 
-void pc_store_metrics(struct pc_store *st, struct pc_metrics *out)
+void store_metrics(struct pc_store *st, struct pc_metrics *out)
 {
 	const uint64_t *src = (const uint64_t *)&st->metrics;
 	uint64_t *dst = (uint64_t *)out;
 
-	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+	for (size_t i = SIZED_HEAD / 8; i < sizeof(*out) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	out->size = sizeof(*out);
+	out->reserved = 0;
 	sm_spill_metrics(st->sm, out);
 	p2p_metrics(st->p2p, out);
 }
 
-int pc_store_node(const struct pc_store *st)
+int pc_store_metrics(struct pc_store *st, struct pc_metrics *out)
 {
-	return st->self == PC_PEER_NONE ? -1 : (int)st->self;
+	struct pc_metrics m;
+
+	if (!st)
+		return -EINVAL;
+	store_metrics(st, &m);
+	return sized_fill(out, &m, sizeof(m));
+}
+
+const char *pc_store_node(const struct pc_store *st)
+{
+	return !st || st->self == PC_PEER_NONE ? NULL : st->topo->nodes[st->self].name;
 }

@@ -58,7 +58,27 @@ struct pc_store {
 	struct arena_pool arenas;	/* scratch for batch calls */
 };
 
+/*
+ * What in-tree callers (the simulator, tests, benchmarks) hand a store beyond the
+ * public options: their own environment and backends. Zero what you do not set.
+ */
+struct store_open_ext {
+	struct pc_fabric *use_fabric;		/* an open fabric (not closed by the store) */
+	struct pc_clock *clock;			/* NULL: the real clock */
+	void *backend_arg;			/* for backends that take one (in-process world) */
+	const struct pc_storage_ops *storage;	/* disk backend; NULL: files (posix) */
+	struct ring *ring;			/* one built ring shared by many stores */
+	bool payload_free;			/* keep slot headers only; a hit gives status
+						 * and length, never bytes (data may be NULL) */
+};
+
+/* pc_store_open() with the in-tree extras; x may be NULL. */
+int store_open(const struct pc_store_opts *o, const struct store_open_ext *x, struct pc_store **out);
+
 #define METRIC_ADD(st, field, v) pc_stat_add(&(st)->metrics.field, (uint64_t)(v))
+
+/* The store's counters, whole (pc_store_metrics() without the size check). */
+void store_metrics(struct pc_store *st, struct pc_metrics *out);
 
 /* Add a node to this store's ring or take it out (join, leave), in this store only
  * (pc_store_set_member also tells the peers). The ring is swapped whole; batches

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "pool.h"
 #include "proto.h"
+#include "sized.h"
 #include "tier.h"
 
 #define TICK_NS 5000000ULL	/* the background task's period */
@@ -624,7 +625,8 @@ void tier_metrics(struct tier *t, struct pc_tier_metrics *m)
 	uint64_t *dst = (uint64_t *)m;
 
 	memset(m, 0, sizeof(*m));
-	for (size_t i = 0; i < offsetof(struct pc_tier_metrics, host_blocks) / 8; i++)
+	m->size = sizeof(*m);
+	for (size_t i = SIZED_HEAD / 8; i < offsetof(struct pc_tier_metrics, host_blocks) / 8; i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	if (t->disk)
 		disk_get_stats(t->disk, &ds);

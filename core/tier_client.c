@@ -12,6 +12,7 @@
 #include "disk.h"
 #include "log.h"
 #include "proto.h"
+#include "sized.h"
 #include "store.h"
 #include "tier.h"
 
@@ -20,12 +21,17 @@ static struct pc_keyhash key_of(uint64_t hash)
 	return (struct pc_keyhash){ .lo = hash, .hi = 0 };
 }
 
-static int check_args(struct pc_store *st, uint32_t node, const void *p, size_t n)
+/* The node called name into *node. -ENXIO names no node of the topology. */
+static int check_args(struct pc_store *st, const char *name, uint32_t *node, const void *p, size_t n)
 {
-	if (!st || (!p && n) || n > PROTO_TIER_MAX_BLOCKS)
+	int idx;
+
+	if (!st || !name || (!p && n) || n > PROTO_TIER_MAX_BLOCKS)
 		return -EINVAL;
-	if (node >= st->topo->nr_nodes)
-		return -EINVAL;
+	idx = pc_topology_find_node(st->topo, name);
+	if (idx < 0)
+		return -ENXIO;
+	*node = (uint32_t)idx;
 	return 0;
 }
 
@@ -68,15 +74,16 @@ static uint64_t hash_of_block(const void *src, size_t i)
 	return ((const struct pc_block *)src)[i].hash;
 }
 
-static int offer_or_query(struct pc_store *st, uint32_t node, uint16_t opcode, const uint64_t *hashes,
-			  size_t n, uint8_t *out)
+static int offer_or_query(struct pc_store *st, const char *name, uint16_t opcode,
+			  const uint64_t *hashes, size_t n, uint8_t *out)
 {
 	struct pc_rpc r;
+	uint32_t node;
 	size_t len;
 	void *req;
 	int ret, count = 0;
 
-	ret = check_args(st, node, hashes, n);
+	ret = check_args(st, name, &node, hashes, n);
 	if (ret || !n)
 		return ret;
 	req = keys_msg((uint32_t)n, 0, &len, hash_of_array, hashes);
@@ -97,7 +104,7 @@ static int offer_or_query(struct pc_store *st, uint32_t node, uint16_t opcode, c
 	return count;
 }
 
-int pc_tier_offer(struct pc_store *st, uint32_t node, const uint64_t *hashes, size_t n, bool *wanted)
+int pc_tier_offer(struct pc_store *st, const char *node, const uint64_t *hashes, size_t n, bool *wanted)
 {
 	uint8_t *w = malloc(n ? n : 1);
 	int ret;
@@ -111,15 +118,16 @@ int pc_tier_offer(struct pc_store *st, uint32_t node, const uint64_t *hashes, si
 	return ret;
 }
 
-int pc_tier_query(struct pc_store *st, uint32_t node, const uint64_t *hashes, size_t n, uint8_t *where)
+int pc_tier_query(struct pc_store *st, const char *node, const uint64_t *hashes, size_t n, uint8_t *where)
 {
 	return offer_or_query(st, node, PC_RPC_TIER_QUERY, hashes, n, where);
 }
 
 /* ------------------------------------------------------------------ put, fetch */
 
-int pc_tier_put(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n)
+int pc_tier_put(struct pc_store *st, const char *name, struct pc_block *b, size_t n)
 {
+	uint32_t node;
 	struct proto_tier_xfer x = { .n = (uint32_t)n };
 	struct proto_tier_blk *e;
 	struct store_stage *sg;
@@ -128,7 +136,7 @@ int pc_tier_put(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n
 	uint8_t *req;
 	int ret, stored = 0;
 
-	ret = check_args(st, node, b, n);
+	ret = check_args(st, name, &node, b, n);
 	if (ret || !n)
 		return ret;
 	if (st->self == PC_PEER_NONE)
@@ -176,8 +184,9 @@ int pc_tier_put(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n
 	return stored;
 }
 
-int pc_tier_fetch(struct pc_store *st, uint32_t node, struct pc_block *b, size_t n)
+int pc_tier_fetch(struct pc_store *st, const char *name, struct pc_block *b, size_t n)
 {
+	uint32_t node;
 	struct proto_tier_xfer x;
 	const struct proto_tier_blk *e;
 	struct pc_op *ops = NULL;
@@ -187,7 +196,7 @@ int pc_tier_fetch(struct pc_store *st, uint32_t node, struct pc_block *b, size_t
 	void *req;
 	int ret, hits = 0;
 
-	ret = check_args(st, node, b, n);
+	ret = check_args(st, name, &node, b, n);
 	if (ret || !n)
 		return ret;
 	for (size_t i = 0; i < n; i++)
@@ -267,18 +276,22 @@ release:
 
 int pc_tier_metrics(struct pc_store *st, struct pc_tier_metrics *out)
 {
+	struct pc_tier_metrics m;
+
 	if (!st || !out)
 		return -EINVAL;
 	if (!st->tier)
 		return -ENOENT;
-	tier_metrics(st->tier, out);
-	return 0;
+
+	tier_metrics(st->tier, &m);
+	return sized_fill(out, &m, sizeof(m));
 }
 
-int pc_tier_node_metrics(struct pc_store *st, uint32_t node, struct pc_tier_metrics *out)
+int pc_tier_node_metrics(struct pc_store *st, const char *name, struct pc_tier_metrics *out)
 {
 	struct pc_rpc r;
-	int ret = check_args(st, node, out, 1);
+	uint32_t node;
+	int ret = check_args(st, name, &node, out, 1);
 
 	if (ret)
 		return ret;
@@ -286,7 +299,7 @@ int pc_tier_node_metrics(struct pc_store *st, uint32_t node, struct pc_tier_metr
 	if (ret)
 		return ret == -EOPNOTSUPP ? -ENOENT : ret;
 	if (r.resp.len == sizeof(*out))
-		memcpy(out, r.resp.data, sizeof(*out));
+		ret = sized_fill(out, r.resp.data, sizeof(*out));
 	else
 		ret = -EPROTO;
 	pc_msg_free(&r.resp);

@@ -68,9 +68,10 @@ static int open_node(struct cluster *c, uint32_t i)
 				       .backend_arg = c->w };
 	struct pc_store_opts o = { .size = sizeof(o), .topo = c->cfg->topo,
 				   .node = c->cfg->topo->nodes[i].name,
-				   .clock = sim_world_clock(c->w, i), .payload_free = c->cfg->payload_free,
-				   .ring = c->ring, .storage = &sim_storage_ops, .backend_arg = c->w,
 				   .err = c->err, .errlen = sizeof(c->err) };
+	struct store_open_ext x = { .clock = sim_world_clock(c->w, i),
+				    .payload_free = c->cfg->payload_free, .ring = c->ring,
+				    .storage = &sim_storage_ops, .backend_arg = c->w };
 	int ret = pc_fabric_open_ops(&sim_fabric_ops, &fp, &c->fab[i]);
 
 	if (ret) {
@@ -78,8 +79,8 @@ static int open_node(struct cluster *c, uint32_t i)
 			 strerror(-ret));
 		return ret;
 	}
-	o.use_fabric = c->fab[i];
-	ret = pc_store_open(&o, &c->st[i]);
+	x.use_fabric = c->fab[i];
+	ret = store_open(&o, &x, &c->st[i]);
 	if (ret) {
 		pc_fabric_close(c->fab[i]);
 		c->fab[i] = NULL;
@@ -204,7 +205,7 @@ static void collect(struct cluster *c)
 	res->sim_s = (double)sim_now(c->s) / 1e9;
 	net_utilisation(c->w->net, (double)sim_now(c->s), &res->nic_util_mean, &res->nic_util_max);
 	for (uint32_t i = 0; i < c->nn; i++) {
-		struct pc_metrics m;
+		struct pc_metrics m = { .size = sizeof(m) };
 
 		if (c->w->nvme[i]) {
 			double u = nvme_utilisation(c->w->nvme[i], (double)sim_now(c->s));

@@ -75,8 +75,9 @@ static void metrics_delta(const struct pc_metrics *a, const struct pc_metrics *b
 	const uint64_t *x = (const uint64_t *)a, *y = (const uint64_t *)b;
 	uint64_t *z = (uint64_t *)d;
 
-	for (size_t i = 0; i < sizeof(*d) / 8; i++)
+	for (size_t i = 1; i < sizeof(*d) / 8; i++)	/* past the size field */
 		z[i] = y[i] - x[i];
+	d->size = sizeof(*d);
 }
 
 /* One op over all keys, batch by batch; only the batch calls are timed. */
@@ -84,7 +85,7 @@ static void run_op(struct bench *B, const char *op, struct result *r)
 {
 	size_t nb = (B->keys + B->batch - 1) / B->batch;
 	double *lat = calloc(nb * (size_t)B->iters, sizeof(double));
-	struct pc_metrics m0, m1;
+	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
 	int iters = strcmp(op, "set") ? B->iters : 1;
 
 	memset(r, 0, sizeof(*r));

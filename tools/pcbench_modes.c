@@ -196,7 +196,7 @@ static void node_main(const struct pcbench_modes *a, const struct job *j, int cm
 	struct pc_store_opts o = { .size = sizeof(o), .err = err, .errlen = sizeof(err) };
 	struct node N = { .a = a, .j = j };
 	struct node_res r = { 0 };
-	struct pc_metrics m0, m1;
+	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
 	double *lat = calloc(j->batches ? j->batches : 1, sizeof(*lat));
 	size_t B = a->batch;
 

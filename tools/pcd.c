@@ -29,8 +29,8 @@ static const char usage[] =
 
 static void log_metrics(const char *node, struct pc_store *s)
 {
-	struct pc_tier_metrics tm;
-	struct pc_metrics m;
+	struct pc_tier_metrics tm = { .size = sizeof(tm) };
+	struct pc_metrics m = { .size = sizeof(m) };
 
 	pc_store_metrics(s, &m);
 	fprintf(stderr,

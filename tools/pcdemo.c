@@ -141,6 +141,7 @@ static void node_main(const struct pc_topology *t, uint32_t idx, int cmd, int re
 			for (size_t i = 0; i < batch; i++)
 				r.absent_clean += pg[i].status == -ENOENT;
 		}
+		r.m.size = sizeof(r.m);
 		pc_store_metrics(s, &r.m);
 		if (write(res, &r, sizeof(r)) != sizeof(r))
 			_exit(1);

@@ -24,6 +24,7 @@
 
 #include "disk.h"
 #include "inproc/inproc.h"
+#include "store.h"
 #include "tool_common.h"
 
 #define RAW_CHUNK (4u << 20)
@@ -182,11 +183,12 @@ static void seed_latency(const struct opts *o)
 	struct pc_topology *t = NULL;
 	struct inproc_world *w = inproc_world_create(2);
 	struct pc_store *peer = NULL, *client = NULL;
-	struct pc_store_opts so = { .size = sizeof(so), .fabric = "inproc", .backend_arg = w,
-				    .err = err, .errlen = sizeof(err) };
+	struct pc_store_opts so = { .size = sizeof(so), .fabric = "inproc", .err = err,
+				    .errlen = sizeof(err) };
+	struct store_open_ext ext = { .backend_arg = w };
 	uint8_t *buf = aligned_alloc(4096, 8 * (size_t)o->block);
 	struct pc_block blk[8];
-	struct pc_tier_metrics m0, m1;
+	struct pc_tier_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
 	double *lat = calloc(o->rounds * 40 + 4, sizeof(*lat));
 	int nlat = 0;
 
@@ -199,10 +201,10 @@ static void seed_latency(const struct opts *o)
 		tool_die("pctierbench", "%s", err);
 	so.topo = t;
 	so.node = "p";
-	if (pc_store_open(&so, &peer))
+	if (store_open(&so, &ext, &peer))
 		tool_die("pctierbench", "%s", err);
 	so.node = "c";
-	if (pc_store_open(&so, &client))
+	if (store_open(&so, &ext, &client))
 		tool_die("pctierbench", "%s", err);
 	memset(buf, 7, 8 * (size_t)o->block);
 	/* sets 0..15 of 4 blocks: after the first two, every fetch of an old set
@@ -211,7 +213,7 @@ static void seed_latency(const struct opts *o)
 		for (uint32_t k = 0; k < 4; k++)
 			blk[k] = (struct pc_block){ .hash = set * 4 + k + 1, .data = buf + k * (size_t)o->block,
 						    .len = o->block };
-		pc_tier_put(client, 0, blk, 4);
+		pc_tier_put(client, "p", blk, 4);
 	}
 	for (uint32_t r = 0; r < o->rounds * 40; r++) {
 		uint32_t set = (uint32_t)rand() % 14;	/* never the two on host */
@@ -220,7 +222,7 @@ static void seed_latency(const struct opts *o)
 			blk[k] = (struct pc_block){ .hash = set * 4 + k + 1, .data = buf + k * (size_t)o->block,
 						    .cap = o->block };
 		pc_tier_metrics(peer, &m0);
-		if (pc_tier_fetch(client, 0, blk, 4) != 4)
+		if (pc_tier_fetch(client, "p", blk, 4) != 4)
 			tool_die("pctierbench", "seed fetch: a block missed");
 		pc_tier_metrics(peer, &m1);
 		if (m1.promote_batches == m0.promote_batches + 1 &&

@@ -192,7 +192,7 @@ static void test_misses_and_exists(void)
 	struct ecl *E = up("slot_size_classes: [16KiB], slot_ways: 4, global_segment_size: 8MiB");
 	char keys[8][32], none[8][32];
 	int st[8], j = 0;
-	struct pc_metrics m0, m1;
+	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
 	struct pc_page ex[8];
 
 	for (int i = 0; i < 8; i++) {
@@ -250,7 +250,7 @@ static void test_buckets_and_oversize(void)
 	{
 		uint8_t big[5000] = { 0 };
 		struct pc_page p = { .key = "big", .key_len = 3, .data = big, .len = sizeof(big) };
-		struct pc_metrics m;
+		struct pc_metrics m = { .size = sizeof(m) };
 
 		CU_ASSERT_EQUAL(pc_batch_set(E->n0, &p, 1), 0);
 		CU_ASSERT_EQUAL(p.status, -EFBIG);
@@ -547,7 +547,7 @@ static void test_pool_eviction(void)
 	struct ecl *E = up("slot_size_classes: [4KiB], global_segment_size: 66560");
 	char keys[24][32];
 	int st[24], hits = 0, j = 0;
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 
 	for (int i = 0; i < 24; i++)
 		key_on(E, (uint32_t)(1 + i % 2), "ev", &j, keys[i]);
@@ -612,7 +612,7 @@ static void test_publisher_killed(void)
 	struct ecl *E = up("slot_size_classes: [16KiB], global_segment_size: 8MiB");
 	char keys[48][32];
 	int st[48], failed = 0, absent = -1, unreachable = 0, shard_n1 = 0, reads;
-	struct pc_metrics m0, m1;
+	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
 	pid_t pid;
 	double t0, dt;
 

@@ -68,7 +68,7 @@ static void test_smoke_runs(void)
 
 	snprintf(path, sizeof(path), "%s/pcd-n1.log", pc_test_tmpdir());
 	truncate(path, 0);
-	smoke_runs(E->n0, 1);
+	smoke_runs(E->n0, "n1");
 	printf("\n");
 	log_lines(1, NULL, "blocks=");
 	/* the seed's log lines, from the peer process */
@@ -83,15 +83,15 @@ static void test_smoke_runs(void)
 static void test_nine_times_capacity(void)
 {
 	struct ecl *E = up();
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 	int same = 0;
 
 	for (uint32_t i = 0; i < 72; i += 8)
-		CU_ASSERT_EQUAL(smoke_put(E->n0, 2, 'C', i, 8), 8);
+		CU_ASSERT_EQUAL(smoke_put(E->n0, "n2", 'C', i, 8), 8);
 	for (uint32_t i = 0; i < 72; i += 4)
-		same += smoke_fetch(E->n0, 2, 'C', i, 4);
+		same += smoke_fetch(E->n0, "n2", 'C', i, 4);
 	CU_ASSERT_EQUAL(same, 72);
-	CU_ASSERT_EQUAL_FATAL(pc_tier_node_metrics(E->n0, 2, &m), 0);
+	CU_ASSERT_EQUAL_FATAL(pc_tier_node_metrics(E->n0, "n2", &m), 0);
 	CU_ASSERT_EQUAL(m.fetch_miss, 0);
 	CU_ASSERT_EQUAL(m.resident_committed_blocks + m.resident_disk_blocks, 72);
 	printf("\n  node n2 over %s: 72 blocks in 8 host + 64 disk, all verified; %llu demoted, %llu promoted",
@@ -138,7 +138,7 @@ static void test_spill_under_slotmap(void)
 			       "slot_size_classes: [16KiB], global_segment_size: 1MiB, slot_spill_ways: 2",
 			       true);
 	struct pc_store *reader = ecl_open_store(E, NULL);
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 	int wrong = 0, bad = 0, hits;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(reader);

@@ -43,11 +43,11 @@ static struct cluster *up(const char *mode, const char *segment)
 	for (int i = 0; i < 3; i++) {
 		char name[8];
 		struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
-					   .backend_arg = C->w, .node = name, .err = err,
-					   .errlen = sizeof(err) };
+					   .node = name, .err = err, .errlen = sizeof(err) };
+		struct store_open_ext x = { .backend_arg = C->w };
 
 		snprintf(name, sizeof(name), "n%d", i);
-		if (pc_store_open(&o, &C->s[i]))
+		if (store_open(&o, &x, &C->s[i]))
 			printf("\n  %s\n", err);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(C->s[i]);
 	}
@@ -65,7 +65,7 @@ static void down(struct cluster *C)
 
 static struct pc_metrics metrics(struct pc_store *s)
 {
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 
 	pc_store_metrics(s, &m);
 	return m;
@@ -82,7 +82,7 @@ static void publish(struct cluster *C, int w, uint32_t from, uint32_t n)
 static void test_roundtrip(void)
 {
 	struct cluster *C = up("p2p", "8MiB");
-	struct pc_metrics before, after;
+	struct pc_metrics before = { .size = sizeof(before) }, after = { .size = sizeof(after) };
 	int wrong = 0, bad = 0;
 
 	publish(C, 0, 0, 160);		/* half published by n0 */
@@ -108,8 +108,8 @@ static void test_exists_and_misses(void)
 	struct cluster *C = up("p2p", "8MiB");
 	struct pc_page pg[3];
 	uint8_t buf[PAGE];
-	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
-				   .backend_arg = C->w };
+	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc" };
+	struct store_open_ext x = { .backend_arg = C->w };
 	struct pc_store *client = NULL;
 
 	publish(C, 0, 0, 16);
@@ -126,7 +126,7 @@ static void test_exists_and_misses(void)
 	CU_ASSERT_EQUAL(pg[0].status, -ENOENT);
 	CU_ASSERT_EQUAL(buf[0], 0x5a);
 	/* a client reads, but publishes nowhere */
-	CU_ASSERT_EQUAL_FATAL(pc_store_open(&o, &client), 0);
+	CU_ASSERT_EQUAL_FATAL(store_open(&o, &x, &client), 0);
 	pg[0] = (struct pc_page){ .key = "page-3", .key_len = 6, .data = buf, .cap = sizeof(buf) };
 	CU_ASSERT_EQUAL(pc_batch_get(client, pg, 1), 1);
 	pg[0] = (struct pc_page){ .key = "new", .key_len = 3, .data = buf, .len = 100 };
@@ -151,7 +151,7 @@ static void test_stale_entry(void)
 	} put = { { .nput = 1 }, { .lo = x.lo, .hi = x.hi } };
 	uint32_t shard_y = ring_owner_of(C->s[0]->ring, y), shard_x = ring_owner_of(C->s[0]->ring, x);
 	struct pc_rpc r = { .peer = shard_y, .opcode = PC_RPC_DIR_GET, .req = &get, .req_len = sizeof(get) };
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 	int wrong = 0, bad = 0;
 
 	publish(C, 1, 0, 16);
@@ -179,7 +179,7 @@ static void test_pool_eviction(void)
 {
 	struct cluster *C = up("p2p", "1MiB");
 	const uint64_t blocks = (1u << 20) / (64 + 16384);
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 	uint64_t entries = 0;
 	int wrong = 0, bad = 0, hits;
 

@@ -24,6 +24,7 @@
 #include "nvme.h"
 #include "port.h"
 #include "run.h"
+#include "store.h"
 #include "testutil.h"
 #include "workload.h"
 
@@ -254,14 +255,15 @@ static struct pc_store *one_node(const char *store, struct inproc_world **w, str
 	char text[512], err[PC_ERR_MAX];
 	struct pc_store *s = NULL;
 	struct pc_store_opts o = { .size = sizeof(o), .node = "n0", .fabric = "inproc",
-				   .payload_free = true, .err = err, .errlen = sizeof(err) };
+				   .err = err, .errlen = sizeof(err) };
+	struct store_open_ext x = { .payload_free = true };
 
 	snprintf(text, sizeof(text), "store: {%s}\nnodes:\n  - {name: n0, address: 127.0.0.1}\n", store);
 	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", t, err, sizeof(err)), 0);
 	*w = inproc_world_create(1);
 	o.topo = *t;
-	o.backend_arg = *w;
-	if (pc_store_open(&o, &s))
+	x.backend_arg = *w;
+	if (store_open(&o, &x, &s))
 		printf("\n  %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	return s;
@@ -540,7 +542,7 @@ static void test_lru_che(void)
 	struct pc_topology *t;
 	struct pc_store *st = one_node("mode: p2p, slot_size_classes: [4KiB], global_segment_size: 8MiB",
 				       &wd, &t);
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 
 	double hit = zipf_hit_rate(st, keys, s_exp, reqs, 7), want;
 

@@ -42,10 +42,10 @@ static struct cluster *up(uint32_t spill_ways)
 	C->w = inproc_world_create(2);
 	for (int i = 0; i < 2; i++) {
 		struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
-					   .backend_arg = C->w, .node = i ? "n1" : "n0",
-					   .err = err, .errlen = sizeof(err) };
+					   .node = i ? "n1" : "n0", .err = err, .errlen = sizeof(err) };
+		struct store_open_ext x = { .backend_arg = C->w };
 
-		if (pc_store_open(&o, &C->s[i]))
+		if (store_open(&o, &x, &C->s[i]))
 			printf("\n  %s\n", err);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(C->s[i]);
 	}
@@ -72,7 +72,7 @@ static void pace(void)
 static void test_four_times_slots(void)
 {
 	struct cluster *C = up(2);
-	struct pc_metrics m0, m1, r;
+	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) }, r = { .size = sizeof(r) };
 	int wrong = 0, bad = 0, hits;
 
 	for (uint32_t i = 0; i < 480; i += 8) {
@@ -106,7 +106,7 @@ static void test_four_times_slots(void)
 static void test_no_disk_is_plain_slotmap(void)
 {
 	struct cluster *C = up(0);
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 	int wrong = 0, bad = 0, hits;
 
 	for (uint32_t i = 0; i < 480; i += 16)
@@ -149,7 +149,7 @@ static void test_corrupt_and_failing_disk(void)
 {
 	struct cluster *C = up(2);
 	struct disk_pool *d0 = sm_spill_disk(C->s[0]->sm, 0), *d1 = sm_spill_disk(C->s[1]->sm, 0);
-	struct pc_metrics m0, m1, r;
+	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) }, r = { .size = sizeof(r) };
 	int wrong = 0, bad = 0, hits;
 
 	for (uint32_t i = 0; i < 240; i += 8) {

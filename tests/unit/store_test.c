@@ -38,11 +38,11 @@ static struct pc_store *open_node(struct cluster *C, const char *node, struct pc
 {
 	char err[PC_ERR_MAX] = "";
 	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .node = node,
-				   .fabric = "inproc", .backend_arg = C->w, .clock = clk,
-				   .payload_free = payload_free, .err = err, .errlen = sizeof(err) };
+				   .fabric = "inproc", .err = err, .errlen = sizeof(err) };
+	struct store_open_ext x = { .backend_arg = C->w, .clock = clk, .payload_free = payload_free };
 	struct pc_store *s = NULL;
 
-	if (pc_store_open(&o, &s))
+	if (store_open(&o, &x, &s))
 		printf("\n  open %s: %s\n", node ? node : "client", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	return s;
@@ -95,7 +95,7 @@ static void key_on(struct cluster *C, uint32_t node, const char *prefix, int *j,
 
 static struct pc_metrics metrics(struct pc_store *s)
 {
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 
 	pc_store_metrics(s, &m);
 	return m;
@@ -152,7 +152,7 @@ static void test_roundtrip(void)
 {
 	struct cluster *C = up(3, "slot_size_classes: [16KiB], global_segment_size: 8MiB");
 	struct batch *b = batch_new(64, 12288);
-	struct pc_metrics m0, m1;
+	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
 	int per[3] = { 0 };
 
 	for (size_t i = 0; i < b->n; i++) {
@@ -204,7 +204,7 @@ static void test_clean_miss_and_length(void)
 	uint8_t page[12288], out[16384];
 	struct pc_page set = { .key = "A", .key_len = 1, .data = page, .len = sizeof(page) };
 	struct pc_page get = { .key = "nope", .key_len = 4, .data = out, .cap = sizeof(out) };
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 
 	pc_test_fill(page, sizeof(page), "A", 1);
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &set, 1), 1);
@@ -248,7 +248,7 @@ static void test_exists(void)
 	struct cluster *C = up(2, "slot_size_classes: [64KiB], slot_ways: 4, global_segment_size: 8MiB");
 	struct batch *b = batch_new(16, 65536);
 	struct pc_page ex[32];
-	struct pc_metrics m0, m1;
+	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
 	char other[16][32];
 	int remote = 0;
 
@@ -373,7 +373,7 @@ static void test_oversize_and_classes(void)
 	struct cluster *C = up(3, "slot_size_classes: [16KiB, 64KiB, 256KiB], global_segment_size: 24MiB");
 	static const size_t sizes[] = { 10000, 16384, 60000, 200000, 262144, 262145 };
 	uint8_t *buf = malloc(262145), *out = malloc(262145);
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 	char key[32];
 
 	for (size_t i = 0; i < 6; i++) {
@@ -417,7 +417,7 @@ static void test_read_amplification(void)
 		struct cluster *C;
 		struct pc_store *cl;
 		struct batch *b;
-		struct pc_metrics m0, m1;
+		struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
 		const size_t len = 12288, keys = 4 * 256 * 8 / 10;	/* 256 buckets x 4 ways, 80% */
 		size_t stored;
 
@@ -550,7 +550,7 @@ static void test_restarted_owner(void)
 {
 	struct cluster *C = up(3, "slot_size_classes: [4KiB], global_segment_size: 2MiB");
 	struct batch *b = batch_new(8, 4096);
-	struct pc_metrics m0, m1;
+	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
 	int j = 0;
 
 	for (int i = 0; i < 8; i++)
@@ -583,7 +583,7 @@ static void test_owner_down(void)
 {
 	struct cluster *C = up(3, "slot_size_classes: [4KiB], global_segment_size: 2MiB");
 	struct batch *b = batch_new(30, 4096);
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 	int down_keys = 0;
 
 	for (int i = 0; i < 30; i++)
@@ -615,7 +615,7 @@ static void test_cas_claim(void)
 {
 	struct cluster *C = up(2, "slot_size_classes: [8KiB], slot_cas_claim: true, global_segment_size: 2MiB");
 	struct batch *b = batch_new(32, 8192);
-	struct pc_metrics m;
+	struct pc_metrics m = { .size = sizeof(m) };
 
 	for (int i = 0; i < 32; i++)
 		sprintf(b->keys[i], "cas%d", i);
@@ -723,25 +723,26 @@ static void test_client_and_open_errors(void)
 	struct pc_page p = { .key = "c", .key_len = 1, .data = page, .len = 100 };
 	char err[PC_ERR_MAX];
 	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .node = "n9",
-				   .fabric = "inproc", .backend_arg = C->w, .err = err,
-				   .errlen = sizeof(err) };
+				   .fabric = "inproc", .err = err, .errlen = sizeof(err) };
+	struct store_open_ext x = { .backend_arg = C->w };
 
-	CU_ASSERT_EQUAL(pc_store_node(cl), -1);
+	CU_ASSERT_PTR_NULL(pc_store_node(cl));
+	CU_ASSERT_STRING_EQUAL(pc_store_node(C->s[1]), "n1");
 	pc_test_fill(page, 100, "c", 1);
 	CU_ASSERT_EQUAL(pc_batch_set(cl, &p, 1), 1);
 	p = (struct pc_page){ .key = "c", .key_len = 1, .data = out, .cap = 100 };
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[0], &p, 1), 1);
 	CU_ASSERT(pc_test_page_ok(out, 100, "c", 1));
 	pc_store_close(cl);
-	CU_ASSERT_EQUAL(pc_store_open(&o, &s), -EINVAL);
+	CU_ASSERT_EQUAL(store_open(&o, &x, &s), -EINVAL);
 	printf("\n  %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no node named 'n9'"));
 	o.node = "n1";				/* already open in this world */
-	CU_ASSERT(pc_store_open(&o, &s) < 0);
+	CU_ASSERT(store_open(&o, &x, &s) < 0);
 	printf("  %s\n", err);
 	o.fabric = "nosuch";
 	o.node = NULL;
-	CU_ASSERT_EQUAL(pc_store_open(&o, &s), -EINVAL);
+	CU_ASSERT_EQUAL(store_open(&o, &x, &s), -EINVAL);
 	printf("  %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "fabric 'nosuch': not built into this library"));
 	down(C);

@@ -26,7 +26,7 @@ void smoke_fill(uint8_t *p, char set, uint32_t i)
 	pc_test_fill(p, SMOKE_BLOCK, k, 1);
 }
 
-int smoke_put(struct pc_store *st, uint32_t node, char set, uint32_t from, uint32_t n)
+int smoke_put(struct pc_store *st, const char *node, char set, uint32_t from, uint32_t n)
 {
 	struct pc_block *b = calloc(n, sizeof(*b));
 	uint8_t *buf = malloc((size_t)n * SMOKE_BLOCK);
@@ -43,7 +43,7 @@ int smoke_put(struct pc_store *st, uint32_t node, char set, uint32_t from, uint3
 	return ret;
 }
 
-int smoke_fetch(struct pc_store *st, uint32_t node, char set, uint32_t from, uint32_t n)
+int smoke_fetch(struct pc_store *st, const char *node, char set, uint32_t from, uint32_t n)
 {
 	struct pc_block *b = calloc(n, sizeof(*b));
 	uint8_t *buf = malloc((size_t)n * SMOKE_BLOCK), *want = malloc(SMOKE_BLOCK);
@@ -68,7 +68,7 @@ int smoke_fetch(struct pc_store *st, uint32_t node, char set, uint32_t from, uin
 	return same;
 }
 
-static int wanted(struct pc_store *st, uint32_t node, char set, uint32_t n)
+static int wanted(struct pc_store *st, const char *node, char set, uint32_t n)
 {
 	uint64_t h[16];
 	bool w[16];
@@ -78,7 +78,7 @@ static int wanted(struct pc_store *st, uint32_t node, char set, uint32_t n)
 	return pc_tier_offer(st, node, h, n, w);
 }
 
-static void where(struct pc_store *st, uint32_t node, char set, uint32_t n, uint8_t *out)
+static void where(struct pc_store *st, const char *node, char set, uint32_t n, uint8_t *out)
 {
 	uint64_t h[16];
 
@@ -87,9 +87,9 @@ static void where(struct pc_store *st, uint32_t node, char set, uint32_t n, uint
 	CU_ASSERT(pc_tier_query(st, node, h, n, out) >= 0);
 }
 
-void smoke_runs(struct pc_store *st, uint32_t node)
+void smoke_runs(struct pc_store *st, const char *node)
 {
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 	uint8_t w[6];
 
 	/* Run 1: baseline. Six blocks offered, staged, pulled, committed, fetched back. */

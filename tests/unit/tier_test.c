@@ -35,6 +35,7 @@ static struct cluster *up(const char *tier)
 	char text[1024], err[PC_ERR_MAX] = "";
 	struct pc_store_opts o = { .size = sizeof(o), .fabric = "inproc", .err = err,
 				   .errlen = sizeof(err) };
+	struct store_open_ext x = { 0 };
 	int len = snprintf(text, sizeof(text),
 			   "store: {global_segment_size: 1MiB, slot_size_classes: [16KiB]}\n"
 			   "node_defaults: {address: 127.0.0.1, nvme: {path: %s}}\n"
@@ -43,10 +44,10 @@ static struct cluster *up(const char *tier)
 
 	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, (size_t)len, "tier", &C->topo, err, sizeof(err)), 0);
 	C->w = inproc_world_create(2);
-	o.backend_arg = C->w;
+	x.backend_arg = C->w;
 	o.topo = C->topo;
 	o.node = "n1";
-	if (pc_store_open(&o, &C->client))
+	if (store_open(&o, &x, &C->client))
 		printf("\n  %s\n", err);
 	/* the peer's own settings */
 	snprintf(text, sizeof(text), "store.tier_block_bytes=%u", SMOKE_BLOCK);
@@ -61,7 +62,7 @@ static struct cluster *up(const char *tier)
 		p += n + (sp != NULL);
 	}
 	o.node = "n0";
-	if (pc_store_open(&o, &C->peer))
+	if (store_open(&o, &x, &C->peer))
 		printf("\n  %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(C->client);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(C->peer);
@@ -81,7 +82,7 @@ static void down(struct cluster *C)
 
 static struct pc_tier_metrics metrics(struct cluster *C)
 {
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 
 	CU_ASSERT_EQUAL(pc_tier_metrics(C->peer, &m), 0);
 	return m;
@@ -91,7 +92,7 @@ static void test_smoke_runs(void)
 {
 	struct cluster *C = up(SEED);
 
-	smoke_runs(C->client, 0);
+	smoke_runs(C->client, "n0");
 	down(C);
 }
 
@@ -99,17 +100,17 @@ static void test_smoke_runs(void)
 static void test_nine_times_capacity(void)
 {
 	struct cluster *C = up(SEED);
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 	int same = 0;
 
 	for (uint32_t i = 0; i < 72; i += 8)
-		CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'C', i, 8), 8);
+		CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'C', i, 8), 8);
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.resident_committed_blocks, 8);
 	CU_ASSERT_EQUAL(m.resident_disk_blocks, 64);
 	CU_ASSERT_EQUAL(m.disk_dropped, 0);
 	for (uint32_t i = 0; i < 72; i += 4)
-		same += smoke_fetch(C->client, 0, 'C', i, 4);
+		same += smoke_fetch(C->client, "n0", 'C', i, 4);
 	CU_ASSERT_EQUAL(same, 72);
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.fetch_miss, 0);
@@ -126,23 +127,23 @@ static void test_flipped_byte_on_disk(void)
 	struct disk_pool *d;
 	uint8_t *page = aligned_alloc(4096, SMOKE_BLOCK);
 	struct pc_io io = { .buf = page, .len = SMOKE_BLOCK };
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 	uint32_t blk;
 
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'D', 0, 8), 8);
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'D', 8, 4), 4);	/* D0..D3 to disk */
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'D', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'D', 8, 4), 4);	/* D0..D3 to disk */
 	d = tier_disk(C->peer->tier);
 	CU_ASSERT_TRUE_FATAL(keymap_get(&d->map, (struct pc_keyhash){ .lo = smoke_hash('D', 2) }, &blk));
 	io.off = blk * d->stride;
 	CU_ASSERT_EQUAL(pc_storage_read(d->stg, &io, 1), 0);
 	page[100] ^= 1;
 	CU_ASSERT_EQUAL(pc_storage_write(d->stg, &io, 1), 0);
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'D', 0, 4), 3);	/* never the bad bytes */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'D', 0, 4), 3);	/* never the bad bytes */
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.corrupt_on_promote, 1);
 	CU_ASSERT_EQUAL(m.fetch_miss, 1);
 	CU_ASSERT_EQUAL(m.promoted_blocks, 3);
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'D', 2, 1), 0);	/* gone for good */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'D', 2, 1), 0);	/* gone for good */
 	free(page);
 	down(C);
 }
@@ -151,17 +152,17 @@ static void test_flipped_byte_on_disk(void)
 static void test_disk_pool_full(void)
 {
 	struct cluster *C = up("store.tier_host_blocks=8 store.tier_disk_blocks=16 store.tier_free_percent=0");
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 
 	for (uint32_t i = 0; i < 32; i += 8)
-		CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'E', i, 8), 8);
+		CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'E', i, 8), 8);
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.demoted_blocks, 24);
 	CU_ASSERT_EQUAL(m.disk_dropped, 8);
 	CU_ASSERT_EQUAL(m.resident_disk_blocks, 16);
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'E', 0, 8), 0);	/* the oldest: gone */
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'E', 8, 4), 4);
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'E', 28, 4), 4);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'E', 0, 8), 0);	/* the oldest: gone */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'E', 8, 4), 4);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'E', 28, 4), 4);
 	down(C);
 }
 
@@ -188,7 +189,7 @@ static uint8_t where1(struct cluster *C, char set, uint32_t i)
 	uint64_t h = smoke_hash(set, i);
 	uint8_t w = 0;
 
-	pc_tier_query(C->client, 0, &h, 1, &w);
+	pc_tier_query(C->client, "n0", &h, 1, &w);
 	return w;
 }
 
@@ -214,25 +215,25 @@ static void test_injected_faults(void)
 	struct cluster *C = up(SEED);
 	struct disk_pool *d = tier_disk(C->peer->tier);
 	struct shim sh = { .on_write = true, .err = -ENOSPC };
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 
 	d->stg->fault = shim_fault;
 	d->stg->fault_arg = &sh;
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'F', 0, 8), 8);
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'F', 8, 4), 4);	/* F0..F3 cannot spill */
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'F', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'F', 8, 4), 4);	/* F0..F3 cannot spill */
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.spill_failures, 4);
 	CU_ASSERT_EQUAL(m.dropped_blocks, 4);
 	CU_ASSERT_EQUAL(m.demoted_blocks, 0);
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'F', 0, 4), 0);	/* clean misses */
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'F', 4, 8), 8);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'F', 0, 4), 0);	/* clean misses */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'F', 4, 8), 8);
 	/* the disk works again; then reads fail */
 	sh.err = 0;
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'G', 0, 4), 4);	/* 4 of F to disk */
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'G', 0, 4), 4);	/* 4 of F to disk */
 	sh = (struct shim){ .on_write = false, .err = -EIO };
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.demoted_blocks, 4);
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'F', 4, 4), 0);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'F', 4, 4), 0);
 	CU_ASSERT_EQUAL(where1(C, 'F', 4), PC_WHERE_NONE);		/* dropped, not kept */
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.resident_disk_blocks, 0);	/* and nothing was demoted for them */
@@ -244,20 +245,20 @@ static void test_injected_faults(void)
 static void test_leases(void)
 {
 	struct cluster *C = up(SEED);
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 	uint64_t lease;
 	struct pc_rpc r = { .peer = 0, .opcode = PC_RPC_TIER_RELEASE, .req = &lease,
 			    .req_len = sizeof(lease) };
 
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'L', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'L', 0, 8), 8);
 	lease = raw_fetch(C, smoke_hash('L', 0), 60000);	/* L0 is the LRU tail... */
 	CU_ASSERT_NOT_EQUAL(lease, 0);
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'M', 0, 16), 7);	/* ...and stays: 7 fit */
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'M', 0, 16), 7);	/* ...and stays: 7 fit */
 	CU_ASSERT_EQUAL(where1(C, 'L', 0), PC_WHERE_HOST);
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'L', 0, 1), 1);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'L', 0, 1), 1);
 	CU_ASSERT_EQUAL(pc_fabric_call(C->client->fabric, &r, 1), 0);
 	CU_ASSERT_EQUAL(r.status, 0);
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'N', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'N', 0, 8), 8);
 	CU_ASSERT_EQUAL(where1(C, 'L', 0), PC_WHERE_DISK);	/* released: it can go */
 
 	/* a lease nobody releases expires */
@@ -271,7 +272,7 @@ static void test_leases(void)
 	}
 	CU_ASSERT_EQUAL(m.lease_expired, 1);
 	CU_ASSERT_EQUAL(m.leased_blocks, 0);
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'O', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'O', 0, 8), 8);
 	CU_ASSERT_EQUAL(where1(C, 'N', 0), PC_WHERE_DISK);
 	pc_msg_free(&r.resp);
 	down(C);
@@ -283,21 +284,21 @@ static void test_inclusive(void)
 {
 	struct cluster *C = up(SEED " store.tier_inclusive=true");
 	struct disk_stats ds;
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'I', 0, 8), 8);
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'I', 8, 4), 4);	/* I0..I3 written */
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'I', 0, 4), 4);	/* promoted, kept */
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'I', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'I', 8, 4), 4);	/* I0..I3 written */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'I', 0, 4), 4);	/* promoted, kept */
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.promoted_blocks, 4);
 	CU_ASSERT_EQUAL(m.resident_disk_blocks, 8);	/* I0..I3 still there, I4..I7 too */
 	disk_get_stats(tier_disk(C->peer->tier), &ds);
 	CU_ASSERT_EQUAL(ds.writes, 8);
 	/* push I0..I3 out again: no rewrite for them */
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'J', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'J', 0, 8), 8);
 	disk_get_stats(tier_disk(C->peer->tier), &ds);
 	CU_ASSERT_EQUAL(ds.writes, 12);		/* only I8..I11 were new to disk */
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'I', 0, 4), 4);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'I', 0, 4), 4);
 	down(C);
 }
 
@@ -305,9 +306,9 @@ static void test_inclusive(void)
 static void test_background_demotion(void)
 {
 	struct cluster *C = up("store.tier_host_blocks=8 store.tier_disk_blocks=64 store.tier_free_percent=25");
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'W', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'W', 0, 8), 8);
 	for (int i = 0; i < 300; i++) {
 		m = metrics(C);
 		if (m.free_host_blocks >= 2)
@@ -316,10 +317,10 @@ static void test_background_demotion(void)
 	}
 	CU_ASSERT_EQUAL(m.background_demoted, 2);
 	CU_ASSERT_EQUAL(m.free_host_blocks, 2);
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'X', 0, 2), 2);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'X', 0, 2), 2);
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.evicted_blocks, m.background_demoted);	/* none in band */
-	CU_ASSERT_EQUAL(smoke_fetch(C->client, 0, 'W', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'W', 0, 8), 8);
 	down(C);
 }
 
@@ -331,15 +332,15 @@ static void test_fetch_duplicates(void)
 	uint8_t *buf = malloc(4 * SMOKE_BLOCK), *want = malloc(SMOKE_BLOCK);
 	uint32_t order[4] = { 0, 0, 1, 2 };
 	struct pc_block b[4];
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 	int same = 0;
 
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'U', 0, 8), 8);
-	CU_ASSERT_EQUAL(smoke_put(C->client, 0, 'U', 8, 4), 4);	/* U0..U3 on disk, host full */
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'U', 0, 8), 8);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'U', 8, 4), 4);	/* U0..U3 on disk, host full */
 	for (int i = 0; i < 4; i++)
 		b[i] = (struct pc_block){ .hash = smoke_hash('U', order[i]), .data = buf + i * SMOKE_BLOCK,
 					  .cap = SMOKE_BLOCK };
-	CU_ASSERT_EQUAL(pc_tier_fetch(C->client, 0, b, 4), 4);
+	CU_ASSERT_EQUAL(pc_tier_fetch(C->client, "n0", b, 4), 4);
 	for (int i = 0; i < 4; i++) {
 		smoke_fill(want, 'U', order[i]);
 		same += !b[i].status && !memcmp(b[i].data, want, SMOKE_BLOCK);
@@ -351,7 +352,7 @@ static void test_fetch_duplicates(void)
 	CU_ASSERT_EQUAL(m.free_host_blocks, 0);
 	same = 0;
 	for (uint32_t i = 0; i < 12; i += 4)
-		same += smoke_fetch(C->client, 0, 'U', i, 4);
+		same += smoke_fetch(C->client, "n0", 'U', i, 4);
 	CU_ASSERT_EQUAL(same, 12);
 	free(buf);
 	free(want);
@@ -368,7 +369,7 @@ static void test_put_bad_checksum(void)
 	} req;
 	struct pc_region r = { .len = SMOKE_BLOCK, .access = PC_ACCESS_REMOTE_READ };
 	struct pc_rpc rpc = { .peer = 0, .opcode = PC_RPC_TIER_PUT, .req = &req, .req_len = sizeof(req) };
-	struct pc_tier_metrics m;
+	struct pc_tier_metrics m = { .size = sizeof(m) };
 
 	r.addr = calloc(1, SMOKE_BLOCK);
 	CU_ASSERT_EQUAL_FATAL(pc_fabric_reg(C->client->fabric, &r), 0);
@@ -402,8 +403,8 @@ static void test_bad_requests(void)
 		{ .peer = 1, .opcode = PC_RPC_TIER_OFFER, .req = junk, .req_len = 3 },
 	};
 	struct pc_block b = { .hash = 1, .data = junk, .len = sizeof(junk) };
-	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
-				   .backend_arg = C->w };
+	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc" };
+	struct store_open_ext x = { .backend_arg = C->w };
 	struct pc_store *anon = NULL;
 
 	CU_ASSERT_EQUAL(pc_fabric_call(C->client->fabric, r, 5), 0);
@@ -413,13 +414,13 @@ static void test_bad_requests(void)
 	for (int i = 0; i < 5; i++)
 		pc_msg_free(&r[i].resp);
 	/* a client that is not a node cannot be pulled from */
-	CU_ASSERT_EQUAL_FATAL(pc_store_open(&o, &anon), 0);
-	CU_ASSERT_EQUAL(pc_tier_put(anon, 0, &b, 1), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL_FATAL(store_open(&o, &x, &anon), 0);
+	CU_ASSERT_EQUAL(pc_tier_put(anon, "n0", &b, 1), -EOPNOTSUPP);
 	pc_store_close(anon);
 	/* over the block size */
 	b.len = SMOKE_BLOCK + 1;
 	b.data = calloc(1, b.len);
-	CU_ASSERT_EQUAL(pc_tier_put(C->client, 0, &b, 1), 0);
+	CU_ASSERT_EQUAL(pc_tier_put(C->client, "n0", &b, 1), 0);
 	CU_ASSERT_EQUAL(b.status, -EFBIG);
 	free(b.data);
 	down(C);

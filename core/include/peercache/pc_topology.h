@@ -27,7 +27,6 @@ extern "C" {
 #define PC_PATH_MAX 256
 #define PC_MAX_RAILS 8
 #define PC_MAX_CLASSES 8
-#define PC_ERR_MAX 512		/* enough for any one-line error this library prints */
 
 enum pc_mode { PC_MODE_SLOTMAP = 0, PC_MODE_P2P = 1 };
 enum pc_protocol { PC_PROTO_TCP = 0, PC_PROTO_RDMA = 1, PC_PROTO_RXE = 2 };

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <peercache/pc_api.h>
+#include <peercache/pc_version.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,35 +33,29 @@ PC_API void pc_log_set_sink(pc_log_sink *sink, void *arg);
  * (error|warn|info|debug). */
 PC_API void pc_log_set_level(enum pc_log_level level);
 
-/* The library version, "MAJOR.MINOR.PATCH". */
+/* The library's version, "MAJOR.MINOR.PATCH": the one it was built as, which may
+ * differ from the PC_VERSION_* of the header a program was compiled against. */
 PC_API const char *pc_version(void);
 
 /* ------------------------------------------------------------------ the store */
 
 struct pc_store;
 struct pc_topology;
-struct ring;
-struct pc_fabric;
-struct pc_clock;
-struct pc_storage_ops;
 
 /* How to open a store. Zero what you do not set; size must be sizeof(struct
- * pc_store_opts), so that later fields can be added. */
+ * pc_store_opts) of the header you compiled against, so that later versions can add
+ * fields. */
 struct pc_store_opts {
 	uint32_t size;
 	const char *topology;		/* path of the topology YAML, or NULL with topo */
 	const struct pc_topology *topo;	/* an already loaded topology (copied) */
 	const char *node;		/* the node this process is; NULL: a client that
 					 * owns no slots and serves nothing */
-	const char *fabric;		/* backend name ("tcp", "verbs", "rxe", "inproc");
-					 * NULL: from the topology's store.protocol */
-	struct pc_fabric *use_fabric;	/* an open fabric to use (not closed by the store) */
-	struct pc_clock *clock;		/* NULL: the real clock */
-	void *backend_arg;		/* for fabrics that take one (in-process world) */
-	bool payload_free;		/* simulations: keep slot headers only; a hit gives
-					 * status and length, never bytes (data may be NULL) */
-	struct ring *ring;		/* simulations: share one built ring (internal) */
-	const struct pc_storage_ops *storage;	/* disk backend; NULL: files (posix) */
+	const char *fabric;		/* backend name ("tcp", "verbs", "rxe"); NULL: from
+					 * the topology's store.protocol, with its fallback */
+	const char *const *set;		/* NULL-terminated overrides applied to the
+					 * topology first, as pc_topology_set() takes them
+					 * ("store.slot_ways=8"); NULL: none */
 	char *err;			/* receives a one-line error when open fails */
 	size_t errlen;
 };
@@ -113,8 +108,12 @@ PC_API int pc_batch_get(struct pc_store *s, struct pc_page *pages, size_t n);
 PC_API int pc_batch_exists(struct pc_store *s, struct pc_page *pages, size_t n);
 
 /* Counters since open. In slotmap mode pool_keys and dir_entries stay 0 (no
- * published pool, no directory), by design. */
+ * published pool, no directory), by design. size first: set it to sizeof(struct
+ * pc_metrics) before asking; the library fills what that size holds, so a program
+ * built against an older header keeps working when counters are added. */
 struct pc_metrics {
+	uint32_t size;
+	uint32_t reserved;
 	/* writes */
 	uint64_t write_requests;	/* pages stored */
 	uint64_t bytes_written;		/* their payload bytes */
@@ -156,7 +155,8 @@ struct pc_metrics {
 	uint64_t orphans_freed;		/* own pages another node's publication replaced */
 };
 
-PC_API void pc_store_metrics(struct pc_store *s, struct pc_metrics *out);
+/* 0, or -EINVAL when out->size cannot hold the size field itself. */
+PC_API int pc_store_metrics(struct pc_store *s, struct pc_metrics *out);
 
 /* Register memory the caller passes as page buffers (a host KV pool, a staging
  * area). Over RDMA, pages then move between the NIC and that memory directly instead
@@ -165,8 +165,8 @@ PC_API void pc_store_metrics(struct pc_store *s, struct pc_metrics *out);
 PC_API int pc_store_register(struct pc_store *s, void *buf, size_t len);
 PC_API void pc_store_unregister(struct pc_store *s, void *buf);
 
-/* Index of this store's node in the topology, or -1 for a client. */
-PC_API int pc_store_node(const struct pc_store *s);
+/* The name of this store's node, or NULL for a client. */
+PC_API const char *pc_store_node(const struct pc_store *s);
 
 /*
  * Membership. A store starts with every node of its topology in its ring. When a
@@ -182,7 +182,7 @@ PC_API int pc_store_node(const struct pc_store *s);
  * departed node's, so every surviving page stays reachable. Slotmap moves nothing:
  * a departed node's pages are gone with it and its keys go to their new owners.
  *
- * 0, -ENOENT for a name not in the topology, or -errno. A node that could not be
+ * 0, -ENXIO for a name not in the topology, or -errno. A node that could not be
  * told gets a warning line (it keeps its old ring until told again).
  */
 PC_API int pc_store_set_member(struct pc_store *s, const char *node, bool member);
@@ -203,7 +203,8 @@ PC_API int pc_store_set_member(struct pc_store *s, const char *node, bool member
  *           reads them one-sided into the caller's buffers, verifies, releases.
  *
  * A block that cannot be had (never stored, dropped, corrupt on disk) is a clean
- * miss (-ENOENT); bytes that fail their checksum are never returned as a hit.
+ * miss (-ENOENT); bytes that fail their checksum are never returned as a hit. node
+ * is a node's name; one not in the topology gives -ENXIO.
  */
 enum pc_where { PC_WHERE_NONE = 0, PC_WHERE_HOST = 1, PC_WHERE_DISK = 2 };
 
@@ -220,19 +221,22 @@ struct pc_block {
 };
 
 /* Which blocks node does not hold: wanted[i] true. Returns how many, or -errno. */
-PC_API int pc_tier_offer(struct pc_store *s, uint32_t node, const uint64_t *hashes, size_t n,
+PC_API int pc_tier_offer(struct pc_store *s, const char *node, const uint64_t *hashes, size_t n,
 			 bool *wanted);
 /* Where each block is on node (enum pc_where). Returns how many it holds, or -errno. */
-PC_API int pc_tier_query(struct pc_store *s, uint32_t node, const uint64_t *hashes, size_t n,
+PC_API int pc_tier_query(struct pc_store *s, const char *node, const uint64_t *hashes, size_t n,
 			 uint8_t *where);
 /* Store blocks on node (those it holds already count as stored). This store must be
  * a node (peers pull from nodes they can address). Returns how many are stored. */
-PC_API int pc_tier_put(struct pc_store *s, uint32_t node, struct pc_block *blocks, size_t n);
+PC_API int pc_tier_put(struct pc_store *s, const char *node, struct pc_block *blocks, size_t n);
 /* Read blocks back from node. Returns the number of hits. */
-PC_API int pc_tier_fetch(struct pc_store *s, uint32_t node, struct pc_block *blocks, size_t n);
+PC_API int pc_tier_fetch(struct pc_store *s, const char *node, struct pc_block *blocks, size_t n);
 
-/* This node's tiered pool, in the vocabulary of its log lines. */
+/* This node's tiered pool, in the vocabulary of its log lines. size first, as in
+ * struct pc_metrics. */
 struct pc_tier_metrics {
+	uint32_t size;
+	uint32_t reserved;
 	uint64_t offers, offered_blocks, offered_new;
 	uint64_t puts, put_blocks, put_bytes, put_duplicates, put_bad_checksum, put_failures;
 	uint64_t fetches, fetch_blocks, fetch_host, fetch_disk, fetch_miss;
@@ -257,7 +261,7 @@ struct pc_tier_metrics {
 /* -ENOENT when this store serves no tiered pool. */
 PC_API int pc_tier_metrics(struct pc_store *s, struct pc_tier_metrics *out);
 /* The same, of another node, asked over the network. */
-PC_API int pc_tier_node_metrics(struct pc_store *s, uint32_t node, struct pc_tier_metrics *out);
+PC_API int pc_tier_node_metrics(struct pc_store *s, const char *node, struct pc_tier_metrics *out);
 
 #ifdef __cplusplus
 }
