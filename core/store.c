@@ -13,14 +13,14 @@
 #include <peercache/pc_topology.h>
 
 #include "backends.h"
-#include "hostmem.h"
-#include "log.h"
-#include "p2p.h"
+#include "base/hostmem.h"
+#include "base/log.h"
+#include "base/sized.h"
+#include "p2p/p2p.h"
 #include "proto.h"
-#include "sized.h"
-#include "slotmap.h"
+#include "slotmap/slotmap.h"
 #include "store.h"
-#include "tier.h"
+#include "tier/tier.h"
 
 int store_post(struct pc_store *st, struct pc_op *ops, size_t n)
 {

@@ -12,8 +12,8 @@
 #include <peercache/pc_fabric.h>
 #include <peercache/peercache.h>
 
-#include "arena.h"
-#include "ring.h"
+#include "base/arena.h"
+#include "placement/ring.h"
 
 struct slotmap;
 struct p2p;

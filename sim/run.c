@@ -9,10 +9,10 @@
 
 #include <peercache/peercache.h>
 
-#include "keyhash.h"
-#include "ring.h"
+#include "base/keyhash.h"
+#include "placement/ring.h"
 #include "run.h"
-#include "slotmap_int.h"
+#include "slotmap/slotmap_int.h"
 #include "store.h"
 #include "world.h"
 

@@ -25,10 +25,10 @@
 
 #include <peercache/peercache.h>
 
-#include "keyhash.h"
-#include "ring.h"
+#include "base/keyhash.h"
+#include "placement/ring.h"
+#include "placement/slot.h"
 #include "run.h"
-#include "slot.h"
 #include "tool_common.h"
 #include "workload.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keyhash.h"
+#include "base/keyhash.h"
 #include "rng.h"
 #include "workload.h"
 

@@ -22,9 +22,9 @@
 
 #include <peercache/pc_storage.h>
 
-#include "disk.h"
 #include "inproc/inproc.h"
 #include "store.h"
+#include "tier/disk.h"
 #include "tool_common.h"
 
 #define RAW_CHUNK (4u << 20)

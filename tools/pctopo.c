@@ -15,8 +15,8 @@
 
 #include <peercache/pc_topology.h>
 
-#include "ring.h"
-#include "slot.h"
+#include "placement/ring.h"
+#include "placement/slot.h"
 
 static void usage(FILE *f)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "inproc.h"
-#include "region.h"
+#include "io/region.h"
 
 struct inproc_fabric {
 	struct pc_fabric base;

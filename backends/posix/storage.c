@@ -23,7 +23,7 @@
 
 #include <peercache/pc_storage.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #define DIRECT_ALIGN 4096
 #define AIO_DEPTH 128		/* runs in flight per batch */

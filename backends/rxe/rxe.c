@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "backends.h"
-#include "log.h"
+#include "base/log.h"
 #include "verbs/verbs.h"
 
 static const struct verbs_quirks rxe_quirks = {

@@ -14,7 +14,7 @@
 
 #include <peercache/pc_fabric.h>
 
-#include "region.h"
+#include "io/region.h"
 #include "tcp_proto.h"
 
 /* One client connection to a peer's server. */

@@ -23,7 +23,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "tcp.h"
 
 #define BACKOFF_NS 200000000ULL	/* after a failed connect, fail fast for 200 ms */

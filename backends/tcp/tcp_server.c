@@ -24,7 +24,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "tcp.h"
 
 #define RX_CHUNK (1u << 20)	/* grow receive buffers as bytes arrive, not as announced */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "backends.h"
-#include "log.h"
+#include "base/log.h"
 #include "verbs.h"
 
 int verbs_open_with(struct pc_fabric *f, const struct pc_fabric_params *p,

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "verbs.h"
 
 #define CONNECT_MAGIC 0x4e435650u	/* "PVCN" */

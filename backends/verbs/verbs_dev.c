@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "verbs.h"
 
 /* The RoCE v2 GID of this node's IPv4 address (::ffff:a.b.c.d), when it has one. */

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "verbs.h"
 
 /* One op of the post, where it runs and where its bytes stage. */

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "arena.h"
+#include "base/arena.h"
 #include "testutil.h"
 
 static void test_alloc(void)

@@ -11,8 +11,8 @@
 
 #include <peercache/pc_storage.h>
 
-#include "disk.h"
 #include "testutil.h"
+#include "tier/disk.h"
 
 #define BLOCK 12288
 

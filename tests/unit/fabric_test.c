@@ -9,7 +9,7 @@
 
 #include "backends.h"
 #include "inproc/inproc.h"
-#include "region.h"
+#include "io/region.h"
 #include "testutil.h"
 
 static void test_region_checks(void)

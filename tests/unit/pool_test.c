@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keymap.h"
-#include "pool.h"
+#include "base/keymap.h"
 #include "testutil.h"
+#include "tier/pool.h"
 
 /* A clock the test moves by hand. */
 struct fake_clock {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring.h"
+#include "placement/ring.h"
 #include "testutil.h"
 
 static struct ring *ring_of(uint32_t n, uint32_t v)

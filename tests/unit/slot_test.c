@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "slot.h"
+#include "placement/slot.h"
 #include "testutil.h"
 
 #define KEY(s) keyhash_of(s, strlen(s))

@@ -13,11 +13,11 @@
 #include <peercache/peercache.h>
 #include <peercache/pc_topology.h>
 
-#include "disk.h"
 #include "inproc/inproc.h"
-#include "slotmap_int.h"
+#include "slotmap/slotmap_int.h"
 #include "store.h"
 #include "testutil.h"
+#include "tier/disk.h"
 
 #define PAGE 12288
 

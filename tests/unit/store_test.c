@@ -17,8 +17,8 @@
 #include <peercache/pc_topology.h>
 
 #include "inproc/inproc.h"
-#include "slot.h"
-#include "slotmap_int.h"
+#include "placement/slot.h"
+#include "slotmap/slotmap_int.h"
 #include "store.h"
 #include "testutil.h"
 

@@ -13,12 +13,12 @@
 #include <peercache/peercache.h>
 #include <peercache/pc_topology.h>
 
-#include "disk.h"
 #include "inproc/inproc.h"
 #include "proto.h"
 #include "store.h"
 #include "testutil.h"
-#include "tier.h"
+#include "tier/disk.h"
+#include "tier/tier.h"
 #include "tier_smoke.h"
 
 struct cluster {

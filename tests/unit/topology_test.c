@@ -11,7 +11,7 @@
 
 #include <peercache/pc_topology.h>
 
-#include "slot.h"
+#include "placement/slot.h"
 #include "testutil.h"
 
 static const char *topo_dir(void)

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "slotmap_int.h"
 
 /* A key of a batch, what every path uses first (direct reads touch its first three

@@ -8,8 +8,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "placement/slot.h"
 #include "proto.h"
-#include "slot.h"
 #include "slotmap.h"
 
 /* One node's slots as a reader addresses them, nr_classes classes long (a client of

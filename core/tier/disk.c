@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "disk.h"
-#include "log.h"
 
 #define NONE UINT32_MAX
 

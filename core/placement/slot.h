@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "keyhash.h"
+#include "base/keyhash.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

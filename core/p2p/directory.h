@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "keyhash.h"
-#include "keymap.h"
+#include "base/keyhash.h"
+#include "base/keymap.h"
 
 struct dir_loc {
 	uint64_t addr;			/* the block on node */

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "directory.h"
-#include "log.h"
 #include "p2p.h"
-#include "pool.h"
+#include "placement/slot.h"
 #include "proto.h"
-#include "slot.h"
+#include "tier/pool.h"
 
 #define MAX_JOBS 256		/* background jobs running at once */
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "slot.h"
+#include "placement/slot.h"
 #include "topology_fields.h"
 
 #define KiB 1024.0

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostmem.h"
-#include "log.h"
+#include "base/hostmem.h"
+#include "base/log.h"
 #include "pool.h"
 
 #define NONE POOL_NONE

@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "disk.h"
-#include "log.h"
+#include "base/log.h"
 #include "slotmap_int.h"
+#include "tier/disk.h"
 
 #define SWEEP_NS 10000000ULL	/* the task's period */
 #define SWEEP_BUCKETS 2048	/* buckets looked at per class and period, at most: */

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+#include "base/sized.h"
 #include "disk.h"
-#include "log.h"
 #include "proto.h"
-#include "sized.h"
 #include "store.h"
 #include "tier.h"
 

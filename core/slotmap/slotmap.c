@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostmem.h"
-#include "log.h"
+#include "base/hostmem.h"
+#include "base/log.h"
 #include "proto.h"
 #include "slotmap_int.h"
 

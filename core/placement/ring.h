@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "keyhash.h"
+#include "base/keyhash.h"
 
 #define RING_NONE UINT32_MAX
 #define RING_LUT_OWNER 0x80000000u	/* a jump table entry that is an owner */

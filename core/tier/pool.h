@@ -22,9 +22,9 @@
 
 #include <peercache/pc_clock.h>
 
-#include "keyhash.h"
-#include "keymap.h"
-#include "lru.h"
+#include "base/keyhash.h"
+#include "base/keymap.h"
+#include "base/lru.h"
 
 enum pool_state { POOL_FREE = 0, POOL_STAGING, POOL_VALID, POOL_DEMOTING };
 

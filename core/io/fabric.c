@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "backends.h"
-#include "log.h"
+#include "base/log.h"
 
 const struct pc_fabric_ops *pc_fabric_find(const char *name)
 {

@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+#include "base/sized.h"
 #include "disk.h"
-#include "log.h"
 #include "pool.h"
 #include "proto.h"
-#include "sized.h"
 #include "tier.h"
 
 #define TICK_NS 5000000ULL	/* the background task's period */

@@ -26,9 +26,9 @@
 #include <peercache/pc_clock.h>
 #include <peercache/pc_storage.h>
 
-#include "keyhash.h"
-#include "keymap.h"
-#include "lru.h"
+#include "base/keyhash.h"
+#include "base/keymap.h"
+#include "base/lru.h"
 
 /* One block of a batched put or get. */
 struct disk_blk {
