@@ -345,7 +345,7 @@ static int open_fabric(struct pc_store *st, const struct pc_store_opts *o,
 						[PC_PROTO_RXE] = "rxe" };
 	const struct pc_store_cfg *cfg = &st->topo->store;
 	const char *name = o->fabric ? o->fabric : by_proto[cfg->protocol];
-	struct pc_fabric_params p = { .topo = st->topo, .self = st->self, .clock = st->clock,
+	struct pc_fabric_params p = { .topo = st->topo, .self = st->self, .env = st->env,
 				      .backend_arg = x->backend_arg };
 	int ret = -ENOENT;
 
@@ -385,7 +385,7 @@ int store_open(const struct pc_store_opts *o, const struct store_open_ext *x, st
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
-	st->clock = x->clock ? x->clock : pc_clock_posix();
+	st->env = x->env ? x->env : pc_env_posix();
 	st->payload_free = x->payload_free;
 	st->storage = x->storage;
 	st->backend_arg = x->backend_arg;
@@ -461,7 +461,7 @@ int store_open(const struct pc_store_opts *o, const struct store_open_ext *x, st
 		goto err_fabric;
 	}
 	if (st->self != PC_PEER_NONE && st->topo->store.tier_host_blocks) {
-		struct tier_params tp = { .fabric = st->fabric, .clock = st->clock,
+		struct tier_params tp = { .fabric = st->fabric, .env = st->env,
 					  .cfg = &st->topo->store,
 					  .disk_dir = st->topo->nodes[st->self].nvme.path,
 					  .storage = st->storage, .storage_arg = st->backend_arg,

@@ -40,7 +40,7 @@ struct pc_store {
 	uint32_t self;			/* node index or PC_PEER_NONE */
 	struct pc_fabric *fabric;
 	bool owns_fabric;
-	struct pc_clock *clock;
+	struct pc_env *env;
 	struct ring *ring;		/* replaced whole on membership change */
 	struct ring *retired;		/* earlier rings, freed at close (readers may hold them) */
 	pthread_mutex_t member_lock;	/* serialises membership changes */
@@ -64,7 +64,7 @@ struct pc_store {
  */
 struct store_open_ext {
 	struct pc_fabric *use_fabric;		/* an open fabric (not closed by the store) */
-	struct pc_clock *clock;			/* NULL: the real clock */
+	struct pc_env *env;			/* NULL: the real clock */
 	void *backend_arg;			/* for backends that take one (in-process world) */
 	const struct pc_storage_ops *storage;	/* disk backend; NULL: files (posix) */
 	struct ring *ring;			/* one built ring shared by many stores */

@@ -1,11 +1,11 @@
 /*
  * engine.h - the discrete-event engine: a virtual clock in nanoseconds, a queue of
  * events ordered by (time, sequence), and simulated processes as coroutines
- * (ucontext), so library code that blocks in a fabric, storage or clock op suspends
+ * (ucontext), so library code that blocks in a fabric, storage or env op suspends
  * its process until the modelled completion. Everything is deterministic for a given
  * seed: one OS thread, events in a total order, randomness from one seeded stream.
  *
- * Not for: models (port.c, nic.c, nvme.c) or the ops tables (clock.c, fabric.c,
+ * Not for: models (port.c, nic.c, nvme.c) or the ops tables (env.c, fabric.c,
  * storage.c), which are built on this.
  */
 #ifndef PC_SIM_ENGINE_H

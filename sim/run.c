@@ -64,12 +64,12 @@ static double wall_now(void)
 
 static int open_node(struct cluster *c, uint32_t i)
 {
-	struct pc_fabric_params fp = { .topo = c->cfg->topo, .self = i, .clock = sim_world_clock(c->w, i),
+	struct pc_fabric_params fp = { .topo = c->cfg->topo, .self = i, .env = sim_world_env(c->w, i),
 				       .backend_arg = c->w };
 	struct pc_store_opts o = { .size = sizeof(o), .topo = c->cfg->topo,
 				   .node = c->cfg->topo->nodes[i].name,
 				   .err = c->err, .errlen = sizeof(c->err) };
-	struct store_open_ext x = { .clock = sim_world_clock(c->w, i),
+	struct store_open_ext x = { .env = sim_world_env(c->w, i),
 				    .payload_free = c->cfg->payload_free, .ring = c->ring,
 				    .storage = &sim_storage_ops, .backend_arg = c->w };
 	int ret = pc_fabric_open_ops(&sim_fabric_ops, &fp, &c->fab[i]);

@@ -1,7 +1,7 @@
 /*
  * run.h - one simulation: a topology, a workload and a seed in; hit rates, latency
  * percentiles, utilisations and a time series out. The cluster is the library's own
- * stores (one per node) on the simulated fabric, storage and clocks; requests arrive
+ * stores (one per node) on the simulated fabric, storage and envs; requests arrive
  * from the workload and run as processes on the node they are given to (round
  * robin over live nodes): a batch_get of the request's pages, then a batch_set of the
  * pages that missed (the engine computed them), as a serving engine does.

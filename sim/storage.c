@@ -23,7 +23,7 @@ static struct sim_storage *to_ss(struct pc_storage *s)
 static int ss_open(struct pc_storage *s, const struct pc_storage_params *p)
 {
 	struct sim_storage *ss = to_ss(s);
-	const struct sim_clock *c = (const struct sim_clock *)p->clock;
+	const struct sim_env *c = (const struct sim_env *)p->env;
 
 	ss->w = p->backend_arg;
 	if (!ss->w || !c || c->node == PC_PEER_NONE || !ss->w->nvme[c->node])

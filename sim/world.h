@@ -1,8 +1,8 @@
 /*
  * world.h - one simulated cluster: the engine, the network and NVMe models, the
  * nodes' memory (an in-process fabric world, so region checks and one-sided ops are
- * the library's own), and per-node clocks. The library's stores run on it through
- * three ops tables: sim_fabric_ops, sim_storage_ops and the clocks below.
+ * the library's own), and per-node envs. The library's stores run on it through
+ * three ops tables: sim_fabric_ops, sim_storage_ops and the envs below.
  *
  * Without timing (hit-rate-only mode) ops complete at once and time moves only with
  * arrivals; with timing every fabric, storage and copy cost is modelled.
@@ -10,7 +10,7 @@
 #ifndef PC_SIM_WORLD_H
 #define PC_SIM_WORLD_H
 
-#include <peercache/pc_clock.h>
+#include <peercache/pc_env.h>
 #include <peercache/pc_fabric.h>
 #include <peercache/pc_storage.h>
 
@@ -20,8 +20,8 @@
 
 struct inproc_world;
 
-struct sim_clock {
-	struct pc_clock base;
+struct sim_env {
+	struct pc_env base;
 	struct sim_world *w;
 	uint32_t node;
 	double copy_rate;		/* bytes per ns of a local memcpy */
@@ -35,7 +35,7 @@ struct sim_world {
 	struct sim_net *net;
 	struct sim_nvme **nvme;		/* per node; NULL without NVMe */
 	struct inproc_world *mem;
-	struct sim_clock *clocks;	/* per node, and one more for clients */
+	struct sim_env *envs;	/* per node, and one more for clients */
 	uint32_t *peer_ops;		/* per node, zero between posts (fabric.c) */
 	double rpc_bytes;
 };
@@ -43,8 +43,8 @@ struct sim_world {
 struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, bool timing);
 void sim_world_destroy(struct sim_world *w);
 
-/* The clock of node (PC_PEER_NONE: a client's). */
-struct pc_clock *sim_world_clock(struct sim_world *w, uint32_t node);
+/* The env of node (PC_PEER_NONE: a client's). */
+struct pc_env *sim_world_env(struct sim_world *w, uint32_t node);
 
 /* Take node out of the network (its ops and RPCs fail) or put it back. */
 void sim_world_set_down(struct sim_world *w, uint32_t node, bool down);

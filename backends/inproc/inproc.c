@@ -278,7 +278,7 @@ static void inproc_close(struct pc_fabric *f)
 
 static int inproc_reg(struct pc_fabric *f, struct pc_region *r)
 {
-	return region_table_add(&to_inproc(f)->regions, r, pc_clock_random(f->clock));
+	return region_table_add(&to_inproc(f)->regions, r, pc_env_random(f->env));
 }
 
 static void inproc_dereg(struct pc_fabric *f, struct pc_region *r)

@@ -35,7 +35,7 @@ static void tcp_close(struct pc_fabric *f)
 
 static int tcp_reg(struct pc_fabric *f, struct pc_region *r)
 {
-	return region_table_add(&to_tcp(f)->regions, r, pc_clock_random(f->clock));
+	return region_table_add(&to_tcp(f)->regions, r, pc_env_random(f->env));
 }
 
 static void tcp_dereg(struct pc_fabric *f, struct pc_region *r)

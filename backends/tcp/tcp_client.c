@@ -86,9 +86,9 @@ void tcp_peers_fini(struct tcp_fabric *tf)
 	free(tf->peers);
 }
 
-static int remaining_ms(struct pc_clock *clk, uint64_t deadline)
+static int remaining_ms(struct pc_env *env, uint64_t deadline)
 {
-	uint64_t now = pc_clock_now(clk);
+	uint64_t now = pc_env_now(env);
 
 	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
@@ -132,7 +132,7 @@ static void mark_down(struct tcp_fabric *tf, uint32_t peer, int err)
 	struct tcp_peer *p = &tf->peers[peer];
 
 	pthread_mutex_lock(&p->lock);
-	p->down_until = pc_clock_now(tf->base.clock) + BACKOFF_NS;
+	p->down_until = pc_env_now(tf->base.env) + BACKOFF_NS;
 	p->down_err = err;
 	pthread_mutex_unlock(&p->lock);
 }
@@ -150,7 +150,7 @@ static bool conn_alive(struct tcp_conn *c)
 static int conn_get(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **out, bool *fresh)
 {
 	struct tcp_peer *p = &tf->peers[peer];
-	uint64_t now = pc_clock_now(tf->base.clock);
+	uint64_t now = pc_env_now(tf->base.env);
 	struct tcp_conn *c;
 	int ret;
 
@@ -494,7 +494,7 @@ static short flight_step(struct flight *fl)
  * something is ready. */
 static bool spin_ready(struct tcp_fabric *tf, struct pollfd *pfd, size_t np)
 {
-	uint64_t until = pc_clock_now(tf->base.clock) + tf->poll_ns;
+	uint64_t until = pc_env_now(tf->base.env) + tf->poll_ns;
 
 	if (!tf->poll_ns)
 		return false;
@@ -502,7 +502,7 @@ static bool spin_ready(struct tcp_fabric *tf, struct pollfd *pfd, size_t np)
 		if (poll(pfd, np, 0) > 0)
 			return true;
 		sched_yield();	/* a thread that shares our CPU (the server?) goes first */
-	} while (pc_clock_now(tf->base.clock) < until);
+	} while (pc_env_now(tf->base.env) < until);
 	return false;
 }
 
@@ -536,7 +536,7 @@ static void run_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf, ui
 		}
 		if (!np)
 			break;
-		ms = remaining_ms(tf->base.clock, deadline);
+		ms = remaining_ms(tf->base.env, deadline);
 		if (ms && spin_ready(tf, pfd, np))
 			ms = 1;		/* something is ready: the poll below returns at once */
 		if (!ms || poll(pfd, np, ms) == 0) {
@@ -590,7 +590,7 @@ static int flight_start(struct tcp_fabric *tf, struct flight *fl, uint32_t peer,
 
 static uint64_t deadline_of(struct pc_fabric *f)
 {
-	return pc_clock_now(f->clock) + (uint64_t)f->timeout_ms * 1000000ULL;
+	return pc_env_now(f->env) + (uint64_t)f->timeout_ms * 1000000ULL;
 }
 
 /* Build an OPS request, leaving out ops addressed to an earlier incarnation. */

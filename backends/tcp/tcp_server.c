@@ -623,11 +623,11 @@ static void on_accept(struct tcp_server *s)
  * phase within microseconds. */
 static int next_events(struct tcp_server *s, struct epoll_event *evs, int max, bool served)
 {
-	struct pc_clock *clk = s->tf->base.clock;
-	uint64_t until = served ? pc_clock_now(clk) + s->tf->poll_ns : 0;
+	struct pc_env *env = s->tf->base.env;
+	uint64_t until = served ? pc_env_now(env) + s->tf->poll_ns : 0;
 	int n;
 
-	while (served && pc_clock_now(clk) < until) {
+	while (served && pc_env_now(env) < until) {
 		if ((n = epoll_wait(s->epfd, evs, max, 0)) != 0)
 			return n;
 		sched_yield();	/* a thread that shares our CPU (the client?) goes first */

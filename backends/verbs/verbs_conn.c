@@ -78,7 +78,7 @@ int verbs_qp_create(struct verbs_fabric *vf, uint32_t rail, struct verbs_qp *q)
 		verbs_qp_destroy(q);
 		return -EIO;
 	}
-	q->psn = (uint32_t)pc_clock_random(vf->base.clock) & 0xffffff;
+	q->psn = (uint32_t)pc_env_random(vf->base.env) & 0xffffff;
 	return 0;
 }
 
@@ -176,7 +176,7 @@ int verbs_connect_peers(struct verbs_fabric *vf, const uint8_t *want, int *err)
 	uint32_t np = vf->base.nr_peers, nr = 0;
 	struct pc_rpc *rpcs = calloc(np, sizeof(*rpcs));
 	struct wire_req *reqs = calloc(np, sizeof(*reqs));
-	uint64_t now = pc_clock_now(vf->base.clock);
+	uint64_t now = pc_env_now(vf->base.env);
 	int ret = 0;
 
 	if (!rpcs || !reqs) {
@@ -232,7 +232,7 @@ int verbs_connect_peers(struct verbs_fabric *vf, const uint8_t *want, int *err)
 		if (e) {
 			pc_dbg("verbs: connecting to node %u failed: %s", rpc->peer, strerror(-e));
 			verbs_conn_down(vf, c);
-			c->down_until = pc_clock_now(vf->base.clock) + BACKOFF_NS;
+			c->down_until = pc_env_now(vf->base.env) + BACKOFF_NS;
 			c->down_err = e;
 			err[rpc->peer] = e;
 		} else {

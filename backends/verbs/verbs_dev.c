@@ -179,7 +179,7 @@ int verbs_mr_add(struct verbs_fabric *vf, struct pc_region *r)
 		ret = -ENOSPC;
 		goto out;
 	}
-	ret = region_table_add(&vf->regions, r, pc_clock_random(vf->base.clock));
+	ret = region_table_add(&vf->regions, r, pc_env_random(vf->base.env));
 	if (ret)
 		goto out;
 	m.key = r->key;

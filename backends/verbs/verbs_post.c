@@ -271,7 +271,7 @@ static int cmp_peer(const void *a, const void *b)
 int verbs_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 {
 	struct verbs_fabric *vf = to_verbs(f);
-	uint64_t deadline = pc_clock_now(f->clock) + (uint64_t)f->timeout_ms * 1000000ULL;
+	uint64_t deadline = pc_env_now(f->env) + (uint64_t)f->timeout_ms * 1000000ULL;
 	const struct pc_op **byp = malloc(n * sizeof(*byp));
 	uint32_t *idx = malloc(n * sizeof(*idx));
 	uint8_t *want = calloc(f->nr_peers, 1);
@@ -339,7 +339,7 @@ int verbs_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 					vp->broken = vp->failed[r] = true;
 			}
 		}
-		if (pending && pc_clock_now(f->clock) > deadline)
+		if (pending && pc_env_now(f->env) > deadline)
 			break;
 	}
 	for (uint32_t k = 0; k < nvp; k++) {

@@ -34,13 +34,13 @@ int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_p
 	if (!f)
 		return -ENOMEM;
 	f->ops = ops;
-	f->clock = p->clock ? p->clock : pc_clock_posix();
+	f->env = p->env ? p->env : pc_env_posix();
 	f->topo = p->topo;
 	f->self = p->self;
 	f->nr_peers = p->topo->nr_nodes;
 	f->timeout_ms = p->timeout_ms ? p->timeout_ms : p->topo->store.timeout_ms;
 	do
-		f->incarnation = pc_clock_random(f->clock);
+		f->incarnation = pc_env_random(f->env);
 	while (!f->incarnation);
 	ret = ops->open(f, p);
 	if (ret) {

@@ -20,7 +20,7 @@ int pc_storage_open_ops(const struct pc_storage_ops *ops, const struct pc_storag
 	if (!s)
 		return -ENOMEM;
 	s->ops = ops;
-	s->clock = p->clock ? p->clock : pc_clock_posix();
+	s->env = p->env ? p->env : pc_env_posix();
 	s->align = 1;
 	ret = ops->open(s, p);
 	if (ret) {

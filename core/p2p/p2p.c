@@ -352,14 +352,14 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 		if (u[nu].del)
 			nu++;
 		if (b == POOL_NONE || slot_write_local(pool_block(k->pool, b), &k->g, key, pg->data,
-						       (uint32_t)pg->len, pc_clock_now(st->clock))) {
+						       (uint32_t)pg->len, pc_env_now(st->env))) {
 			if (b != POOL_NONE)
 				pool_unstage(k->pool, b);
 			pg->status = -EBUSY;
 			METRIC_ADD(st, write_failures, 1);
 			continue;
 		}
-		pc_clock_copy(st->clock, pg->len);
+		pc_env_copy(st->env, pg->len);
 		__atomic_store_n(&k->gen[b], __atomic_add_fetch(&p->gen, 1, __ATOMIC_RELAXED),
 				 __ATOMIC_RELAXED);
 		if (pool_commit(k->pool, b, key, (uint32_t)pg->len, 0, false, false)) {
@@ -524,7 +524,7 @@ int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 			if (k[i].verdict == SLOT_HIT) {
 				pg->len = len;
 				pool_touch(p->cls[l->cls].pool, b);
-				pc_clock_copy(st->clock, len);
+				pc_env_copy(st->env, len);
 			}
 			if (blk)	/* read locally, counted as slotmap counts its own */
 				METRIC_ADD(st, bytes_read, SLOT_HEADER_BYTES + len);
@@ -690,7 +690,7 @@ int p2p_open(struct pc_store *st, struct p2p **out, char *err, size_t errlen)
 		if (st->payload_free)
 			slot_geometry_drop_payload(&k->g);
 		if (!ret)
-			ret = pool_open(st->clock, (uint32_t)blocks, (uint32_t)k->g.mem_stride, 64, false,
+			ret = pool_open(st->env, (uint32_t)blocks, (uint32_t)k->g.mem_stride, 64, false,
 					&k->pool);
 		if (!ret && !(k->gen = calloc(blocks, sizeof(*k->gen))))
 			ret = -ENOMEM;
@@ -723,7 +723,7 @@ void p2p_close(struct p2p *p)
 	__atomic_store_n(&p->closing, true, __ATOMIC_RELEASE);	/* no job starts from here */
 	pthread_mutex_unlock(&p->tasks_lock);
 	for (uint32_t i = 0; i < p->nr_jobs; i++) {
-		pc_clock_join(p->st->clock, p->jobs[i]->task);
+		pc_env_join(p->st->env, p->jobs[i]->task);
 		free(p->jobs[i]);
 	}
 	for (uint32_t c = 0; c < PC_MAX_CLASSES; c++) {

@@ -1,5 +1,5 @@
 /*
- * p2p_jobs.c - p2p mode's background work, on tasks of the store's clock: handing
+ * p2p_jobs.c - p2p mode's background work, on tasks of the store's env: handing
  * directory entries to their owners when the ring changes and publishing entries
  * again after a leave (membership); and the notes that tell a publisher what it
  * cannot see, since other nodes read its pool one-sided: which of its blocks were
@@ -86,7 +86,7 @@ static bool nap(struct p2p *p, uint32_t ms)
 	for (uint32_t t = 0; t < ms; t += 50) {
 		if (__atomic_load_n(&p->closing, __ATOMIC_ACQUIRE))
 			return false;
-		pc_clock_sleep(p->st->clock, 50 * 1000000ULL);
+		pc_env_sleep(p->st->env, 50 * 1000000ULL);
 	}
 	return !__atomic_load_n(&p->closing, __ATOMIC_ACQUIRE);
 }
@@ -194,7 +194,7 @@ static bool spawn(struct p2p *p, const char *name, void (*fn)(struct p2p_job *),
 	pthread_mutex_lock(&p->tasks_lock);
 	for (uint32_t i = 0; i < p->nr_jobs; i++) {
 		if (__atomic_load_n(&p->jobs[i]->done, __ATOMIC_ACQUIRE)) {
-			pc_clock_join(p->st->clock, p->jobs[i]->task);
+			pc_env_join(p->st->env, p->jobs[i]->task);
 			free(p->jobs[i]);
 		} else {
 			p->jobs[keep++] = p->jobs[i];
@@ -205,7 +205,7 @@ static bool spawn(struct p2p *p, const char *name, void (*fn)(struct p2p_job *),
 		ret = p->closing ? -ESHUTDOWN : -EBUSY;
 	if (!ret) {
 		*j = (struct p2p_job){ .p = p, .fn = fn, .old = old, .node = node };
-		ret = pc_clock_spawn(p->st->clock, name, run_job, j, &j->task);
+		ret = pc_env_spawn(p->st->env, name, run_job, j, &j->task);
 		if (!ret)
 			p->jobs[p->nr_jobs++] = j;
 	}
@@ -304,7 +304,7 @@ static void send_touches(struct p2p_job *j)
 			send_notes(p, v, n);
 		waited = go || !n ? 0 : waited + TOUCH_NAP_MS;
 		idle = n ? 0 : idle + TOUCH_NAP_MS;
-		pc_clock_sleep(p->st->clock, TOUCH_NAP_MS * 1000000ULL);
+		pc_env_sleep(p->st->env, TOUCH_NAP_MS * 1000000ULL);
 	}
 	free(v);
 }

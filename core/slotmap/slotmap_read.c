@@ -353,7 +353,7 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 		if (keys[i].direct && keys[i].kc.state == SM_PENDING)
 			direct_check(&keys[i], bytes, &copied);
 	if (copied)	/* the pass's local copies, charged once */
-		pc_clock_copy(st->clock, copied);
+		pc_env_copy(st->env, copied);
 	if (!nremote)
 		return false;
 	at = arena_alloc(a, n * sizeof(*at));

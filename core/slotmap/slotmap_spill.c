@@ -175,7 +175,7 @@ static void spill_task(void *arg)
 	struct cand cv[BATCH_PAGES];
 
 	while (!__atomic_load_n(&sp->stop, __ATOMIC_ACQUIRE)) {
-		pc_clock_sleep(sm->st->clock, SWEEP_NS);
+		pc_env_sleep(sm->st->env, SWEEP_NS);
 		for (uint32_t c = 0; c < sp->nr_classes; c++) {
 			const struct slot_geometry *g = &sm->own->cls[c].g;
 			uint64_t todo = (g->nr_buckets + SWEEP_ROUNDS - 1) / SWEEP_ROUNDS;
@@ -244,10 +244,10 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 			slot_header_load(slot_at(sm, c, bucket, (uint32_t)w), &h[w]);
 		}
 		ret = slot_write_local_at(slot_at(sm, c, bucket, (uint32_t)w), g, key, page, len,
-					  slot_next_stamp(h, g->ways, pc_clock_now(sm->st->clock)),
+					  slot_next_stamp(h, g->ways, pc_env_now(sm->st->env)),
 					  h[w].seq, &tags_of(sm, c, bucket)[w]);
 		if (!ret)
-			pc_clock_copy(sm->st->clock, len);
+			pc_env_copy(sm->st->env, len);
 	}
 	free(vb);
 	return ret;
@@ -444,7 +444,7 @@ int sm_spill_open(struct slotmap *sm, char *err, size_t errlen)
 		uint32_t page = (uint32_t)sm->own->cls[c].g.page_bytes;
 		uint64_t blocks = node->nvme.capacity / sp->nr_classes / page;
 		struct pc_storage_params p = { .dir = node->nvme.path, .direct = true,
-					       .clock = st->clock, .backend_arg = st->backend_arg };
+					       .env = st->env, .backend_arg = st->backend_arg };
 
 		if (!blocks || blocks > KEYMAP_MAX) {
 			snprintf(err, errlen,
@@ -479,7 +479,7 @@ int sm_spill_open(struct slotmap *sm, char *err, size_t errlen)
 		ret = sp->bounce ? 0 : -ENOMEM;
 	}
 	if (!ret) {
-		ret = pc_clock_spawn(st->clock, "pc-spill", spill_task, sp, &sp->task);
+		ret = pc_env_spawn(st->env, "pc-spill", spill_task, sp, &sp->task);
 		if (ret)
 			snprintf(err, errlen, "spill: cannot start its task: %s", strerror(-ret));
 	}
@@ -501,7 +501,7 @@ void sm_spill_close(struct slotmap *sm)
 		return;
 	if (sp->task) {
 		__atomic_store_n(&sp->stop, 1, __ATOMIC_RELEASE);
-		pc_clock_join(sm->st->clock, sp->task);
+		pc_env_join(sm->st->env, sp->task);
 	}
 	for (uint32_t c = 0; c < PC_MAX_CLASSES; c++) {
 		disk_close(sp->disk[c]);

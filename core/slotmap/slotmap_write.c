@@ -394,7 +394,7 @@ static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 		return false;
 	}
 	sm_bind_layouts(sm, keys, sizeof(*keys), n);
-	now = pc_clock_now(sm->st->clock);
+	now = pc_env_now(sm->st->env);
 	epoch = sm_direct_epoch(sm);
 	for (size_t i = 0; i < n; i++) {
 		struct skey *k = &keys[i];
@@ -429,7 +429,7 @@ static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 		}
 	}
 	if (copied)	/* the pass's local copies, charged once */
-		pc_clock_copy(sm->st->clock, copied);
+		pc_env_copy(sm->st->env, copied);
 	if (!remote)	/* every key went in place (superseded ones are done too) */
 		return false;
 	read_buckets(sm, &t, keys, n);

@@ -45,7 +45,7 @@ int disk_open(struct pc_storage *stg, uint32_t nr_blocks, uint32_t block_bytes,
 	if (!d)
 		return -ENOMEM;
 	d->stg = stg;
-	d->clock = stg->clock;
+	d->env = stg->env;
 	d->nr_blocks = nr_blocks;
 	d->block_bytes = block_bytes;
 	d->stride = round_up(block_bytes, stg->align);
@@ -188,9 +188,9 @@ static int io_run(struct disk_pool *d, struct pc_io *io, const uint32_t *blk, si
 	for (size_t i = 0; i < n; i++)
 		if (blk[i] != NONE)
 			packed[k++] = io[i];
-	t0 = pc_clock_now(d->clock);
+	t0 = pc_env_now(d->env);
 	ret = k ? (write ? pc_storage_write(d->stg, packed, k) : pc_storage_read(d->stg, packed, k)) : 0;
-	stat_add(&d->stats.io_ns, pc_clock_now(d->clock) - t0);
+	stat_add(&d->stats.io_ns, pc_env_now(d->env) - t0);
 	k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (blk[i] != NONE)
@@ -212,11 +212,11 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 		goto out;
 	}
 	/* Checksums first, outside the lock: they are most of the CPU a put costs. */
-	t0 = pc_clock_now(d->clock);
+	t0 = pc_env_now(d->env);
 	for (size_t i = 0; i < n; i++)
 		b[i].sum = d->payload_free || b[i].len > d->block_bytes ? 0 :
 			   disk_sum(b[i].key, b[i].data, b[i].len);
-	stat_add(&d->stats.sum_ns, pc_clock_now(d->clock) - t0);
+	stat_add(&d->stats.sum_ns, pc_env_now(d->env) - t0);
 
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < n; i++) {
@@ -324,7 +324,7 @@ int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take)
 	ret = io_setup(d, b, blk, n, io, &bounce);
 	if (!ret)
 		ret = io_run(d, io, blk, n, false);
-	t0 = pc_clock_now(d->clock);
+	t0 = pc_env_now(d->env);
 	for (size_t i = 0; !ret && i < n; i++) {
 		if (blk[i] == NONE || (b[i].status = io[i].status))
 			continue;
@@ -335,7 +335,7 @@ int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take)
 		if (disk_sum(b[i].key, b[i].data, b[i].len) != b[i].sum)
 			b[i].status = -EBADMSG;
 	}
-	stat_add(&d->stats.sum_ns, pc_clock_now(d->clock) - t0);
+	stat_add(&d->stats.sum_ns, pc_env_now(d->env) - t0);
 
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < n; i++) {

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <peercache/pc_clock.h>
+#include <peercache/pc_env.h>
 #include <peercache/pc_storage.h>
 
 #include "base/keyhash.h"
@@ -66,7 +66,7 @@ struct disk_meta {
 
 struct disk_pool {
 	struct pc_storage *stg;
-	struct pc_clock *clock;
+	struct pc_env *env;
 	uint32_t nr_blocks;
 	uint32_t block_bytes;		/* largest block */
 	uint64_t stride;		/* block_bytes rounded up to the file's alignment */

@@ -11,7 +11,7 @@
 
 #define NONE POOL_NONE
 
-int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, uint32_t align,
+int pool_open(struct pc_env *env, uint32_t nr_blocks, uint32_t block_bytes, uint32_t align,
 	      bool payload_free, struct host_pool **out)
 {
 	struct host_pool *p;
@@ -22,7 +22,7 @@ int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, 
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->clock = clock;
+	p->env = env;
 	p->nr_blocks = nr_blocks;
 	p->block_bytes = block_bytes;
 	p->stride = ((uint64_t)block_bytes + align - 1) / align * align;
@@ -286,7 +286,7 @@ int pool_lease_pinned(struct host_pool *p, const uint32_t *blocks, uint32_t n, u
 		      uint64_t *id)
 {
 	uint32_t *copy = malloc((n ? n : 1) * sizeof(*copy));
-	uint64_t now = pc_clock_now(p->clock), lid = pc_clock_random(p->clock) | 1;
+	uint64_t now = pc_env_now(p->env), lid = pc_env_random(p->env) | 1;
 	int ret = 0;
 
 	pthread_mutex_lock(&p->lock);
@@ -345,7 +345,7 @@ int pool_release(struct host_pool *p, uint64_t id)
 
 uint32_t pool_expire(struct host_pool *p)
 {
-	uint64_t now = pc_clock_now(p->clock);
+	uint64_t now = pc_env_now(p->env);
 	uint32_t n = 0;
 
 	pthread_mutex_lock(&p->lock);

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <peercache/pc_clock.h>
+#include <peercache/pc_env.h>
 
 #include "base/keyhash.h"
 #include "base/keymap.h"
@@ -51,7 +51,7 @@ struct pool_stats {
 };
 
 struct host_pool {
-	struct pc_clock *clock;
+	struct pc_env *env;
 	uint32_t nr_blocks;
 	uint32_t block_bytes;
 	uint64_t stride;		/* block_bytes rounded up to the alignment asked for */
@@ -73,7 +73,7 @@ struct host_pool {
 /* nr_blocks blocks of up to block_bytes, each starting at a multiple of align (a
  * power of two: 4096 for blocks that go to disk with O_DIRECT), zeroed (payload_free:
  * metadata only, mem stays NULL). 0 or -errno. */
-int pool_open(struct pc_clock *clock, uint32_t nr_blocks, uint32_t block_bytes, uint32_t align,
+int pool_open(struct pc_env *env, uint32_t nr_blocks, uint32_t block_bytes, uint32_t align,
 	      bool payload_free, struct host_pool **out);
 void pool_close(struct host_pool *p);
 

@@ -28,7 +28,7 @@
 
 struct tier {
 	struct pc_fabric *fabric;
-	struct pc_clock *clock;
+	struct pc_env *env;
 	struct host_pool *pool;
 	struct pc_region reg;		/* the pool's memory, readable by peers */
 	struct pc_storage *stg;
@@ -67,7 +67,7 @@ static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *de
 	uint32_t *v = malloc((n ? n : 1) * sizeof(*v));
 	struct disk_blk *b = calloc(n ? n : 1, sizeof(*b));
 	uint32_t k, nw = 0, demoted = 0, dropped = 0;
-	uint64_t t0 = pc_clock_now(t->clock), el;
+	uint64_t t0 = pc_env_now(t->env), el;
 	uint32_t *wi = malloc((n ? n : 1) * sizeof(*wi));
 
 	*demoted_out = 0;
@@ -108,7 +108,7 @@ static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *de
 		else
 			dropped++;
 	}
-	el = pc_clock_now(t->clock) - t0;
+	el = pc_env_now(t->env) - t0;
 	if (k) {
 		TSTAT(t, evicted_blocks, k);
 		TSTAT(t, demoted_blocks, demoted);
@@ -157,7 +157,7 @@ static uint32_t alloc_blocks(struct tier *t, uint32_t *out, uint32_t n, bool sta
 		pool_usage(t->pool, &u);
 		if (got == n || !u.demoting || tries == 1000)
 			break;
-		pc_clock_sleep(t->clock, 1000000);
+		pc_env_sleep(t->env, 1000000);
 	}
 	if (staging && evicted) {
 		pool_usage(t->pool, &u);
@@ -177,7 +177,7 @@ static void tier_task(void *arg)
 		struct pool_usage u;
 		uint32_t expired;
 
-		pc_clock_sleep(t->clock, TICK_NS);
+		pc_env_sleep(t->env, TICK_NS);
 		expired = pool_expire(t->pool);
 		if (expired) {
 			TSTAT(t, lease_expired, expired);
@@ -309,7 +309,7 @@ static int on_put(struct tier *t, uint32_t from, const void *req, size_t len, st
 	if (got && pc_fabric_post(t->fabric, ops, got))
 		for (uint32_t k = 0; k < got; k++)
 			ops[k].status = ops[k].status ? ops[k].status : -EIO;
-	t0 = pc_clock_now(t->clock);
+	t0 = pc_env_now(t->env);
 	for (uint32_t k = 0; k < got; k++) {
 		const struct proto_tier_blk *e = &b[idx[k]];
 		int st = ops[k].status;
@@ -327,7 +327,7 @@ static int on_put(struct tier *t, uint32_t from, const void *req, size_t len, st
 		}
 		status[idx[k]] = st;
 	}
-	TSTAT(t, checksum_ns, pc_clock_now(t->clock) - t0);
+	TSTAT(t, checksum_ns, pc_env_now(t->env) - t0);
 	ret = 0;
 out:
 	free(b);
@@ -351,7 +351,7 @@ static void promote(struct tier *t, const uint64_t *hash, const uint32_t *idx, u
 	struct disk_blk *b = calloc(m ? m : 1, sizeof(*b));
 	uint32_t *blk = malloc((m ? m : 1) * sizeof(*blk)), got, more = 0, promoted = 0;
 	uint32_t *spare = malloc((m ? m : 1) * sizeof(*spare)), extra = 0;
-	uint64_t t0 = pc_clock_now(t->clock), el, stride = t->pool->stride;
+	uint64_t t0 = pc_env_now(t->env), el, stride = t->pool->stride;
 	uint8_t *bounce = NULL;
 
 	if (!b || !blk || !spare)
@@ -406,7 +406,7 @@ static void promote(struct tier *t, const uint64_t *hash, const uint32_t *idx, u
 			pin[i] = blk[k];
 		promoted++;
 	}
-	el = pc_clock_now(t->clock) - t0;
+	el = pc_env_now(t->env) - t0;
 	if (promoted) {
 		TSTAT(t, promoted_blocks, promoted);
 		TSTAT(t, promote_batches, 1);
@@ -542,14 +542,14 @@ int tier_open(const struct tier_params *p, struct tier **out, char *err, size_t 
 	if (!t)
 		return -ENOMEM;
 	t->fabric = p->fabric;
-	t->clock = p->clock;
+	t->env = p->env;
 	t->block_bytes = (uint32_t)cfg->tier_block_bytes;
 	t->inclusive = cfg->tier_inclusive;
 	t->payload_free = p->payload_free;
 	t->lease_ns = (uint64_t)cfg->tier_lease_ms * 1000000;
 	t->free_target = (uint32_t)((uint64_t)cfg->tier_host_blocks * cfg->tier_free_percent / 100);
 	/* 4 KiB aligned: blocks go to and from disk with O_DIRECT, without a bounce */
-	ret = pool_open(p->clock, cfg->tier_host_blocks, t->block_bytes, 4096, p->payload_free, &t->pool);
+	ret = pool_open(p->env, cfg->tier_host_blocks, t->block_bytes, 4096, p->payload_free, &t->pool);
 	if (ret) {
 		snprintf(err, errlen, "tiered pool: cannot map %u host blocks of %u bytes: %s",
 			 cfg->tier_host_blocks, t->block_bytes, strerror(-ret));
@@ -567,7 +567,7 @@ int tier_open(const struct tier_params *p, struct tier **out, char *err, size_t 
 		}
 	}
 	if (cfg->tier_disk_blocks) {
-		struct pc_storage_params sp = { .dir = p->disk_dir, .direct = true, .clock = p->clock,
+		struct pc_storage_params sp = { .dir = p->disk_dir, .direct = true, .env = p->env,
 						.backend_arg = p->storage_arg };
 
 		/* room for the blocks at the strictest alignment a file may demand */
@@ -584,7 +584,7 @@ int tier_open(const struct tier_params *p, struct tier **out, char *err, size_t 
 			goto err;
 		}
 	}
-	ret = pc_clock_spawn(p->clock, "pc-tier", tier_task, t, &t->task);
+	ret = pc_env_spawn(p->env, "pc-tier", tier_task, t, &t->task);
 	if (ret) {
 		t->task = NULL;
 		snprintf(err, errlen, "tiered pool: cannot start its background task: %s", strerror(-ret));
@@ -607,7 +607,7 @@ void tier_close(struct tier *t)
 		return;
 	if (t->task) {
 		__atomic_store_n(&t->stop, 1, __ATOMIC_RELEASE);
-		pc_clock_join(t->clock, t->task);
+		pc_env_join(t->env, t->task);
 	}
 	disk_close(t->disk);
 	pc_storage_close(t->stg);

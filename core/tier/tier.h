@@ -17,7 +17,7 @@ struct tier;
 
 struct tier_params {
 	struct pc_fabric *fabric;
-	struct pc_clock *clock;
+	struct pc_env *env;
 	const struct pc_store_cfg *cfg;		/* tier_* fields */
 	const char *disk_dir;
 	const struct pc_storage_ops *storage;	/* NULL: posix */

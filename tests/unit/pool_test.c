@@ -11,24 +11,24 @@
 #include "testutil.h"
 #include "tier/pool.h"
 
-/* A clock the test moves by hand. */
-struct fake_clock {
-	struct pc_clock base;
+/* An env whose clock the test moves by hand. */
+struct fake_env {
+	struct pc_env base;
 	uint64_t now;
 };
 
-static uint64_t fc_now(struct pc_clock *c)
+static uint64_t fc_now(struct pc_env *c)
 {
-	return ((struct fake_clock *)c)->now;
+	return ((struct fake_env *)c)->now;
 }
 
-static uint64_t fc_random(struct pc_clock *c)
+static uint64_t fc_random(struct pc_env *c)
 {
 	(void)c;
 	return (uint64_t)rand() << 32 | (uint64_t)rand();
 }
 
-static const struct pc_clock_ops fake_ops = { .size = sizeof(fake_ops), .name = "fake",
+static const struct pc_env_ops fake_ops = { .size = sizeof(fake_ops), .name = "fake",
 					      .now_ns = fc_now, .random = fc_random };
 
 static struct pc_keyhash key(uint64_t i)
@@ -81,7 +81,7 @@ static void test_keymap_churn(void)
 	free(ref);
 }
 
-static struct host_pool *filled(struct fake_clock *fc, uint32_t blocks, uint32_t valid)
+static struct host_pool *filled(struct fake_env *fc, uint32_t blocks, uint32_t valid)
 {
 	struct host_pool *p = NULL;
 	uint32_t b;
@@ -96,7 +96,7 @@ static struct host_pool *filled(struct fake_clock *fc, uint32_t blocks, uint32_t
 
 static void test_lru_victims(void)
 {
-	struct fake_clock fc = { .base.ops = &fake_ops };
+	struct fake_env fc = { .base.ops = &fake_ops };
 	struct host_pool *p = filled(&fc, 8, 8);
 	uint32_t v[8], b, len;
 	uint64_t sum;
@@ -125,7 +125,7 @@ static void test_lru_victims(void)
 
 static void test_leases(void)
 {
-	struct fake_clock fc = { .base.ops = &fake_ops, .now = 1000 };
+	struct fake_env fc = { .base.ops = &fake_ops, .now = 1000 };
 	struct host_pool *p = filled(&fc, 4, 4);
 	uint32_t pin[2], v[4], len;
 	uint64_t sum, id, id2;
@@ -166,7 +166,7 @@ static void test_leases(void)
 
 static void test_commit_race(void)
 {
-	struct fake_clock fc = { .base.ops = &fake_ops };
+	struct fake_env fc = { .base.ops = &fake_ops };
 	struct host_pool *p = filled(&fc, 4, 1);
 	uint32_t b;
 	struct pool_usage u;

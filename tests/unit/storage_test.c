@@ -1,6 +1,6 @@
 /*
  * storage_test.c - the posix storage backend (unlinked file, O_DIRECT, batched
- * I/O, errors, fault hook) and the posix clock.
+ * I/O, errors, fault hook) and the posix env.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <peercache/pc_clock.h>
+#include <peercache/pc_env.h>
 #include <peercache/pc_storage.h>
 
 #include "testutil.h"
@@ -129,19 +129,19 @@ static void bump(void *arg)
 	__atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED);
 }
 
-static void test_clock(void)
+static void test_env(void)
 {
-	struct pc_clock *c = pc_clock_posix();
-	uint64_t t0 = pc_clock_now(c), t1;
+	struct pc_env *c = pc_env_posix();
+	uint64_t t0 = pc_env_now(c), t1;
 	struct pc_task *task;
 	int hits = 0;
 
-	pc_clock_sleep(c, 2000000);
-	t1 = pc_clock_now(c);
+	pc_env_sleep(c, 2000000);
+	t1 = pc_env_now(c);
 	CU_ASSERT(t1 - t0 >= 2000000);
-	CU_ASSERT_NOT_EQUAL(pc_clock_random(c), pc_clock_random(c));
-	CU_ASSERT_EQUAL_FATAL(pc_clock_spawn(c, "bump", bump, &hits, &task), 0);
-	pc_clock_join(c, task);
+	CU_ASSERT_NOT_EQUAL(pc_env_random(c), pc_env_random(c));
+	CU_ASSERT_EQUAL_FATAL(pc_env_spawn(c, "bump", bump, &hits, &task), 0);
+	pc_env_join(c, task);
 	CU_ASSERT_EQUAL(hits, 1);
 }
 
@@ -189,7 +189,7 @@ static CU_TestInfo tests[] = {
 	{ "buffered I/O", test_buffered },
 	{ "missing or bad directory", test_open_errors },
 	{ "fault hook: EIO and ENOSPC", test_fault_hook },
-	{ "posix clock: time, sleep, random, tasks", test_clock },
+	{ "posix env: time, sleep, random, tasks", test_env },
 	CU_TEST_INFO_NULL,
 };
 

@@ -34,12 +34,12 @@ struct cluster {
 static bool payload_free;	/* open stores without payloads (the simulator's mode) */
 static bool shared;		/* stores map each other's slots (the simulator's hit-rate mode) */
 
-static struct pc_store *open_node(struct cluster *C, const char *node, struct pc_clock *clk)
+static struct pc_store *open_node(struct cluster *C, const char *node, struct pc_env *env)
 {
 	char err[PC_ERR_MAX] = "";
 	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .node = node,
 				   .fabric = "inproc", .err = err, .errlen = sizeof(err) };
-	struct store_open_ext x = { .backend_arg = C->w, .clock = clk, .payload_free = payload_free };
+	struct store_open_ext x = { .backend_arg = C->w, .env = env, .payload_free = payload_free };
 	struct pc_store *s = NULL;
 
 	if (store_open(&o, &x, &s))
@@ -505,26 +505,26 @@ static void test_failed_bucket_read(void)
 
 /* (c) a writer whose clock is far behind still stamps newer than the bucket, so the
  * eviction victim is the truly oldest page. */
-struct fake_clock {
-	struct pc_clock base;
+struct fake_env {
+	struct pc_env base;
 	uint64_t now;
 };
 
-static uint64_t fake_now(struct pc_clock *c)
+static uint64_t fake_now(struct pc_env *c)
 {
-	return ((struct fake_clock *)c)->now;
+	return ((struct fake_env *)c)->now;
 }
 
 static void test_monotonic_stamps(void)
 {
-	static struct pc_clock_ops ops;
-	struct fake_clock slow = { .now = 5 };
+	static struct pc_env_ops ops;
+	struct fake_env slow = { .now = 5 };
 	struct cluster *C = up(3, "slot_size_classes: [4KiB], slot_ways: 2, slot_num_buckets: 1, global_segment_size: 1MiB");
 	struct pc_store *slow_store;
 	struct batch *b = batch_new(3, 4096);
 	int j = 0;
 
-	ops = *pc_clock_posix()->ops;
+	ops = *pc_env_posix()->ops;
 	ops.now_ns = fake_now;
 	slow.base.ops = &ops;
 	/* n2's process runs with a clock far behind the others */
@@ -924,15 +924,15 @@ static void test_direct_writers_one_bucket(void)
 /* A writer that stops right after its write (the copy charge, where the simulator
  * switches processes) while another writer replaces its page: the way's tag is the
  * later page's, since a write tags its way while it holds the slot. */
-struct hook_clock {
-	struct pc_clock base;
+struct hook_env {
+	struct pc_env base;
 	struct pc_store *s;		/* the other writer, once */
 	struct pc_page *pg;
 };
 
-static void hook_copy(struct pc_clock *c, uint64_t bytes)
+static void hook_copy(struct pc_env *c, uint64_t bytes)
 {
-	struct hook_clock *h = (struct hook_clock *)c;
+	struct hook_env *h = (struct hook_env *)c;
 	struct pc_store *s = h->s;
 
 	(void)bytes;
@@ -943,13 +943,13 @@ static void hook_copy(struct pc_clock *c, uint64_t bytes)
 
 static void test_direct_tag_order(void)
 {
-	static struct pc_clock_ops ops;
-	struct hook_clock hook = { .s = NULL };
+	static struct pc_env_ops ops;
+	struct hook_env hook = { .s = NULL };
 	struct cluster *C;
 	struct batch *b = batch_new(2, 1024);
 	int j = 0;
 
-	ops = *pc_clock_posix()->ops;
+	ops = *pc_env_posix()->ops;
 	ops.copy = hook_copy;
 	hook.base.ops = &ops;
 	shared = true;
@@ -1004,7 +1004,7 @@ static CU_TestInfo tests[] = {
 	{ "size classes; oversize pages skipped and counted", test_oversize_and_classes },
 	{ "read amplification at 80% occupancy", test_read_amplification },
 	{ "(b) a failed bucket READ never writes blind", test_failed_bucket_read },
-	{ "(c) stamps are monotonic across writers' clocks", test_monotonic_stamps },
+	{ "(c) stamps are monotonic across writers' envs", test_monotonic_stamps },
 	{ "(d) a restarted owner is re-resolved", test_restarted_owner },
 	{ "an owner down: its keys fail, the rest hit", test_owner_down },
 	{ "CAS claim", test_cas_claim },

@@ -25,7 +25,7 @@
 
 #include <peercache/pc_api.h>
 
-#include <peercache/pc_clock.h>
+#include <peercache/pc_env.h>
 #include <peercache/pc_topology.h>
 
 #ifdef __cplusplus
@@ -109,7 +109,7 @@ struct pc_fabric_params {
 	const struct pc_topology *topo;
 	uint32_t self;			/* node index, or PC_PEER_NONE */
 	uint32_t timeout_ms;		/* per phase; 0 = topology's store.timeout_ms */
-	struct pc_clock *clock;
+	struct pc_env *env;
 	void *backend_arg;		/* backend-specific (in-process world, simulator) */
 };
 
@@ -169,7 +169,7 @@ typedef int pc_fabric_fault_fn(void *arg, int when, struct pc_op *ops, size_t n)
 /* The base every fabric backend embeds first. */
 struct pc_fabric {
 	const struct pc_fabric_ops *ops;
-	struct pc_clock *clock;
+	struct pc_env *env;
 	const struct pc_topology *topo;
 	uint32_t self;
 	uint32_t nr_peers;

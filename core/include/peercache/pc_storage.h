@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 struct pc_storage;
-struct pc_clock;
+struct pc_env;
 
 /* One block transfer. buf, off and len must be multiples of the file's alignment
  * (pc_storage.align) when the file is in direct-I/O mode. */
@@ -38,7 +38,7 @@ struct pc_storage_params {
 	const char *dir;	/* directory that holds the unlinked file */
 	uint64_t bytes;		/* file size to reserve */
 	bool direct;		/* ask for O_DIRECT; the backend falls back and says so */
-	struct pc_clock *clock;
+	struct pc_env *env;
 	void *backend_arg;	/* backend-specific (the simulator's NVMe model) */
 };
 
@@ -61,7 +61,7 @@ typedef int pc_storage_fault_fn(void *arg, bool write, struct pc_io *ios, size_t
 /* The base every storage backend embeds first. */
 struct pc_storage {
 	const struct pc_storage_ops *ops;
-	struct pc_clock *clock;
+	struct pc_env *env;
 	uint64_t bytes;		/* usable size */
 	size_t align;		/* required alignment; 1 for buffered I/O */
 	bool direct;		/* true when O_DIRECT is in effect */

@@ -1,17 +1,17 @@
 /*
- * pc_clock.h - what an environment backend implements: time, sleep, randomness and
- * background tasks.
+ * pc_env.h - what an environment backend implements: the core's whole view of the
+ * machine it runs on: time, sleep, randomness, background tasks, the cost of a copy.
  *
  * The core never reads the real clock, calls rand() or starts a thread itself: it asks
  * these ops (SQLite's VFS carries time and randomness for the same reason). The posix
  * backend maps them onto clock_gettime/pthreads; the simulator maps them onto its
  * virtual clock and coroutines, so the same core code runs in both.
  *
- * Not for: locks. The core uses plain mutexes but never holds one across a clock,
+ * Not for: locks. The core uses plain mutexes but never holds one across an env,
  * fabric or storage call, which is what keeps it correct on simulated processes.
  */
-#ifndef PC_CLOCK_H
-#define PC_CLOCK_H
+#ifndef PC_ENV_H
+#define PC_ENV_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,71 +22,71 @@
 extern "C" {
 #endif
 
-struct pc_clock;
+struct pc_env;
 struct pc_task;
 
 /* A background task body. It runs until it returns; long-running tasks poll a stop
- * flag of their own between pc_clock_sleep() calls. */
+ * flag of their own between pc_env_sleep() calls. */
 typedef void pc_task_fn(void *arg);
 
-struct pc_clock_ops {
-	uint32_t size;		/* sizeof(struct pc_clock_ops) the backend was built with */
+struct pc_env_ops {
+	uint32_t size;		/* sizeof(struct pc_env_ops) the backend was built with */
 	const char *name;
 	/* Monotonic nanoseconds. Never goes backwards. */
-	uint64_t (*now_ns)(struct pc_clock *c);
+	uint64_t (*now_ns)(struct pc_env *c);
 	/* Suspend the caller for at least ns nanoseconds. */
-	void (*sleep_ns)(struct pc_clock *c, uint64_t ns);
+	void (*sleep_ns)(struct pc_env *c, uint64_t ns);
 	/* 64 random bits (seeded by the backend; the simulator makes them repeatable). */
-	uint64_t (*random)(struct pc_clock *c);
+	uint64_t (*random)(struct pc_env *c);
 	/* Start fn(arg) as a background task. 0 or -errno; *out is joined exactly once. */
-	int (*spawn)(struct pc_clock *c, const char *name, pc_task_fn *fn, void *arg,
+	int (*spawn)(struct pc_env *c, const char *name, pc_task_fn *fn, void *arg,
 		     struct pc_task **out);
 	/* Wait for a spawned task to return and free it. */
-	void (*join)(struct pc_clock *c, struct pc_task *t);
+	void (*join)(struct pc_env *c, struct pc_task *t);
 	/* Account for a local copy of bytes the caller just made (a hit in its own slots):
 	 * the simulator charges the node's copy bandwidth, the real clock does nothing. */
-	void (*copy)(struct pc_clock *c, uint64_t bytes);
+	void (*copy)(struct pc_env *c, uint64_t bytes);
 };
 
-/* The base every clock backend embeds first (container_of gets back to the backend). */
-struct pc_clock {
-	const struct pc_clock_ops *ops;
+/* The base every env backend embeds first (container_of gets back to the backend). */
+struct pc_env {
+	const struct pc_env_ops *ops;
 };
 
-static inline uint64_t pc_clock_now(struct pc_clock *c)
+static inline uint64_t pc_env_now(struct pc_env *c)
 {
 	return c->ops->now_ns(c);
 }
 
-static inline void pc_clock_sleep(struct pc_clock *c, uint64_t ns)
+static inline void pc_env_sleep(struct pc_env *c, uint64_t ns)
 {
 	c->ops->sleep_ns(c, ns);
 }
 
-static inline uint64_t pc_clock_random(struct pc_clock *c)
+static inline uint64_t pc_env_random(struct pc_env *c)
 {
 	return c->ops->random(c);
 }
 
-static inline int pc_clock_spawn(struct pc_clock *c, const char *name, pc_task_fn *fn,
+static inline int pc_env_spawn(struct pc_env *c, const char *name, pc_task_fn *fn,
 				 void *arg, struct pc_task **out)
 {
 	return c->ops->spawn(c, name, fn, arg, out);
 }
 
-static inline void pc_clock_join(struct pc_clock *c, struct pc_task *t)
+static inline void pc_env_join(struct pc_env *c, struct pc_task *t)
 {
 	c->ops->join(c, t);
 }
 
-static inline void pc_clock_copy(struct pc_clock *c, uint64_t bytes)
+static inline void pc_env_copy(struct pc_env *c, uint64_t bytes)
 {
 	c->ops->copy(c, bytes);
 }
 
 /* The real clock: CLOCK_MONOTONIC, getrandom()-seeded xoshiro, pthreads. One shared
  * instance; it needs no open or close. */
-PC_API struct pc_clock *pc_clock_posix(void);
+PC_API struct pc_env *pc_env_posix(void);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /*
- * clock.c - the real clock: CLOCK_MONOTONIC, pthreads, and a per-thread xoshiro256**
- * generator seeded from getrandom(). Not for simulations (sim/ has its own clock).
+ * env.c - the real clock: CLOCK_MONOTONIC, pthreads, and a per-thread xoshiro256**
+ * generator seeded from getrandom(). Not for simulations (sim/ has its own env).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include <peercache/pc_clock.h>
+#include <peercache/pc_env.h>
 
 struct pc_task {
 	pthread_t thread;
@@ -19,7 +19,7 @@ struct pc_task {
 	char name[16];
 };
 
-static uint64_t posix_now_ns(struct pc_clock *c)
+static uint64_t posix_now_ns(struct pc_env *c)
 {
 	struct timespec ts;
 
@@ -28,7 +28,7 @@ static uint64_t posix_now_ns(struct pc_clock *c)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static void posix_sleep_ns(struct pc_clock *c, uint64_t ns)
+static void posix_sleep_ns(struct pc_env *c, uint64_t ns)
 {
 	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ULL),
 			       .tv_nsec = (long)(ns % 1000000000ULL) };
@@ -43,7 +43,7 @@ static inline uint64_t rotl(uint64_t x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
-static uint64_t posix_random(struct pc_clock *c)
+static uint64_t posix_random(struct pc_env *c)
 {
 	static __thread uint64_t s[4];
 	static __thread int seeded;
@@ -80,7 +80,7 @@ static void *task_main(void *p)
 	return NULL;
 }
 
-static int posix_spawn_task(struct pc_clock *c, const char *name, pc_task_fn *fn, void *arg,
+static int posix_spawn_task(struct pc_env *c, const char *name, pc_task_fn *fn, void *arg,
 			    struct pc_task **out)
 {
 	struct pc_task *t = calloc(1, sizeof(*t));
@@ -101,21 +101,21 @@ static int posix_spawn_task(struct pc_clock *c, const char *name, pc_task_fn *fn
 	return 0;
 }
 
-static void posix_join(struct pc_clock *c, struct pc_task *t)
+static void posix_join(struct pc_env *c, struct pc_task *t)
 {
 	(void)c;
 	pthread_join(t->thread, NULL);
 	free(t);
 }
 
-static void posix_copy(struct pc_clock *c, uint64_t bytes)
+static void posix_copy(struct pc_env *c, uint64_t bytes)
 {
 	(void)c;	/* the copy took the real time it took */
 	(void)bytes;
 }
 
-static const struct pc_clock_ops posix_clock_ops = {
-	.size = sizeof(struct pc_clock_ops),
+static const struct pc_env_ops posix_env_ops = {
+	.size = sizeof(struct pc_env_ops),
 	.name = "posix",
 	.now_ns = posix_now_ns,
 	.sleep_ns = posix_sleep_ns,
@@ -125,9 +125,9 @@ static const struct pc_clock_ops posix_clock_ops = {
 	.copy = posix_copy,
 };
 
-static struct pc_clock posix_clock = { .ops = &posix_clock_ops };
+static struct pc_env posix_env = { .ops = &posix_env_ops };
 
-struct pc_clock *pc_clock_posix(void)
+struct pc_env *pc_env_posix(void)
 {
-	return &posix_clock;
+	return &posix_env;
 }
