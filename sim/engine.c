@@ -19,7 +19,7 @@
 #include <ucontext.h>
 
 #include "engine.h"
-#include "rng.h"
+#include "workload/rng.h"
 
 #define STACK_BYTES (256u << 10)
 

@@ -30,7 +30,7 @@
 #include "placement/slot.h"
 #include "run.h"
 #include "tool_common.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 #define TOOL "pcsimbench"
 #define MAX_SETS 32

@@ -33,9 +33,9 @@
 
 #include "bench_ref.h"
 #include "pcbench.h"
-#include "rng.h"
 #include "tool_common.h"
-#include "zipf.h"
+#include "workload/rng.h"
+#include "workload/zipf.h"
 
 enum { SPEED, OVER2, OVER4, NR_PHASES };
 

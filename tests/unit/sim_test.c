@@ -26,7 +26,7 @@
 #include "run.h"
 #include "store.h"
 #include "testutil.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 static bool slow(void)
 {

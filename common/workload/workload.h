@@ -15,10 +15,10 @@
  * is given. prefix and mooncake requests have prefix semantics: a lookup stops at its
  * first miss, and only the prefix that hit counts as hit tokens.
  *
- * Not for: what the cluster does with a request (run.c).
+ * Not for: what the cluster does with a request (the simulator's run.c).
  */
-#ifndef PC_SIM_WORKLOAD_H
-#define PC_SIM_WORKLOAD_H
+#ifndef PC_WORKLOAD_H
+#define PC_WORKLOAD_H
 
 #include <stdbool.h>
 #include <stddef.h>
