@@ -7,9 +7,8 @@
  *       SGLang's generated-shared-prefix shape: a request is a group's K shared
  *       prefix pages followed by M pages of one of the group's P prompts.
  *   mooncake:FILE[,requests=R][,rate=Q]   (or just FILE.jsonl)
- *       Mooncake trace replay: one JSON object per line with timestamp (ms),
- *       input_length, output_length and hash_ids (one per 512-token block, the last
- *       block partial); a block spans ceil(tokens / tokens_per_page) pages.
+ *       Mooncake trace replay (the format: trace.h); a block spans
+ *       ceil(tokens / tokens_per_page) pages.
  *
  * Arrivals are Poisson at rate Q per second, or the trace's timestamps when no rate
  * is given. prefix and mooncake requests have prefix semantics: a lookup stops at its
