@@ -29,7 +29,7 @@
 #include "placement/ring.h"
 #include "placement/slot.h"
 #include "run.h"
-#include "tool_common.h"
+#include "tool/tool_common.h"
 #include "workload/workload.h"
 
 #define TOOL "pcsimbench"

@@ -33,7 +33,7 @@
 
 #include "bench_ref.h"
 #include "pcbench.h"
-#include "tool_common.h"
+#include "tool/tool_common.h"
 #include "workload/rng.h"
 #include "workload/zipf.h"
 
