@@ -26,7 +26,7 @@
 #include <peercache/peercache.h>
 
 #include "pc_build.h"
-#include "run.h"
+#include "run/run.h"
 #include "tool/tool_common.h"
 
 #define TOOL "pcsim"

@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "cluster.h"
-#include "hist.h"
-#include "run.h"
+#include "run/hist.h"
+#include "run/run.h"
 #include "testutil.h"
 #include "workload/workload.h"
 

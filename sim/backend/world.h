@@ -14,9 +14,9 @@
 #include <peercache/pc_fabric.h>
 #include <peercache/pc_storage.h>
 
-#include "engine.h"
-#include "nic.h"
-#include "nvme.h"
+#include "engine/engine.h"
+#include "models/nic.h"
+#include "models/nvme.h"
 
 struct inproc_world;
 

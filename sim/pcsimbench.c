@@ -28,7 +28,7 @@
 #include "base/keyhash.h"
 #include "placement/ring.h"
 #include "placement/slot.h"
-#include "run.h"
+#include "run/run.h"
 #include "tool/tool_common.h"
 #include "workload/workload.h"
 
