@@ -236,7 +236,7 @@ int main(int argc, char **argv)
 				tool_die("pcbench", "--zipf %s: give an exponent such as 1.1", optarg);
 			break;
 		case 'h':
-			printf("see the comment at the top of tools/pcbench.c, or README.md\n");
+			printf("see the comment at the top of tools/pcbench/pcbench.c, or README.md\n");
 			return 0;
 		default:
 			tool_die("pcbench", "%s: unknown flag or missing value; see --help",
