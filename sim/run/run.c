@@ -11,10 +11,10 @@
 
 #include "base/keyhash.h"
 #include "placement/ring.h"
-#include "backend/world.h"
 #include "run.h"
 #include "slotmap/slotmap_int.h"
 #include "store.h"
+#include "backend/world.h"
 
 struct cluster {
 	const struct run_cfg *cfg;
