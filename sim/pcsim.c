@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +26,10 @@
 #include <peercache/peercache.h>
 
 #include "pc_build.h"
-#include "run.h"
-#include "tool_common.h"
+#include "run/run.h"
+#include "tool/tool_common.h"
+
+#define TOOL "pcsim"
 
 static const char usage[] =
 	"usage: pcsim --topology FILE --workload SPEC|TRACE --out DIR [options]\n"
@@ -64,20 +65,6 @@ struct find {
 static struct sweep sweeps[MAX_SWEEPS];
 static int nsweeps;
 
-static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "pcsim: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
 static void add_sweep(const char *arg)
 {
 	const char *eq = strchr(arg, '=');
@@ -85,9 +72,9 @@ static void add_sweep(const char *arg)
 	char *vals, *save, *tok;
 
 	if (!eq || eq == arg)
-		die("--sweep %s: expected key=v1,v2,... (e.g. nodes.host_pool_bytes=8GiB,16GiB)", arg);
+		tool_die(TOOL, "--sweep %s: expected key=v1,v2,... (e.g. nodes.host_pool_bytes=8GiB,16GiB)", arg);
 	if (nsweeps == MAX_SWEEPS)
-		die("--sweep: at most %d sweeps", MAX_SWEEPS);
+		tool_die(TOOL, "--sweep: at most %d sweeps", MAX_SWEEPS);
 	sw = &sweeps[nsweeps++];
 	snprintf(sw->key, sizeof(sw->key), "%.*s", (int)(eq - arg), arg);
 	vals = strdup(eq + 1);
@@ -95,11 +82,11 @@ static void add_sweep(const char *arg)
 	for (tok = strtok_r(vals, strchr(vals, ';') ? ";" : ",", &save); tok;
 	     tok = strtok_r(NULL, strchr(eq + 1, ';') ? ";" : ",", &save)) {
 		if (sw->n == MAX_VALUES)
-			die("--sweep %s: at most %d values", sw->key, MAX_VALUES);
+			tool_die(TOOL, "--sweep %s: at most %d values", sw->key, MAX_VALUES);
 		sw->values[sw->n++] = tok;
 	}
 	if (!sw->n)
-		die("--sweep %s: no values", arg);
+		tool_die(TOOL, "--sweep %s: no values", arg);
 }
 
 static void parse_find(const char *arg, struct find *f)
@@ -127,12 +114,12 @@ static void parse_find(const char *arg, struct find *f)
 			else if (!strcmp(end, "s"))
 				f->max_p99_us = v * 1e6, end += 1;
 			else
-				die("--find %s: give p99 with a unit: us, ms or s", arg);
+				tool_die(TOOL, "--find %s: give p99 with a unit: us, ms or s", arg);
 		} else {
-			die("--find %s: expected hit>=X and/or p99<=Y (e.g. \"hit>=0.8,p99<=2ms\")", arg);
+			tool_die(TOOL, "--find %s: expected hit>=X and/or p99<=Y (e.g. \"hit>=0.8,p99<=2ms\")", arg);
 		}
 		if (*end)
-			die("--find %s: cannot read '%s'", arg, tok);
+			tool_die(TOOL, "--find %s: cannot read '%s'", arg, tok);
 	}
 }
 
@@ -145,12 +132,12 @@ static void parse_event(const char *arg, const struct pc_topology *t, struct run
 
 	if ((!join && strncmp(arg, "leave:", 6)) ||
 	    sscanf(arg + (join ? 5 : 6), "%63[^@]@%lf%n", name, &at, &n) != 2 || arg[(join ? 5 : 6) + n])
-		die("--event %s: expected leave:NODE@SECONDS or join:NODE@SECONDS", arg);
+		tool_die(TOOL, "--event %s: expected leave:NODE@SECONDS or join:NODE@SECONDS", arg);
 	node = pc_topology_find_node(t, name);
 	if (node < 0)
-		die("--event %s: no node named '%s' in the topology", arg, name);
+		tool_die(TOOL, "--event %s: no node named '%s' in the topology", arg, name);
 	if (cfg->nr_events == RUN_MAX_EVENTS)
-		die("--event: at most %d events", RUN_MAX_EVENTS);
+		tool_die(TOOL, "--event: at most %d events", RUN_MAX_EVENTS);
 	cfg->events[cfg->nr_events++] = (struct run_event){ .t_ns = (uint64_t)(at * 1e9),
 							     .node = (uint32_t)node, .join = join };
 }
@@ -246,7 +233,7 @@ static FILE *out_file(const char *dir, const char *name)
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "w");
 	if (!f)
-		die("%s: cannot write: %s", path, strerror(errno));
+		tool_die(TOOL, "%s: cannot write: %s", path, strerror(errno));
 	return f;
 }
 
@@ -301,10 +288,10 @@ int main(int argc, char **argv)
 		case 'o': dir = optarg; break;
 		case 's': sets[nsets++] = optarg; break;
 		case 'S': add_sweep(optarg); break;
-		case 'n': seeds = (int)tool_uint("pcsim", "--seeds", optarg); break;
+		case 'n': seeds = (int)tool_uint(TOOL, "--seeds", optarg); break;
 		case 'm':
 			if (strcmp(optarg, "timing") && strcmp(optarg, "hitrate"))
-				die("--mode %s: expected timing or hitrate", optarg);
+				tool_die(TOOL, "--mode %s: expected timing or hitrate", optarg);
 			cfg.timing = !strcmp(optarg, "timing");
 			break;
 		case 'd': duration = atof(optarg); break;
@@ -316,19 +303,19 @@ int main(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			die("%s: unknown flag or missing value; see --help", argv[optind - 1]);
+			tool_die(TOOL, "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}
 	}
 	if (!path || !wl || !dir)
-		die("--topology FILE, --workload SPEC and --out DIR are required");
+		tool_die(TOOL, "--topology FILE, --workload SPEC and --out DIR are required");
 	if (wl_parse(wl, &cfg.wl, err, sizeof(err)))
-		die("%s", err);
-	base = tool_load_topology("pcsim", path, sets, nsets, NULL);
+		tool_die(TOOL, "%s", err);
+	base = tool_load_topology(TOOL, path, sets, nsets, NULL);
 	/* Without timing, how a get fetches bytes cannot change what hits: read whole
 	 * buckets (headers side by side without payloads), the cheapest on the CPU. */
 	if (!cfg.timing && base->store.slot_read_policy == PC_READ_AUTO &&
 	    pc_topology_set(base, "store.slot_read_policy=bucket", err, sizeof(err)))
-		die("%s", err);
+		tool_die(TOOL, "%s", err);
 	for (int i = 0; i < nevents; i++)
 		parse_event(events[i], base, &cfg);
 	/* Check every sweep value before running anything. */
@@ -339,13 +326,13 @@ int main(int argc, char **argv)
 
 			snprintf(assign, sizeof(assign), "%.95s=%.1000s", sweeps[i].key, sweeps[i].values[v]);
 			if (pc_topology_set(t, assign, err, sizeof(err)))
-				die("--sweep: %s", err);
+				tool_die(TOOL, "--sweep: %s", err);
 			pc_topology_free(t);
 		}
 		total *= sweeps[i].n;
 	}
 	if (mkdir(dir, 0755) && errno != EEXIST)
-		die("--out %s: %s", dir, strerror(errno));
+		tool_die(TOOL, "--out %s: %s", dir, strerror(errno));
 	cfg.duration_ns = (uint64_t)(duration * 1e9);
 	cfg.progress = progress;
 	cfg.progress_arg = label;
@@ -387,7 +374,7 @@ int main(int argc, char **argv)
 					  duration > 0 ? (uint64_t)(duration * 1e7) : 1000000000ULL;
 			snprintf(label, sizeof(label), "config %d/%d seed %d/%d", k + 1, total, sd + 1, seeds);
 			if (run_sim(&cfg, &r, err, sizeof(err)))
-				die("config %d seed %d: %s", k, sd + 1, err);
+				tool_die(TOOL, "config %d seed %d: %s", k, sd + 1, err);
 			if (tty)
 				fprintf(stderr, "\r%80s\r", "");
 			snprintf(p99s, sizeof(p99s), cfg.timing ? "p99 %.1f us" : "no timing",

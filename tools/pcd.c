@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tool_common.h"
+#include "tool/tool_common.h"
 
 static const char usage[] =
 	"usage: pcd --topology FILE --node NAME [--set key=value ...] [--protocol tcp|rdma|rxe]\n"

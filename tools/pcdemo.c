@@ -22,7 +22,7 @@
 
 #include <xxhash.h>
 
-#include "tool_common.h"
+#include "tool/tool_common.h"
 
 #define MAX_NODES 64
 

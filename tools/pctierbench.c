@@ -25,7 +25,7 @@
 #include "inproc/inproc.h"
 #include "store.h"
 #include "tier/disk.h"
-#include "tool_common.h"
+#include "tool/tool_common.h"
 
 #define RAW_CHUNK (4u << 20)
 

@@ -14,10 +14,10 @@
 #include <time.h>
 
 #include "cluster.h"
-#include "hist.h"
-#include "run.h"
+#include "run/hist.h"
+#include "run/run.h"
 #include "testutil.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 #define STORE "slot_size_classes: [16KiB], slot_ways: 4, slot_num_buckets: 32, global_segment_size: 8MiB"
 #define WORKLOAD "zipf:keys=3000,s=0.8,pages=8,requests=400"

@@ -18,15 +18,15 @@
 #include <peercache/peercache.h>
 #include <peercache/pc_topology.h>
 
-#include "engine.h"
-#include "hist.h"
+#include "engine/engine.h"
 #include "inproc/inproc.h"
-#include "nvme.h"
-#include "port.h"
-#include "run.h"
+#include "models/nvme.h"
+#include "models/port.h"
+#include "run/hist.h"
+#include "run/run.h"
 #include "store.h"
 #include "testutil.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 static bool slow(void)
 {

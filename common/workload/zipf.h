@@ -2,8 +2,8 @@
  * zipf.h - Zipf(s) draws over [1, n] (zipf.c), for the simulator's workloads and
  * pcbench's hot-spot workload.
  */
-#ifndef PC_ZIPF_H
-#define PC_ZIPF_H
+#ifndef PC_WORKLOAD_ZIPF_H
+#define PC_WORKLOAD_ZIPF_H
 
 #include <stdint.h>
 

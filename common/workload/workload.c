@@ -1,8 +1,8 @@
 /*
- * workload.c - the workload generators: Zipf, shared-prefix groups, Mooncake traces.
+ * workload.c - the workload generators: Zipf, shared-prefix groups, Mooncake traces
+ * (read by trace.c, cut into pages here).
  */
 #include <errno.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +10,8 @@
 
 #include "base/keyhash.h"
 #include "rng.h"
+#include "trace.h"
 #include "workload.h"
-
-#define BLOCK_TOKENS 512	/* a Mooncake hash id covers this many tokens */
 
 /* ------------------------------------------------------------------ parsing */
 
@@ -141,9 +140,7 @@ struct wl_gen {
 	struct zipf z, zg;
 	uint64_t made;
 	uint64_t t_ns;
-	FILE *trace;
-	char *line;
-	size_t line_cap;
+	struct trace *trace;
 	uint64_t t0_ms;
 	bool have_t0;
 	uint64_t *pages;
@@ -189,12 +186,11 @@ int wl_open(const struct wl_spec *spec, uint64_t seed, uint32_t tpp, struct wl_g
 	if (spec->kind == WL_PREFIX && spec->group_s > 0)
 		zipf_init(&g->zg, spec->groups, spec->group_s);
 	if (spec->kind == WL_TRACE) {
-		g->trace = fopen(spec->trace, "r");
-		if (!g->trace) {
-			snprintf(err, errlen, "workload: cannot open trace %s: %s", spec->trace,
-				 strerror(errno));
+		int ret = trace_open(spec->trace, &g->trace, err, errlen);
+
+		if (ret) {
 			free(g);
-			return -ENOENT;
+			return ret;
 		}
 	}
 	*out = g;
@@ -205,11 +201,9 @@ void wl_close(struct wl_gen *g)
 {
 	if (!g)
 		return;
-	if (g->trace)
-		fclose(g->trace);
+	trace_close(g->trace);
 	zipf_fini(&g->z);
 	zipf_fini(&g->zg);
-	free(g->line);
 	free(g->pages);
 	free(g->tokens);
 	free(g);
@@ -233,60 +227,45 @@ static void next_arrival(struct wl_gen *g)
 	g->t_ns += (uint64_t)(-log(1 - u01(g)) / g->spec.rate * 1e9);
 }
 
-static int trace_next(struct wl_gen *g, struct wl_req *r)
+/* The trace's next request in pages: a block spans ceil(its tokens / tpp) pages. */
+static int trace_req(struct wl_gen *g, struct wl_req *r)
 {
-	for (;;) {
-		json_error_t jerr;
-		json_t *o, *ids;
-		long long ts, in;
-		size_t n, np = 0;
+	struct trace_req q;
+	size_t n, np = 0;
+	int ret = trace_next(g->trace, &q);
 
-		if (getline(&g->line, &g->line_cap, g->trace) < 0)
-			return 0;
-		o = json_loads(g->line, 0, &jerr);
-		if (!o)
-			continue;	/* a blank or broken line: skip it */
-		ts = json_integer_value(json_object_get(o, "timestamp"));
-		in = json_integer_value(json_object_get(o, "input_length"));
-		ids = json_object_get(o, "hash_ids");
-		n = json_array_size(ids);
-		if (!n || in <= 0) {
-			json_decref(o);
-			continue;
-		}
-		if (reserve(g, n * ((BLOCK_TOKENS + g->tpp - 1) / g->tpp + 1))) {
-			json_decref(o);
-			return -ENOMEM;
-		}
-		for (size_t b = 0; b < n; b++) {
-			uint64_t id = (uint64_t)json_integer_value(json_array_get(ids, b));
-			long long tok = b + 1 < n ? BLOCK_TOKENS : in - (long long)BLOCK_TOKENS * (long long)(n - 1);
-			uint32_t left = (uint32_t)(tok < 1 ? 1 : tok > BLOCK_TOKENS ? BLOCK_TOKENS : tok);
+	if (ret <= 0)
+		return ret;
+	n = q.nids;
+	if (reserve(g, n * ((TRACE_BLOCK_TOKENS + g->tpp - 1) / g->tpp + 1)))
+		return -ENOMEM;
+	for (size_t b = 0; b < n; b++) {
+		long long tok = b + 1 < n ? TRACE_BLOCK_TOKENS :
+			       q.input_length - (long long)TRACE_BLOCK_TOKENS * (long long)(n - 1);
+		uint32_t left = (uint32_t)(tok < 1 ? 1 : tok > TRACE_BLOCK_TOKENS ? TRACE_BLOCK_TOKENS : tok);
 
-			for (uint32_t j = 0; left; j++) {
-				uint32_t t = left < g->tpp ? left : g->tpp;
+		for (uint32_t j = 0; left; j++) {
+			uint32_t t = left < g->tpp ? left : g->tpp;
 
-				g->pages[np] = pid(id, j, 0x6d6f6f6e);
-				g->tokens[np++] = t;
-				left -= t;
-			}
+			g->pages[np] = pid(q.ids[b], j, 0x6d6f6f6e);
+			g->tokens[np++] = t;
+			left -= t;
 		}
-		json_decref(o);
-		if (!g->have_t0) {
-			g->t0_ms = (uint64_t)ts;
-			g->have_t0 = true;
-		}
-		if (g->spec.rate > 0)
-			next_arrival(g);
-		else
-			g->t_ns = ((uint64_t)ts - g->t0_ms) * 1000000ULL;
-		r->t_ns = g->t_ns;
-		r->npages = (uint32_t)np;
-		r->pages = g->pages;
-		r->tokens = g->tokens;
-		r->prefix = true;
-		return 1;
 	}
+	if (!g->have_t0) {
+		g->t0_ms = (uint64_t)q.timestamp_ms;
+		g->have_t0 = true;
+	}
+	if (g->spec.rate > 0)
+		next_arrival(g);
+	else
+		g->t_ns = ((uint64_t)q.timestamp_ms - g->t0_ms) * 1000000ULL;
+	r->t_ns = g->t_ns;
+	r->npages = (uint32_t)np;
+	r->pages = g->pages;
+	r->tokens = g->tokens;
+	r->prefix = true;
+	return 1;
 }
 
 int wl_next(struct wl_gen *g, struct wl_req *r)
@@ -296,7 +275,7 @@ int wl_next(struct wl_gen *g, struct wl_req *r)
 	if (s->requests && g->made >= s->requests)
 		return 0;
 	if (s->kind == WL_TRACE) {
-		int ret = trace_next(g, r);
+		int ret = trace_req(g, r);
 
 		g->made += ret > 0;
 		return ret;

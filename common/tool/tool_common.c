@@ -1,5 +1,6 @@
 /*
- * tool_common.c - shared helpers of pcd, pcbench, pcdemo and pctopo.
+ * tool_common.c - shared helpers of the command-line programs (tools/ and the
+ * simulator's pcsim and pcsimbench).
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include "run.h"
 #include "slotmap/slotmap_int.h"
 #include "store.h"
-#include "world.h"
+#include "backend/world.h"
 
 struct cluster {
 	const struct run_cfg *cfg;

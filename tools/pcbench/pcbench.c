@@ -29,11 +29,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <xxhash.h>
-
 #include "bench_ref.h"
-#include "pcbench.h"
-#include "tool_common.h"
+#include "pcbench_modes.h"
+#include "pcbench_page.h"
+#include "tool/tool_common.h"
 
 struct bench {
 	struct pc_store *s;
@@ -56,18 +55,6 @@ struct result {
 	size_t ok;
 	int first_err;			/* the first page error other than a miss */
 };
-
-void pcbench_fill(uint8_t *p, size_t len, const char *key)
-{
-	uint64_t x = XXH3_64bits(key, strlen(key));
-
-	for (size_t i = 0; i + 8 <= len; i += 8) {
-		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		memcpy(p + i, &x, 8);
-	}
-	for (size_t i = len & ~(size_t)7; i < len; i++)
-		p[i] = (uint8_t)i;
-}
 
 static void metrics_delta(const struct pc_metrics *a, const struct pc_metrics *b,
 			  struct pc_metrics *d)
@@ -130,9 +117,8 @@ static void run_op(struct bench *B, const char *op, struct result *r)
 				for (size_t i = 0; i < n; i++) {
 					if (B->pg[i].status)
 						continue;
-					pcbench_fill(want, B->page, B->pg[i].key);
-					if (B->pg[i].len != B->page || memcmp(want, B->pg[i].data, B->page))
-						B->bad++;
+					B->bad += !pcbench_page_ok(B->pg[i].data, B->pg[i].len, B->page,
+								   B->pg[i].key, want);
 				}
 				free(want);
 			}
@@ -250,7 +236,7 @@ int main(int argc, char **argv)
 				tool_die("pcbench", "--zipf %s: give an exponent such as 1.1", optarg);
 			break;
 		case 'h':
-			printf("see the comment at the top of tools/pcbench.c, or README.md\n");
+			printf("see the comment at the top of tools/pcbench/pcbench.c, or README.md\n");
 			return 0;
 		default:
 			tool_die("pcbench", "%s: unknown flag or missing value; see --help",

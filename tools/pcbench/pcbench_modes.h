@@ -1,18 +1,15 @@
 /*
- * pcbench.h - what pcbench.c (a running cluster) and pcbench_modes.c (--mode: its
- * own local cluster per mode) share.
+ * pcbench_modes.h - pcbench --mode: the modes compared on local clusters of its own
+ * (pcbench_modes.c), called by pcbench's main (pcbench.c).
  */
-#ifndef PC_PCBENCH_H
-#define PC_PCBENCH_H
+#ifndef PC_PCBENCH_MODES_H
+#define PC_PCBENCH_MODES_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <peercache/pc_topology.h>
-
-/* The page pcbench writes for key: deterministic, so any reader can check it. */
-void pcbench_fill(uint8_t *p, size_t len, const char *key);
 
 struct pcbench_modes {
 	const struct pc_topology *t;	/* ports and sizes; its mode is overridden */

@@ -32,10 +32,11 @@
 #include <unistd.h>
 
 #include "bench_ref.h"
-#include "pcbench.h"
-#include "rng.h"
-#include "tool_common.h"
-#include "zipf.h"
+#include "pcbench_modes.h"
+#include "pcbench_page.h"
+#include "tool/tool_common.h"
+#include "workload/rng.h"
+#include "workload/zipf.h"
 
 enum { SPEED, OVER2, OVER4, NR_PHASES };
 
@@ -168,8 +169,8 @@ static double get_batch(struct node *N, size_t n, bool refill, bool counted, str
 		r->counted += counted;
 		r->counted_hits += counted && hit;
 		if (hit && N->a->verify) {
-			pcbench_fill(N->want, page, N->names[i]);
-			r->bad += N->pg[i].len != page || memcmp(N->want, N->pg[i].data, page);
+			r->bad += !pcbench_page_ok(N->pg[i].data, N->pg[i].len, page, N->names[i],
+						   N->want);
 		}
 	}
 	if (!refill)

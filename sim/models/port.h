@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 enum port_disc { PORT_PS, PORT_FIFO };
 

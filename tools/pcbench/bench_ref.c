@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "bench_ref.h"
-#include "tool_common.h"
+#include "tool/tool_common.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -3,8 +3,8 @@
  * 1991 does) up to ZIPF_TABLE_MAX keys, one uniform and one table entry a draw; above
  * that rejection-inversion (Hoermann and Derflinger, "Rejection-inversion to generate
  * variates from monotone discrete distributions", 1996): O(1) per draw, no tables,
- * any n, but its logarithms and exponentials were a tenth of a simulator run. The
- * simulator's workloads and pcbench's hot-spot workload use it.
+ * any n, but a few logarithms and exponentials a draw where the table takes one
+ * look-up. The simulator's workloads and pcbench's hot-spot workload use it.
  */
 #include <errno.h>
 #include <math.h>
@@ -13,7 +13,6 @@
 
 #include "zipf.h"
 
-/* Entry i: take i + 1 when the fraction drawn is below keep / 2^32, else alias + 1. */
 static double helper1(double x)	/* log1p(x) / x */
 {
 	return fabs(x) > 1e-8 ? log1p(x) / x : 1 - x / 2 + x * x / 3;

@@ -1,9 +1,10 @@
 /*
- * rng.h - the simulator's random numbers: xoshiro256** seeded through splitmix64.
+ * rng.h - xoshiro256** seeded through splitmix64: the random stream of the
+ * simulator's engine, of the workload generators and of pcbench's key draws.
  * Small, fast and reproducible from one 64-bit seed on every platform.
  */
-#ifndef PC_SIM_RNG_H
-#define PC_SIM_RNG_H
+#ifndef PC_WORKLOAD_RNG_H
+#define PC_WORKLOAD_RNG_H
 
 #include <stdint.h>
 

@@ -192,7 +192,7 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		 * Stripe over the rails: each carries its share of ops and bytes. The
 		 * direction with payload queues on the ports; a READ's request messages
 		 * (MSG_OVERHEAD an op, the other way) are counted, not queued: next to
-		 * pages they are noise, and queueing them was half the simulator's events.
+		 * pages they are noise, and queueing them would take as many events again.
 		 * A post with payload both ways queues both.
 		 */
 		for (uint32_t r = 0; r < rails; r++) {

@@ -17,7 +17,7 @@
 #include <peercache/pc_topology.h>
 
 #include "hist.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 #define RUN_MAX_EVENTS 32
 /* Requests in flight at once before a run stops as overloaded (each is a process

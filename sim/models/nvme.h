@@ -6,7 +6,7 @@
  *     T = Wq(admission) + L + Wq(data) + (bytes * k + rate / iops) / rate
  * With queue_depth 1 the data path is an M/G/1 queue (Pollaczek-Khinchine).
  *
- * Not for: what is read or written (storage.c keeps the blocks).
+ * Not for: what is read or written (backend/storage.c keeps the blocks).
  */
 #ifndef PC_SIM_NVME_H
 #define PC_SIM_NVME_H

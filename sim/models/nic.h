@@ -9,7 +9,7 @@
  * of the two decides. Ports serve gbps / 8 bytes per ns. A node keeps at most
  * max_outstanding ops in flight per rail; a transfer of more ops goes in rounds.
  *
- * Not for: what the bytes are (fabric.c decides that).
+ * Not for: what the bytes are (backend/fabric.c decides that).
  */
 #ifndef PC_SIM_NIC_H
 #define PC_SIM_NIC_H

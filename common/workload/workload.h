@@ -7,18 +7,17 @@
  *       SGLang's generated-shared-prefix shape: a request is a group's K shared
  *       prefix pages followed by M pages of one of the group's P prompts.
  *   mooncake:FILE[,requests=R][,rate=Q]   (or just FILE.jsonl)
- *       Mooncake trace replay: one JSON object per line with timestamp (ms),
- *       input_length, output_length and hash_ids (one per 512-token block, the last
- *       block partial); a block spans ceil(tokens / tokens_per_page) pages.
+ *       Mooncake trace replay (the format: trace.h); a block spans
+ *       ceil(tokens / tokens_per_page) pages.
  *
  * Arrivals are Poisson at rate Q per second, or the trace's timestamps when no rate
  * is given. prefix and mooncake requests have prefix semantics: a lookup stops at its
  * first miss, and only the prefix that hit counts as hit tokens.
  *
- * Not for: what the cluster does with a request (run.c).
+ * Not for: what the cluster does with a request (the simulator's run.c).
  */
-#ifndef PC_SIM_WORKLOAD_H
-#define PC_SIM_WORKLOAD_H
+#ifndef PC_WORKLOAD_H
+#define PC_WORKLOAD_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -144,8 +144,8 @@ static void ps_event(struct sim *s, void *arg);
  * place: that event fires early, finds nothing through and arms the right time. Only
  * an arrival that would finish first (smaller than what the head has left) arms an
  * earlier event; the later one then fires at a time that is not `armed` and is
- * ignored. Events per job: about one, where re-arming on every arrival and departure
- * cost two plus a heap of superseded ones.
+ * ignored. Events per job: about one; re-arming on every arrival and departure would
+ * take two, and leave the superseded ones in the heap.
  */
 static void ps_schedule(struct port *p)
 {

@@ -28,9 +28,9 @@
 #include "base/keyhash.h"
 #include "placement/ring.h"
 #include "placement/slot.h"
-#include "run.h"
-#include "tool_common.h"
-#include "workload.h"
+#include "run/run.h"
+#include "tool/tool_common.h"
+#include "workload/workload.h"
 
 #define TOOL "pcsimbench"
 #define MAX_SETS 32

@@ -2,7 +2,8 @@
  * world.h - one simulated cluster: the engine, the network and NVMe models, the
  * nodes' memory (an in-process fabric world, so region checks and one-sided ops are
  * the library's own), and per-node envs. The library's stores run on it through
- * three ops tables: sim_fabric_ops, sim_storage_ops and the envs below.
+ * three ops tables: sim_env_ops (env.c), sim_fabric_ops (fabric.c) and
+ * sim_storage_ops (storage.c); world.c builds it.
  *
  * Without timing (hit-rate-only mode) ops complete at once and time moves only with
  * arrivals; with timing every fabric, storage and copy cost is modelled.
@@ -14,9 +15,9 @@
 #include <peercache/pc_fabric.h>
 #include <peercache/pc_storage.h>
 
-#include "engine.h"
-#include "nic.h"
-#include "nvme.h"
+#include "engine/engine.h"
+#include "models/nic.h"
+#include "models/nvme.h"
 
 struct inproc_world;
 
@@ -49,6 +50,7 @@ struct pc_env *sim_world_env(struct sim_world *w, uint32_t node);
 /* Take node out of the network (its ops and RPCs fail) or put it back. */
 void sim_world_set_down(struct sim_world *w, uint32_t node, bool down);
 
+extern const struct pc_env_ops sim_env_ops;
 extern const struct pc_fabric_ops sim_fabric_ops;
 extern const struct pc_storage_ops sim_storage_ops;
 

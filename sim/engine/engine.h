@@ -5,8 +5,8 @@
  * its process until the modelled completion. Everything is deterministic for a given
  * seed: one OS thread, events in a total order, randomness from one seeded stream.
  *
- * Not for: models (port.c, nic.c, nvme.c) or the ops tables (env.c, fabric.c,
- * storage.c), which are built on this.
+ * Not for: the queueing models (sim/models/) or the core's ops tables in virtual
+ * time (sim/backend/), which are built on this.
  */
 #ifndef PC_SIM_ENGINE_H
 #define PC_SIM_ENGINE_H

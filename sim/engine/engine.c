@@ -6,9 +6,9 @@
  * recycled, so a million short request processes cost a handful of stacks.
  *
  * A process starts with makecontext/setcontext; after that every switch is an
- * _setjmp/_longjmp pair, which saves no signal mask: swapcontext made a system call
- * per switch, an eighth of a timing run. ASan builds keep swapcontext, which ASan
- * follows across stacks.
+ * _setjmp/_longjmp pair, which saves no signal mask: swapcontext makes a system
+ * call per switch to save it, and a timing run switches at every blocking op. ASan
+ * builds keep swapcontext, which ASan follows across stacks.
  */
 #undef _FORTIFY_SOURCE		/* its longjmp check refuses to jump to another stack */
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include <ucontext.h>
 
 #include "engine.h"
-#include "rng.h"
+#include "workload/rng.h"
 
 #define STACK_BYTES (256u << 10)
 

@@ -1,0 +1,32 @@
+/*
+ * trace.h - the Mooncake trace format: one JSON object per line with timestamp
+ * (ms), input_length (tokens), output_length and hash_ids, one id per block of
+ * TRACE_BLOCK_TOKENS tokens, the last block partial.
+ *
+ * Not for: turning blocks into pages or arrival times (workload.c).
+ */
+#ifndef PC_WORKLOAD_TRACE_H
+#define PC_WORKLOAD_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRACE_BLOCK_TOKENS 512	/* a Mooncake hash id covers this many tokens */
+
+struct trace;
+
+struct trace_req {
+	long long timestamp_ms;
+	long long input_length;		/* > 0 */
+	size_t nids;			/* > 0 */
+	const uint64_t *ids;		/* the hash ids, valid until the next call */
+};
+
+/* 0, or -ENOENT with a one-line error naming the file. */
+int trace_open(const char *path, struct trace **out, char *err, size_t errlen);
+void trace_close(struct trace *t);
+/* The next request of the trace. Lines that do not parse, and requests without
+ * blocks or input tokens, are skipped. 1, 0 at the end, or -ENOMEM. */
+int trace_next(struct trace *t, struct trace_req *r);
+
+#endif

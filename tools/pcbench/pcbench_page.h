@@ -1,0 +1,20 @@
+/*
+ * pcbench_page.h - the page pcbench writes under a key: its bytes follow from the
+ * key alone, so any reader, in any process, can check what came back.
+ */
+#ifndef PC_PCBENCH_PAGE_H
+#define PC_PCBENCH_PAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fill p[0..len) with the page of key. */
+void pcbench_fill(uint8_t *p, size_t len, const char *key);
+
+/* Whether data, len bytes long, is the page-byte page of key; scratch holds page
+ * bytes and is overwritten. */
+bool pcbench_page_ok(const uint8_t *data, size_t len, size_t page, const char *key,
+		     uint8_t *scratch);
+
+#endif
