@@ -23,6 +23,7 @@
 #include <peercache/pc_storage.h>
 
 #include "inproc/inproc.h"
+#include "builtin.h"
 #include "store.h"
 #include "tier/disk.h"
 #include "tool/tool_common.h"
@@ -39,7 +40,7 @@ struct opts {
 
 static struct pc_storage *open_file(const struct opts *o, uint64_t bytes)
 {
-	struct pc_storage_params p = { .dir = o->dir, .bytes = bytes, .direct = true };
+	struct pc_storage_params p = { .size = sizeof(p), .dir = o->dir, .bytes = bytes, .direct = true };
 	struct pc_storage *s;
 	int ret = pc_storage_open("posix", &p, &s);
 
@@ -185,7 +186,7 @@ static void seed_latency(const struct opts *o)
 	struct pc_store *peer = NULL, *client = NULL;
 	struct pc_store_opts so = { .size = sizeof(so), .fabric = "inproc", .err = err,
 				    .errlen = sizeof(err) };
-	struct store_open_ext ext = { .backend_arg = w };
+	struct store_deps ext = { .backend_arg = w };
 	uint8_t *buf = aligned_alloc(4096, 8 * (size_t)o->block);
 	struct pc_block blk[8];
 	struct pc_tier_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
@@ -201,10 +202,10 @@ static void seed_latency(const struct opts *o)
 		tool_die("pctierbench", "%s", err);
 	so.topo = t;
 	so.node = "p";
-	if (store_open(&so, &ext, &peer))
+	if (builtin_store_open(&so, &ext, &peer))
 		tool_die("pctierbench", "%s", err);
 	so.node = "c";
-	if (store_open(&so, &ext, &client))
+	if (builtin_store_open(&so, &ext, &client))
 		tool_die("pctierbench", "%s", err);
 	memset(buf, 7, 8 * (size_t)o->block);
 	/* sets 0..15 of 4 blocks: after the first two, every fetch of an old set

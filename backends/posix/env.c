@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -114,6 +115,12 @@ static void posix_copy(struct pc_env *c, uint64_t bytes)
 	(void)bytes;
 }
 
+static void posix_yield(struct pc_env *c)
+{
+	(void)c;
+	sched_yield();
+}
+
 static const struct pc_env_ops posix_env_ops = {
 	.size = sizeof(struct pc_env_ops),
 	.name = "posix",
@@ -123,6 +130,7 @@ static const struct pc_env_ops posix_env_ops = {
 	.spawn = posix_spawn_task,
 	.join = posix_join,
 	.copy = posix_copy,
+	.yield = posix_yield,
 };
 
 static struct pc_env posix_env = { .ops = &posix_env_ops };

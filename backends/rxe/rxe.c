@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backends.h"
+#include "builtin.h"
 #include "base/log.h"
 #include "verbs/verbs.h"
 

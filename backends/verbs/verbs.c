@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends.h"
+#include "builtin.h"
 #include "base/log.h"
 #include "verbs.h"
 

@@ -1,6 +1,9 @@
 /*
- * fabric.c - opening fabrics from the built-in list, and the wrappers every fabric
- * call goes through: counters, fault injection, argument checks.
+ * fabric.c - opening a fabric from an ops table (stubs for the slots it leaves
+ * empty), and the wrappers every fabric call goes through: counters, fault
+ * injection, argument checks.
+ *
+ * Not for: which backends exist or which one a topology wants (backends/builtin.c).
  */
 #include <assert.h>
 #include <errno.h>
@@ -8,15 +11,97 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends.h"
+#include <peercache/pc_fabric.h>
+
 #include "base/log.h"
 
-const struct pc_fabric_ops *pc_fabric_find(const char *name)
+/* ------------------------------------------------------------------ stubs */
+
+static void stub_close(struct pc_fabric *f)
 {
-	for (size_t i = 0; pc_builtin_fabrics[i]; i++)
-		if (!strcmp(pc_builtin_fabrics[i]->name, name))
-			return pc_builtin_fabrics[i];
-	return NULL;
+	(void)f;
+}
+
+int pc_fabric_stub_reg(struct pc_fabric *f, struct pc_region *r)
+{
+	(void)f;
+	(void)r;
+	return -EOPNOTSUPP;
+}
+
+void pc_fabric_stub_dereg(struct pc_fabric *f, struct pc_region *r)
+{
+	(void)f;
+	(void)r;
+}
+
+int pc_fabric_stub_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
+{
+	(void)f;
+	(void)h;
+	(void)arg;
+	return -EOPNOTSUPP;
+}
+
+int pc_fabric_stub_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
+{
+	(void)f;
+	(void)ops;
+	(void)n;
+	return -EOPNOTSUPP;
+}
+
+int pc_fabric_stub_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
+{
+	(void)f;
+	(void)rpcs;
+	(void)n;
+	return -EOPNOTSUPP;
+}
+
+int pc_fabric_stub_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uint32_t rkey,
+		       uint64_t raddr, uint64_t len, unsigned access, void **addr)
+{
+	(void)f;
+	(void)peer;
+	(void)peer_inc;
+	(void)rkey;
+	(void)raddr;
+	(void)len;
+	(void)access;
+	(void)addr;
+	return -EOPNOTSUPP;
+}
+
+/* The backend's table over the stubs (rdma-core's verbs_set_ops): every slot the
+ * backend fills within the size it was built with, a stub everywhere else, so the
+ * core never calls a NULL slot, and a table built before a slot existed still works. */
+static void fill_ops(struct pc_fabric_ops *to, const struct pc_fabric_ops *from)
+{
+	static const struct pc_fabric_ops stubs = {
+		.size = sizeof(stubs), .close = stub_close, .reg = pc_fabric_stub_reg,
+		.dereg = pc_fabric_stub_dereg, .serve = pc_fabric_stub_serve,
+		.post = pc_fabric_stub_post, .call = pc_fabric_stub_call, .map = pc_fabric_stub_map,
+	};
+
+	*to = stubs;
+	to->name = from->name;
+	to->obj_size = from->obj_size;
+	to->open = from->open;
+#define TAKE(slot)                                                                       \
+	do {                                                                             \
+		if (from->size >= offsetof(struct pc_fabric_ops, slot) + sizeof(from->slot) && \
+		    from->slot)                                                          \
+			to->slot = from->slot;                                           \
+	} while (0)
+	TAKE(close);
+	TAKE(reg);
+	TAKE(dereg);
+	TAKE(serve);
+	TAKE(post);
+	TAKE(call);
+	TAKE(map);
+#undef TAKE
 }
 
 int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_params *p,
@@ -25,16 +110,17 @@ int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_p
 	struct pc_fabric *f;
 	int ret;
 
-	/* Tables from before map() was added are accepted; they map nothing. */
-	if (ops->size < offsetof(struct pc_fabric_ops, map) || ops->obj_size < sizeof(*f) || !p->topo)
+	if (!ops || !ops->open || ops->obj_size < sizeof(*f) || !p || p->size < sizeof(*p) ||
+	    !p->topo || !p->env)
 		return -EINVAL;
 	if (p->self != PC_PEER_NONE && p->self >= p->topo->nr_nodes)
 		return -EINVAL;
 	f = calloc(1, ops->obj_size);
 	if (!f)
 		return -ENOMEM;
-	f->ops = ops;
-	f->env = p->env ? p->env : pc_env_posix();
+	fill_ops(&f->full_ops, ops);
+	f->ops = &f->full_ops;
+	f->env = p->env;
 	f->topo = p->topo;
 	f->self = p->self;
 	f->nr_peers = p->topo->nr_nodes;
@@ -47,19 +133,10 @@ int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_p
 		free(f);
 		return ret;
 	}
-	if (ops->size < sizeof(*ops))
+	if (f->ops->map == pc_fabric_stub_map)
 		f->maps = false;
 	*out = f;
 	return 0;
-}
-
-int pc_fabric_open(const char *name, const struct pc_fabric_params *p, struct pc_fabric **out)
-{
-	const struct pc_fabric_ops *ops = pc_fabric_find(name);
-
-	if (!ops)
-		return -ENOENT;
-	return pc_fabric_open_ops(ops, p, out);
 }
 
 void pc_fabric_close(struct pc_fabric *f)
@@ -182,55 +259,4 @@ void pc_msg_free(struct pc_msg *m)
 	free(m->data);
 	m->data = NULL;
 	m->len = m->cap = 0;
-}
-
-int pc_fabric_stub_reg(struct pc_fabric *f, struct pc_region *r)
-{
-	(void)f;
-	(void)r;
-	return -EOPNOTSUPP;
-}
-
-void pc_fabric_stub_dereg(struct pc_fabric *f, struct pc_region *r)
-{
-	(void)f;
-	(void)r;
-}
-
-int pc_fabric_stub_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
-{
-	(void)f;
-	(void)h;
-	(void)arg;
-	return -EOPNOTSUPP;
-}
-
-int pc_fabric_stub_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
-{
-	(void)f;
-	(void)ops;
-	(void)n;
-	return -EOPNOTSUPP;
-}
-
-int pc_fabric_stub_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
-{
-	(void)f;
-	(void)rpcs;
-	(void)n;
-	return -EOPNOTSUPP;
-}
-
-int pc_fabric_stub_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uint32_t rkey,
-		       uint64_t raddr, uint64_t len, unsigned access, void **addr)
-{
-	(void)f;
-	(void)peer;
-	(void)peer_inc;
-	(void)rkey;
-	(void)raddr;
-	(void)len;
-	(void)access;
-	(void)addr;
-	return -EOPNOTSUPP;
 }

@@ -1,12 +1,47 @@
 /*
- * storage.c - opening storage objects from the built-in list, and the wrappers every
- * storage call goes through (fault injection, argument checks).
+ * storage.c - opening a storage object from an ops table (stubs for the slots it
+ * leaves empty), and the wrappers every storage call goes through (fault injection,
+ * argument checks).
+ *
+ * Not for: which backends exist (backends/builtin.c).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends.h"
+#include <peercache/pc_storage.h>
+
+static void stub_close(struct pc_storage *s)
+{
+	(void)s;
+}
+
+static int stub_io(struct pc_storage *s, struct pc_io *ios, size_t n)
+{
+	(void)s;
+	(void)ios;
+	(void)n;
+	return -EOPNOTSUPP;
+}
+
+/* The backend's table over the stubs, as fabric.c does: no slot is ever NULL. */
+static void fill_ops(struct pc_storage_ops *to, const struct pc_storage_ops *from)
+{
+	*to = (struct pc_storage_ops){ .size = sizeof(*to), .name = from->name,
+				       .obj_size = from->obj_size, .open = from->open,
+				       .close = stub_close, .read = stub_io, .write = stub_io };
+#define TAKE(slot)                                                                        \
+	do {                                                                              \
+		if (from->size >= offsetof(struct pc_storage_ops, slot) + sizeof(from->slot) && \
+		    from->slot)                                                           \
+			to->slot = from->slot;                                            \
+	} while (0)
+	TAKE(close);
+	TAKE(read);
+	TAKE(write);
+#undef TAKE
+}
 
 int pc_storage_open_ops(const struct pc_storage_ops *ops, const struct pc_storage_params *p,
 			struct pc_storage **out)
@@ -14,13 +49,14 @@ int pc_storage_open_ops(const struct pc_storage_ops *ops, const struct pc_storag
 	struct pc_storage *s;
 	int ret;
 
-	if (ops->size < sizeof(*ops) || ops->obj_size < sizeof(*s))
+	if (!ops || !ops->open || ops->obj_size < sizeof(*s) || !p || p->size < sizeof(*p) || !p->env)
 		return -EINVAL;
 	s = calloc(1, ops->obj_size);
 	if (!s)
 		return -ENOMEM;
-	s->ops = ops;
-	s->env = p->env ? p->env : pc_env_posix();
+	fill_ops(&s->full_ops, ops);
+	s->ops = &s->full_ops;
+	s->env = p->env;
 	s->align = 1;
 	ret = ops->open(s, p);
 	if (ret) {
@@ -29,15 +65,6 @@ int pc_storage_open_ops(const struct pc_storage_ops *ops, const struct pc_storag
 	}
 	*out = s;
 	return 0;
-}
-
-int pc_storage_open(const char *name, const struct pc_storage_params *p,
-		    struct pc_storage **out)
-{
-	for (size_t i = 0; pc_builtin_storages[i]; i++)
-		if (!strcmp(pc_builtin_storages[i]->name, name))
-			return pc_storage_open_ops(pc_builtin_storages[i], p, out);
-	return -ENOENT;
 }
 
 void pc_storage_close(struct pc_storage *s)

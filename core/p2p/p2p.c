@@ -25,7 +25,7 @@
  * Slotmap has nothing to move.
  *
  * The pool's LRU sees publishes and this node's own reads directly; other nodes read
- * it one-sided, unseen, and tell the publisher afterwards, in batches (p2p_jobs.c).
+ * it one-sided, unseen, and tell the publisher afterwards, in batches (p2p_notes.c).
  *
  * Not for: slotmap (slotmap*.c) or the tiered pool (tier.c).
  */
@@ -40,278 +40,12 @@ static int class_for(const struct pc_store_cfg *cfg, uint64_t len)
 	return -1;
 }
 
-static uint64_t block_addr(const struct p2p_class *k, uint32_t b)
-{
-	return (uint64_t)(uintptr_t)pool_block(k->pool, b);
-}
-
-/* The directory entry for block b of class c, holding len bytes. */
-struct dir_loc p2p_own_loc(const struct p2p *p, uint32_t c, uint32_t b, uint32_t len)
-{
-	const struct p2p_class *k = &p->cls[c];
-
-	return (struct dir_loc){ .addr = block_addr(k, b), .inc = p->st->fabric->incarnation,
-				 .gen = k->gen[b], .node = p->st->self, .rkey = k->reg.key,
-				 .len = len, .cls = c };
-}
-
-/* ------------------------------------------------------------------ directory RPCs */
-
-static void to_proto(const struct dir_loc *l, struct proto_dir_loc *o)
-{
-	*o = (struct proto_dir_loc){ .addr = l->addr, .inc = l->inc, .gen = l->gen, .node = l->node,
-				     .rkey = l->rkey, .len = l->len, .cls = l->cls };
-}
-
-/* A location from a peer: within the topology, its class, its page size. */
-static int from_proto(const struct pc_store *st, const struct proto_dir_loc *o, struct dir_loc *l)
-{
-	const struct pc_store_cfg *cfg = &st->topo->store;
-
-	if (o->node >= st->topo->nr_nodes || o->cls >= cfg->nr_classes ||
-	    o->len > cfg->size_classes[o->cls])
-		return -EPROTO;
-	*l = (struct dir_loc){ .addr = o->addr, .inc = o->inc, .gen = o->gen, .node = o->node,
-			       .rkey = o->rkey, .len = o->len, .cls = o->cls };
-	return 0;
-}
-
-/*
- * Put an entry into this node's shard. An entry naming a node that is not a member
- * (a handoff or a publish that crossed its leave) is taken back out: checked after
- * the put, so a leave that swaps the ring and drops the node's entries meanwhile
- * cannot miss it. When the entry replaced another node's publication of the key,
- * that node is told to free the block (it would stay until its LRU got to it).
- * 0 or -ENOMEM.
- */
-int p2p_shard_put(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
-{
-	struct dir_loc old;
-	int ret = dir_put(&p->dir, key, l, &old);
-
-	if (ret)
-		return ret;
-	if (!ring_contains(store_ring(p->st), l->node))
-		dir_del_if(&p->dir, key, l);
-	else if (old.node != DIR_NO_NODE)
-		p2p_drop_replaced(p, key, &old);	/* a key published by two nodes: one copy */
-	return 0;
-}
-
-static int on_update(struct p2p *p, const void *req, size_t len)
-{
-	struct proto_dir_update h;
-	const uint8_t *at = (const uint8_t *)req + sizeof(h);
-	size_t n;
-
-	if (len < sizeof(h))
-		return -EPROTO;
-	memcpy(&h, req, sizeof(h));
-	if (h.nput > PROTO_DIR_MAX || h.ndel > PROTO_DIR_MAX ||
-	    len != sizeof(h) + (size_t)h.nput * sizeof(struct proto_dir_put) +
-			   (size_t)h.ndel * sizeof(struct proto_dir_del))
-		return -EPROTO;
-	/* puts and removals have one shape: check them all before applying any */
-	n = (size_t)h.nput + h.ndel;
-	for (size_t i = 0; i < n; i++) {
-		struct proto_dir_put e;
-		struct dir_loc l;
-
-		memcpy(&e, at + i * sizeof(e), sizeof(e));
-		if (from_proto(p->st, &e.loc, &l))
-			return -EPROTO;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct proto_dir_put e;
-		struct pc_keyhash key;
-		struct dir_loc l;
-
-		memcpy(&e, at + i * sizeof(e), sizeof(e));
-		from_proto(p->st, &e.loc, &l);
-		key = (struct pc_keyhash){ e.lo, e.hi };
-		if (i >= h.nput) {
-			dir_del_if(&p->dir, key, &l);
-			continue;
-		}
-		if (p2p_shard_put(p, key, &l))
-			return -ENOMEM;
-		if (ring_owner_of(store_ring(p->st), key) != p->st->self)
-			p2p_handoff_soon(p);	/* sent by a node whose ring is older or newer */
-	}
-	return 0;
-}
-
-static int on_get(struct p2p *p, const void *req, size_t len, struct pc_msg *resp)
-{
-	struct proto_dir_get h;
-	const uint8_t *at = (const uint8_t *)req + sizeof(h);
-	struct proto_dir_ans *out;
-
-	if (len < sizeof(h))
-		return -EPROTO;
-	memcpy(&h, req, sizeof(h));
-	if (!h.n || h.n > PROTO_DIR_MAX || len != sizeof(h) + (size_t)h.n * sizeof(struct proto_dir_key))
-		return -EPROTO;
-	if (pc_msg_reserve(resp, h.n * sizeof(*out)))
-		return -ENOMEM;
-	out = resp->data;
-	for (uint32_t i = 0; i < h.n; i++, at += sizeof(struct proto_dir_key)) {
-		struct proto_dir_key k;
-		struct dir_loc l;
-
-		memcpy(&k, at, sizeof(k));
-		out[i] = (struct proto_dir_ans){ .status = -ENOENT };
-		if (dir_get(&p->dir, (struct pc_keyhash){ k.lo, k.hi }, &l)) {
-			out[i].status = 0;
-			to_proto(&l, &out[i].loc);
-		}
-	}
-	resp->len = h.n * sizeof(*out);
-	return 0;
-}
-
-int p2p_rpc(struct p2p *p, uint32_t from, uint16_t opcode, const void *req, size_t len,
-	    struct pc_msg *resp)
-{
-	(void)from;
-	switch (opcode) {
-	case PC_RPC_DIR_UPDATE:
-		return on_update(p, req, len);
-	case PC_RPC_P2P_TOUCH:
-		return p->st->self == PC_PEER_NONE ? -EOPNOTSUPP : p2p_on_notes(p, req, len);
-	case PC_RPC_DIR_GET:
-		return on_get(p, req, len, resp);
-	default:
-		return -EOPNOTSUPP;
-	}
-}
-
-/* Send updates to their shards: this node's own directly, the others in one RPC
- * phase. status[i] gets the outcome for u[i]. */
-static void send_chunk(struct p2p *p, const struct upd *u, size_t n, int *status)
-{
-	struct pc_store *st = p->st;
-	uint32_t nn = st->topo->nr_nodes, *owner = malloc((n ? n : 1) * sizeof(*owner));
-	uint32_t *nput = calloc(nn, sizeof(*nput));
-	struct ring *ring = store_ring(st);
-	struct store_fanout f;
-
-	/* a removal has the shape of a put (proto.h): one item size for both */
-	if (store_fanout_init(&f, nn, sizeof(struct proto_dir_update), sizeof(struct proto_dir_put)) ||
-	    !owner || !nput) {
-		for (size_t i = 0; i < n; i++)
-			status[i] = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		owner[i] = ring_owner_of(ring, u[i].key);
-		status[i] = 0;
-		if (owner[i] == RING_NONE) {
-			status[i] = -EHOSTUNREACH;
-			continue;
-		}
-		if (owner[i] == st->self) {
-			if (u[i].del)
-				dir_del_if(&p->dir, u[i].key, &u[i].loc);
-			else if (!(status[i] = p2p_shard_put(p, u[i].key, &u[i].loc)) &&
-				 store_ring(st) != ring)
-				p2p_handoff_soon(p);	/* the ring moved under this batch */
-			continue;
-		}
-		f.count[owner[i]]++;
-		nput[owner[i]] += !u[i].del;
-	}
-	store_fanout_build(&f, PC_RPC_DIR_UPDATE);
-	for (uint32_t r = 0; r < f.nr; r++) {
-		uint32_t o = f.rpcs[r].peer;
-		struct proto_dir_update h = { .nput = nput[o], .ndel = f.count[o] - nput[o] };
-
-		memcpy(f.req[f.rpcs[r].peer], &h, sizeof(h));
-	}
-	/* puts first, then removals, each in batch order */
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < n; i++) {
-			struct proto_dir_put e = { .lo = u[i].key.lo, .hi = u[i].key.hi };
-			void *at;
-
-			if (owner[i] == RING_NONE || owner[i] == st->self || u[i].del != (pass == 1))
-				continue;
-			if (!(at = store_fanout_item(&f, owner[i]))) {
-				status[i] = -ENOMEM;	/* its shard's request could not be made */
-				continue;
-			}
-			to_proto(&u[i].loc, &e.loc);
-			memcpy(at, &e, sizeof(e));
-		}
-	}
-	if (f.nr)
-		store_call(st, f.rpcs, f.nr);
-	for (uint32_t r = 0; r < f.nr; r++)
-		for (size_t i = 0; i < n; i++)
-			if (owner[i] == f.rpcs[r].peer && !status[i])
-				status[i] = f.rpcs[r].status;
-out:
-	store_fanout_fini(&f);
-	free(nput);
-	free(owner);
-}
-
-/* The same for any number of updates (a handoff or republish can be a whole shard). */
-void p2p_send_updates(struct p2p *p, const struct upd *u, size_t n, int *status)
-{
-	for (size_t at = 0; at < n; at += PROTO_DIR_MAX)
-		send_chunk(p, u + at, n - at < PROTO_DIR_MAX ? n - at : PROTO_DIR_MAX, status + at);
-}
-
-/* A page this node published: its block, if addr names one of class cls. */
-uint8_t *p2p_own_block(struct p2p *p, const struct dir_loc *l, uint32_t *b)
-{
-	struct p2p_class *k;
-	uint64_t base, off;
-
-	if (l->cls >= p->nr_classes || l->inc != p->st->fabric->incarnation)
-		return NULL;
-	k = &p->cls[l->cls];
-	base = block_addr(k, 0);
-	off = l->addr - base;
-	if (l->addr < base || off % k->pool->stride || off / k->pool->stride >= k->pool->nr_blocks)
-		return NULL;
-	*b = (uint32_t)(off / k->pool->stride);
-	return pool_block(k->pool, *b);
-}
-
 /* ------------------------------------------------------------------ set */
 
-/* A free block of class c, evicting the LRU tail when there is none; an evicted
- * block's removal goes into *del (del->del set). POOL_NONE when every block is busy. */
-static uint32_t take_block(struct p2p *p, uint32_t c, struct upd *del)
+int p2p_set(struct store_mode *m, struct pc_page *pages, size_t n)
 {
-	struct p2p_class *k = &p->cls[c];
-	uint32_t b, v;
-
-	del->del = false;
-	if (pool_alloc(k->pool, &b, 1))
-		return b;
-	if (!pool_pick_victims(k->pool, &v, 1))
-		return POOL_NONE;
-	/* DEMOTING: its key, length and gen are stable until pool_demoted */
-	*del = (struct upd){ .key = k->pool->meta[v].key, .del = true,
-			     .loc = p2p_own_loc(p, c, v, k->pool->meta[v].len) };
-	pool_demoted(k->pool, v, false);
-	METRIC_ADD(p->st, evictions, 1);
-	return pool_alloc(k->pool, &b, 1) ? b : POOL_NONE;
-}
-
-/* Forget key in every class of this node's pool (it is being published again). */
-static void unpublish(struct p2p *p, struct pc_keyhash key)
-{
-	for (uint32_t c = 0; c < p->nr_classes; c++)
-		pool_remove(p->cls[c].pool, key);
-}
-
-int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
-{
-	struct pc_store *st = p->st;
+	struct p2p *p = p2p_of(m);
+	struct store_svc *st = p->st;
 	const struct pc_store_cfg *cfg = &st->topo->store;
 	struct upd *u = calloc(2 * n + 1, sizeof(*u));
 	int *status = malloc((2 * n + 1) * sizeof(*status)), stored = 0;
@@ -347,8 +81,8 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 		}
 		key = keyhash_of(pg->key, pg->key_len);
 		k = &p->cls[c];
-		unpublish(p, key);
-		b = take_block(p, (uint32_t)c, &u[nu]);
+		p2p_unpublish(p, key);
+		b = p2p_take_block(p, (uint32_t)c, &u[nu]);
 		if (u[nu].del)
 			nu++;
 		if (b == POOL_NONE || slot_write_local(pool_block(k->pool, b), &k->g, key, pg->data,
@@ -371,7 +105,8 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 		u[nu++] = (struct upd){ .key = key, .page = i,
 					.loc = p2p_own_loc(p, (uint32_t)c, b, (uint32_t)pg->len) };
 	}
-	p2p_send_updates(p, u, nu, status);
+	if (p2p_send_updates(p, u, nu, status))
+		p2p_handoff_soon(p);
 	for (size_t j = 0; j < nu; j++) {
 		struct pc_page *pg;
 
@@ -401,83 +136,10 @@ int p2p_set(struct p2p *p, struct pc_page *pages, size_t n)
 
 /* ------------------------------------------------------------------ get, exists */
 
-/* Phase 1: the directory, one DIR_GET per remote shard, this node's own directly. */
-static void lookup_chunk(struct p2p *p, struct pkey *k, size_t n)
+int p2p_get(struct store_mode *m, struct pc_page *pages, size_t n)
 {
-	struct pc_store *st = p->st;
-	uint32_t *owner = malloc((n ? n : 1) * sizeof(*owner));
-	struct ring *ring = store_ring(st);
-	struct store_fanout f;
-
-	if (store_fanout_init(&f, st->topo->nr_nodes, sizeof(struct proto_dir_get),
-			      sizeof(struct proto_dir_key)) || !owner) {
-		for (size_t i = 0; i < n; i++)
-			k[i].err = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (k[i].state)
-			continue;
-		owner[i] = ring_owner_of(ring, k[i].key);
-		if (owner[i] == RING_NONE) {
-			k[i].err = -EHOSTUNREACH;
-		} else if (owner[i] == st->self) {
-			k[i].state = dir_get(&p->dir, k[i].key, &k[i].loc) ? 1 : 2;
-			k[i].verdict = SLOT_MISS_ABSENT;
-		} else {
-			f.count[owner[i]]++;
-		}
-	}
-	store_fanout_build(&f, PC_RPC_DIR_GET);
-	for (uint32_t r = 0; r < f.nr; r++) {
-		struct proto_dir_get h = { .n = f.count[f.rpcs[r].peer] };
-
-		memcpy(f.req[f.rpcs[r].peer], &h, sizeof(h));
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct proto_dir_key q = { k[i].key.lo, k[i].key.hi };
-		void *at;
-
-		if (k[i].state || k[i].err || owner[i] == st->self)
-			continue;
-		if ((at = store_fanout_item(&f, owner[i])))
-			memcpy(at, &q, sizeof(q));
-		else
-			k[i].err = -ENOMEM;	/* its shard's request could not be made */
-	}
-	if (f.nr)
-		store_call(st, f.rpcs, f.nr);
-	for (uint32_t r = 0; r < f.nr; r++) {
-		uint32_t o = f.rpcs[r].peer, j = 0;
-		const struct proto_dir_ans *a = f.rpcs[r].resp.data;
-		bool ok = !f.rpcs[r].status && f.rpcs[r].resp.len == f.count[o] * sizeof(*a);
-
-		for (size_t i = 0; i < n; i++) {
-			if (k[i].state || k[i].err || owner[i] != o)
-				continue;
-			if (!ok) {
-				k[i].err = f.rpcs[r].status ? f.rpcs[r].status : -EPROTO;
-				continue;
-			}
-			k[i].verdict = SLOT_MISS_ABSENT;
-			k[i].state = !a[j].status && !from_proto(st, &a[j].loc, &k[i].loc) ? 1 : 2;
-			j++;
-		}
-	}
-out:
-	store_fanout_fini(&f);
-	free(owner);
-}
-
-static void lookup(struct p2p *p, struct pkey *k, size_t n)
-{
-	for (size_t at = 0; at < n; at += PROTO_DIR_MAX)
-		lookup_chunk(p, k + at, n - at < PROTO_DIR_MAX ? n - at : PROTO_DIR_MAX);
-}
-
-int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
-{
-	struct pc_store *st = p->st;
+	struct p2p *p = p2p_of(m);
+	struct store_svc *st = p->st;
 	struct pkey *k = calloc(n ? n : 1, sizeof(*k));
 	struct pc_op *ops = calloc(n ? n : 1, sizeof(*ops));
 	struct upd *stale = calloc(n ? n : 1, sizeof(*stale));
@@ -501,7 +163,7 @@ int p2p_get(struct p2p *p, struct pc_page *pages, size_t n)
 		}
 		k[i].key = keyhash_of(pg->key, pg->key_len);
 	}
-	lookup(p, k, n);
+	p2p_lookup(p, k, n);
 	/* Phase 2: header and payload from the publishing nodes; own pages locally. */
 	for (size_t i = 0; i < n; i++) {
 		struct pc_page *pg = &pages[i];
@@ -613,7 +275,8 @@ next:
 	METRIC_ADD(st, read_requests, n);
 	/* entries naming a node that is gone or restarted: tell their shards (rare) */
 	if (nstale && (sst = malloc(nstale * sizeof(*sst))))
-		p2p_send_updates(p, stale, nstale, sst);
+		if (p2p_send_updates(p, stale, nstale, sst))
+			p2p_handoff_soon(p);
 out:
 	free(sst);
 	free(k);
@@ -623,8 +286,9 @@ out:
 	return hits;
 }
 
-int p2p_exists(struct p2p *p, struct pc_page *pages, size_t n)
+int p2p_exists(struct store_mode *m, struct pc_page *pages, size_t n)
 {
+	struct p2p *p = p2p_of(m);
 	struct pkey *k = calloc(n ? n : 1, sizeof(*k));
 	int present = 0;
 
@@ -639,7 +303,7 @@ int p2p_exists(struct p2p *p, struct pc_page *pages, size_t n)
 		}
 		k[i].key = keyhash_of(pages[i].key, pages[i].key_len);
 	}
-	lookup(p, k, n);
+	p2p_lookup(p, k, n);
 	for (size_t i = 0; i < n; i++) {
 		if (pages[i].status)
 			continue;
@@ -658,7 +322,9 @@ int p2p_exists(struct p2p *p, struct pc_page *pages, size_t n)
 
 /* ------------------------------------------------------------------ open, close */
 
-int p2p_open(struct pc_store *st, struct p2p **out, char *err, size_t errlen)
+static void p2p_close(struct store_mode *m);
+
+static int p2p_open(struct store_svc *st, struct store_mode **out, char *err, size_t errlen)
 {
 	const struct pc_store_cfg *cfg = &st->topo->store;
 	struct p2p *p = calloc(1, sizeof(*p));
@@ -666,6 +332,7 @@ int p2p_open(struct pc_store *st, struct p2p **out, char *err, size_t errlen)
 
 	if (!p)
 		return -ENOMEM;
+	p->base.ops = &p2p_mode_ops;
 	p->st = st;
 	ret = dir_init(&p->dir);
 	if (ret) {
@@ -674,7 +341,7 @@ int p2p_open(struct pc_store *st, struct p2p **out, char *err, size_t errlen)
 	}
 	pthread_mutex_init(&p->tasks_lock, NULL);
 	pthread_mutex_init(&p->touch_lock, NULL);
-	*out = p;
+	*out = &p->base;
 	if (st->self == PC_PEER_NONE)
 		return 0;	/* a client: no pool, no shard */
 	p->nr_classes = cfg->nr_classes;
@@ -704,7 +371,7 @@ int p2p_open(struct pc_store *st, struct p2p **out, char *err, size_t errlen)
 		if (ret) {
 			snprintf(err, errlen, "p2p: cannot set up the %llu-byte class of its published pool: %s",
 				 (unsigned long long)cfg->size_classes[c], strerror(-ret));
-			p2p_close(p);
+			p2p_close(&p->base);
 			*out = NULL;
 			return ret;
 		}
@@ -715,8 +382,10 @@ int p2p_open(struct pc_store *st, struct p2p **out, char *err, size_t errlen)
 	return 0;
 }
 
-void p2p_close(struct p2p *p)
+static void p2p_close(struct store_mode *m)
 {
+	struct p2p *p = p2p_of(m);
+
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->tasks_lock);
@@ -738,10 +407,10 @@ void p2p_close(struct p2p *p)
 	free(p);
 }
 
-void p2p_metrics(struct p2p *p, struct pc_metrics *m)
+static void p2p_metrics(struct store_mode *mode, struct pc_metrics *m)
 {
-	if (!p)
-		return;
+	struct p2p *p = p2p_of(mode);
+
 	for (uint32_t c = 0; c < p->nr_classes; c++) {
 		struct pool_usage u;
 
@@ -752,3 +421,54 @@ void p2p_metrics(struct p2p *p, struct pc_metrics *m)
 	m->remote_touches += __atomic_load_n(&p->touched, __ATOMIC_RELAXED);
 	m->orphans_freed += __atomic_load_n(&p->orphans, __ATOMIC_RELAXED);
 }
+
+static int p2p_rpc(struct store_mode *m, uint32_t from, uint16_t opcode, const void *req, size_t len,
+		   struct pc_msg *resp)
+{
+	struct p2p *p = p2p_of(m);
+	bool strays = false;
+	int ret;
+
+	(void)from;
+	switch (opcode) {
+	case PC_RPC_DIR_UPDATE:
+		ret = p2p_shard_update(p, req, len, &strays);
+		if (strays)
+			p2p_handoff_soon(p);
+		return ret;
+	case PC_RPC_P2P_TOUCH:
+		return p->st->self == PC_PEER_NONE ? -EOPNOTSUPP : p2p_on_notes(p, req, len);
+	case PC_RPC_DIR_GET:
+		return p2p_shard_get(p, req, len, resp);
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static void mode_member_changed(struct store_mode *m, uint32_t node, bool member, struct ring *old)
+{
+	p2p_member_changed(p2p_of(m), node, member, old);
+}
+
+/* The published pool takes the node's slot segment; its blocks are what it maps. */
+static void p2p_footprint(struct store_mode *m, struct store_footprint *out)
+{
+	struct p2p *p = p2p_of(m);
+
+	out->cache_bytes += p->st->topo->store.global_segment_size;
+	for (uint32_t c = 0; c < p->nr_classes; c++)
+		out->mem_bytes += p->cls[c].pool->mem_bytes;
+}
+
+const struct mode_ops p2p_mode_ops = {
+	.name = "p2p",
+	.open = p2p_open,
+	.close = p2p_close,
+	.set = p2p_set,
+	.get = p2p_get,
+	.exists = p2p_exists,
+	.rpc = p2p_rpc,
+	.metrics = p2p_metrics,
+	.member_changed = mode_member_changed,
+	.footprint = p2p_footprint,
+};

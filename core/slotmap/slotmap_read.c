@@ -1,5 +1,5 @@
 /*
- * slotmap_read.c - batch_get and batch_exists in slotmap mode.
+ * slotmap_read.c - batch_get in slotmap mode.
  *
  * A get reads, in one phase for the whole batch, per key:
  *   bucket:  the whole bucket (the seed's way): one round trip, ways x the page.
@@ -22,8 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/log.h"
-#include "slotmap_int.h"
+#include "slotmap_direct.h"
+#include "slotmap_keys.h"
+#include "slotmap_promote.h"
 
 /* A key of a batch, what every path uses first (direct reads touch its first three
  * cache lines for a one-class layout). */
@@ -34,7 +35,6 @@ struct gkey {
 	uint32_t mask;			/* classes whose index block is read */
 	int verdict;			/* enum slot_verdict once decided */
 	bool first_phase;		/* decided by phase 1 */
-	bool found;			/* exists: a header names the key */
 	bool from_disk;			/* its owner promoted it from disk */
 	bool direct;			/* read in place (sm_direct), not by ops */
 	int cand_cls, cand_way;
@@ -324,7 +324,7 @@ static void place_key(struct gkey *k, uint8_t *at)
 static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, size_t n,
 		     uint64_t *bytes)
 {
-	struct pc_store *st = sm->st;
+	struct store_svc *st = sm->st;
 	struct store_stage *sg = NULL;
 	struct pc_op *ops = NULL;
 	uint8_t *land = NULL;
@@ -374,6 +374,7 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
 		return false;
 	}
+	sm_phase_begin(keys, sizeof(*keys), n);
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 
@@ -388,21 +389,13 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 				ops[o].lreg = &sg->r;	/* lands in registered scratch */
 		nops += k->kc.nops;
 	}
-	if (nops) {
-		store_post(st, ops, nops);
-		*bytes += sm_read_bytes(ops, nops);
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct gkey *k = &keys[i];
-
-		if (k->kc.state != SM_PENDING)
-			continue;
-		sm_take_errors(&k->kc, ops);
-		if (k->kc.state == SM_PENDING)
-			phase1_eval(k);
-	}
+	*bytes += sm_phase_post(sm, keys, sizeof(*keys), n, ops, nops);
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].kc.state == SM_PENDING)
+			phase1_eval(&keys[i]);
 	/* Phase 2: the exact slot the index pointed at. */
 	nops = 0;
+	sm_phase_begin(keys, sizeof(*keys), n);
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 		const struct sm_class *cl;
@@ -417,18 +410,12 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 		ops[nops++] = sm_slot_op(PC_OP_READ, k->kc.lay, cl, addr, k->hdr, k->kc.pg->data,
 					 read_len(k, k->cand_cls), k->lreg);
 	}
-	if (nops) {
-		store_post(st, ops, nops);
-		*bytes += sm_read_bytes(ops, nops);
-	}
+	*bytes += sm_phase_post(sm, keys, sizeof(*keys), n, ops, nops);
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 		struct slot_header h;
 		int v;
 
-		if (k->kc.state != SM_PENDING)
-			continue;
-		sm_take_errors(&k->kc, ops);
 		if (k->kc.state != SM_PENDING)
 			continue;
 		slot_header_decode(k->hdr, &h);
@@ -449,8 +436,6 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 
 /* ------------------------------------------------------------------ spill fallback */
 
-#define PROMOTE_INLINE (8u << 20)	/* payload bytes an owner may answer with */
-
 /* A miss the owner's disk may hold. */
 static bool may_be_on_disk(const struct gkey *k)
 {
@@ -461,8 +446,7 @@ static bool may_be_on_disk(const struct gkey *k)
 
 /* Take one answer: the payload (verified against the owner's checksum) for 0, a
  * second look at the slot for -EAGAIN. Returns whether the key reads again. */
-static bool take_answer(struct slotmap *sm, struct gkey *k, const struct proto_promote_ans *a,
-			const uint8_t *payload)
+static bool take_answer(struct slotmap *sm, struct gkey *k, const struct sm_promote_q *a)
 {
 	if (a->status == -EAGAIN) {
 		k->kc.state = SM_PENDING;
@@ -478,7 +462,7 @@ static bool take_answer(struct slotmap *sm, struct gkey *k, const struct proto_p
 		return false;
 	}
 	if (!sm->payload_free) {
-		memcpy(k->kc.pg->data, payload, a->len);
+		memcpy(k->kc.pg->data, a->payload, a->len);
 		if (slot_checksum(k->kc.h, k->kc.pg->data, a->len) != a->checksum) {
 			k->verdict = SLOT_MISS_CHECKSUM;
 			return false;
@@ -490,121 +474,32 @@ static bool take_answer(struct slotmap *sm, struct gkey *k, const struct proto_p
 	return false;
 }
 
-/*
- * Ask the owners of misses that spill to disk, one RPC per owner in one phase (this
- * node's own misses without the network). Answers come with the pages' bytes, or
- * send the key back for a second slot read. Returns whether any key reads again.
- */
-static bool promote_misses(struct slotmap *sm, struct gkey *keys, size_t n)
+/* Ask the owners of misses that spill to disk (slotmap_promote.c); take the pages
+ * they answer with. Returns whether any key reads its slot again. */
+static bool promote_misses(struct slotmap *sm, struct arena *a, struct gkey *keys, size_t n)
 {
-	struct pc_store *st = sm->st;
-	uint32_t nn = st->topo->nr_nodes, nr;
-	struct store_fanout f;
-	struct pc_rpc *rpcs;
-	uint32_t *cnt;
+	struct sm_promote p = { .n = 0 };
 	bool again = false;
-	size_t any = 0;
 
 	if (!__atomic_load_n(&sm->any_spill, __ATOMIC_RELAXED))
 		return false;	/* no node here spills: nothing to ask */
-	while (any < n && !may_be_on_disk(&keys[any]))
-		any++;
-	if (any == n)
-		return false;	/* nothing to ask (no spill, or every key hit) */
-	if (store_fanout_init(&f, nn, sizeof(struct proto_promote), sizeof(struct proto_promote_key)))
-		return false;
-	cnt = f.count;
 	for (size_t i = 0; i < n; i++)
-		if (may_be_on_disk(&keys[i]))
-			cnt[keys[i].kc.owner]++;
-	for (uint32_t o = 0; o < nn; o++)
-		if (cnt[o] > PROTO_PROMOTE_MAX_KEYS)
-			cnt[o] = 0;	/* more than one request holds: those misses stand */
-	/* per owner: the header, then its keys in batch order */
-	store_fanout_build(&f, PC_RPC_SLOT_PROMOTE);
-	rpcs = f.rpcs;
-	nr = f.nr;
-	for (uint32_t r = 0; r < nr; r++) {
-		struct proto_promote h = { .n = cnt[rpcs[r].peer], .budget = PROMOTE_INLINE };
-
-		memcpy(f.req[rpcs[r].peer], &h, sizeof(h));
-	}
+		p.n += may_be_on_disk(&keys[i]);
+	if (!p.n || !(p.q = arena_alloc(a, p.n * sizeof(*p.q))))
+		return false;	/* nothing to ask (every key hit), or the misses stand */
+	p.n = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct gkey *k = &keys[i];
-		struct proto_promote_key q = { .lo = k->kc.h.lo, .hi = k->kc.h.hi, .expect = k->expect,
-					       .cap = k->maxlen };
-		void *at;
+		const struct gkey *k = &keys[i];
 
-		if (may_be_on_disk(k) && (at = store_fanout_item(&f, k->kc.owner)))
-			memcpy(at, &q, sizeof(q));
+		if (may_be_on_disk(k))
+			p.q[p.n++] = (struct sm_promote_q){ .owner = k->kc.owner, .h = k->kc.h,
+							    .expect = k->expect, .cap = k->maxlen,
+							    .tag = i };
 	}
-	for (uint32_t r = 0; r < nr; r++) {
-		if (rpcs[r].peer != st->self)
-			continue;
-		/* our own disk: promote in place, then read the slots again */
-		{
-			struct proto_promote h;
-			struct proto_promote_ans *ans = malloc(cnt[st->self] * sizeof(*ans));
-
-			memcpy(&h, f.req[st->self], sizeof(h));
-			if (ans) {
-				sm_spill_promote(sm, (const void *)(f.req[st->self] + sizeof(h)), h.n, 0,
-						 ans, NULL);
-				rpcs[r].resp.data = ans;
-				rpcs[r].resp.len = h.n * sizeof(*ans);
-			}
-			rpcs[r].status = ans ? 0 : -ENOMEM;
-		}
-	}
-	{
-		/* the remote owners, all at once */
-		struct pc_rpc *remote = rpcs;
-		uint32_t nrem = 0;
-
-		for (uint32_t r = 0; r < nr; r++)
-			if (rpcs[r].peer == st->self) {
-				struct pc_rpc t = rpcs[0];
-
-				rpcs[0] = rpcs[r];
-				rpcs[r] = t;
-				remote = rpcs + 1;
-				break;
-			}
-		nrem = nr - (uint32_t)(remote - rpcs);
-		if (nrem) {
-			store_call(st, remote, nrem);
-			METRIC_ADD(st, promote_rpcs, nrem);
-		}
-	}
-	for (uint32_t r = 0; r < nr; r++) {
-		uint32_t o = rpcs[r].peer, m = cnt[o], j = 0;
-		const struct proto_promote_ans *ans = rpcs[r].resp.data;
-		const uint8_t *payload;
-		size_t need = (size_t)m * sizeof(*ans);
-
-		if (rpcs[r].status || rpcs[r].resp.len < need)
-			continue;	/* the owner could not say: the misses stand */
-		payload = (const uint8_t *)rpcs[r].resp.data + need;
-		for (uint32_t a = 0; a < m; a++)
-			if (!ans[a].status && !sm->payload_free)
-				need += ans[a].len;
-		if (rpcs[r].resp.len != need) {
-			pc_warn("node %s sent a malformed promote answer; its misses stand",
-				st->topo->nodes[o].name);
-			continue;
-		}
-		for (size_t i = 0; i < n && j < m; i++) {
-			struct gkey *k = &keys[i];
-
-			if (k->kc.owner != o || !may_be_on_disk(k))
-				continue;
-			again |= take_answer(sm, k, &ans[j], payload);
-			if (!ans[j].status && !sm->payload_free)
-				payload += ans[j].len;
-			j++;
-		}
-	}
-	store_fanout_fini(&f);
+	sm_promote_ask(sm, &p);
+	for (size_t j = 0; j < p.n; j++)
+		again |= take_answer(sm, &keys[p.q[j].tag], &p.q[j]);
+	sm_promote_done(&p);
 	return again;
 }
 
@@ -631,7 +526,7 @@ static void tally_key(struct get_tally *t, const struct gkey *k)
 	t->disk += hit & k->from_disk;
 }
 
-static void tally_add(struct pc_store *st, const struct get_tally *t)
+static void tally_add(struct store_svc *st, const struct get_tally *t)
 {
 	static const size_t field[SLOT_NR_VERDICTS] = {
 		[SLOT_HIT] = offsetof(struct pc_metrics, hits),
@@ -655,9 +550,10 @@ static void tally_add(struct pc_store *st, const struct get_tally *t)
 		METRIC_ADD(st, disk_hits, t->disk);
 }
 
-int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
+int slotmap_get(struct store_mode *m, struct pc_page *pages, size_t n)
 {
-	struct pc_store *st = sm->st;
+	struct slotmap *sm = sm_of(m);
+	struct store_svc *st = sm->st;
 	struct arena *a = arena_take(&st->arenas);
 	struct gkey *keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
 	struct get_tally tally = { .unreachable = 0 };
@@ -675,7 +571,7 @@ int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
 
 		/* what is read before a pass sets it; the rest is set where it is used */
 		k->verdict = 0;
-		k->first_phase = k->found = k->from_disk = k->direct = false;
+		k->first_phase = k->from_disk = k->direct = false;
 		if (pg->status)
 			continue;
 		if ((!pg->data && pg->cap && !sm->payload_free) || pg->len > pg->cap ||
@@ -695,7 +591,7 @@ int slotmap_get(struct slotmap *sm, struct pc_page *pages, size_t n)
 			break;
 	}
 	/* Misses an owner may have on disk: ask it; read again what it put back. */
-	if (promote_misses(sm, keys, n))
+	if (promote_misses(sm, a, keys, n))
 		get_pass(sm, a, keys, n, &bytes);
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
@@ -718,164 +614,4 @@ next:
 	METRIC_ADD(st, bytes_read, bytes);
 	arena_give(&st->arenas, a);
 	return hits;
-}
-
-/* ------------------------------------------------------------------ exists */
-
-/* The one class to look in for a key's exists (its length names it), -1 for every
- * class; false when no class holds such a page (the key is then decided). */
-static bool exists_classes(struct gkey *k, int *only)
-{
-	*only = k->kc.pg->len ? sm_class_for(k->kc.lay, k->kc.pg->len) : -1;
-	if (k->kc.pg->len && *only < 0) {
-		k->kc.state = SM_DONE;	/* no class holds such a page */
-		return false;
-	}
-	return true;
-}
-
-/* exists on memory this node addresses directly: the headers under the seqlock.
- * false, having decided nothing, when a class's memory cannot be addressed. */
-static bool exists_direct(struct slotmap *sm, uint64_t epoch, struct gkey *k, int only,
-			  uint64_t *bytes)
-{
-	const struct sm_layout *lay = k->kc.lay;
-	uint8_t *mem[PC_MAX_CLASSES];
-
-	/* every class's memory first: a key given up on has counted and found nothing */
-	for (uint32_t c = 0; c < lay->nr_classes; c++)
-		if ((only < 0 || (int)c == only) && !(mem[c] = sm_direct(sm, epoch, lay, (int)c)))
-			return false;
-	for (uint32_t c = 0; c < lay->nr_classes; c++) {
-		const struct sm_class *cl = &lay->cls[c];
-		uint64_t b = slot_bucket_of(&cl->g, k->kc.h);
-
-		if (only >= 0 && (int)c != only)
-			continue;
-		for (uint32_t w = 0; w < cl->g.ways; w++) {
-			struct slot_header h;
-
-			slot_header_load(mem[c] + slot_offset(&cl->g, b, w), &h);
-			*bytes += SLOT_HEADER_BYTES;
-			if (slot_header_check(&h, k->kc.h, (uint32_t)k->kc.pg->len, UINT32_MAX) ==
-			    SLOT_HIT)
-				k->found = true;
-		}
-	}
-	k->kc.state = SM_DONE;
-	return true;
-}
-
-/* exists reads the headers of the key's bucket (ways x 64 B per class), nothing
- * else: no payload moves. len, when given, names the one class to look in. */
-static bool exists_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, size_t n,
-			uint64_t *bytes)
-{
-	struct pc_store *st = sm->st;
-	uint64_t epoch = sm_direct_epoch(sm);
-	uint8_t *hdrs = NULL;
-	struct pc_op *ops = NULL;
-	uint32_t nops = 0;
-
-	sm_bind_layouts(sm, keys, sizeof(*keys), n);
-	/* Keys in memory this node addresses directly are decided here; header landing
-	 * space only for the rest. */
-	for (size_t i = 0; i < n; i++) {
-		struct gkey *k = &keys[i];
-		const struct sm_layout *lay = k->kc.lay;
-		int only;
-
-		if (k->kc.state != SM_PENDING || !exists_classes(k, &only) ||
-		    exists_direct(sm, epoch, k, only, bytes))
-			continue;
-		for (uint32_t c = 0; c < lay->nr_classes; c++)
-			if (only < 0 || (int)c == only)
-				nops += lay->cls[c].g.ways;
-	}
-	if (!nops)
-		return false;
-	hdrs = arena_alloc(a, (size_t)nops * SLOT_HEADER_BYTES);
-	ops = arena_alloc(a, (size_t)nops * sizeof(*ops));
-	if (!hdrs || !ops) {
-		for (size_t i = 0; i < n; i++)
-			if (keys[i].kc.state == SM_PENDING)
-				keys[i].kc.err = -ENOMEM, keys[i].kc.state = SM_DONE;
-		return false;
-	}
-	nops = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct gkey *k = &keys[i];
-		const struct sm_layout *lay = k->kc.lay;
-		int only;
-
-		if (k->kc.state != SM_PENDING)
-			continue;
-		exists_classes(k, &only);
-		k->kc.op0 = nops;
-		for (uint32_t c = 0; c < lay->nr_classes; c++) {
-			const struct sm_class *cl = &lay->cls[c];
-			uint64_t b = slot_bucket_of(&cl->g, k->kc.h);
-
-			if (only >= 0 && (int)c != only)
-				continue;
-			for (uint32_t w = 0; w < cl->g.ways; w++, nops++)
-				ops[nops] = sm_op(PC_OP_READ, lay, sm_slot_addr(cl, b, w), cl->rkey,
-						  hdrs + (size_t)nops * SLOT_HEADER_BYTES, SLOT_HEADER_BYTES);
-		}
-		k->kc.nops = nops - k->kc.op0;
-	}
-	store_post(st, ops, nops);
-	*bytes += sm_read_bytes(ops, nops);
-	for (size_t i = 0; i < n; i++) {
-		struct gkey *k = &keys[i];
-
-		if (k->kc.state != SM_PENDING)
-			continue;
-		sm_take_errors(&k->kc, ops);
-		for (uint32_t j = 0; k->kc.state == SM_PENDING && j < k->kc.nops; j++) {
-			struct slot_header h;
-
-			slot_header_decode(hdrs + (size_t)(k->kc.op0 + j) * SLOT_HEADER_BYTES, &h);
-			if (slot_header_check(&h, k->kc.h, (uint32_t)k->kc.pg->len, UINT32_MAX) ==
-			    SLOT_HIT)
-				k->found = true;
-		}
-		k->kc.state = SM_DONE;
-	}
-	return true;
-}
-
-int slotmap_exists(struct slotmap *sm, struct pc_page *pages, size_t n)
-{
-	struct pc_store *st = sm->st;
-	struct arena *a = arena_take(&st->arenas);
-	struct gkey *keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
-	uint64_t bytes = 0;
-	int present = 0;
-
-	if (!keys) {
-		arena_give(&st->arenas, a);
-		return -ENOMEM;
-	}
-	sm_keys_init(sm, keys, sizeof(*keys), pages, n);
-	for (size_t i = 0; i < n; i++)
-		keys[i].found = false;
-	for (int pass = 0; pass < 2; pass++) {
-		if (!exists_pass(sm, a, keys, n, &bytes) ||
-		    !sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
-			break;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct gkey *k = &keys[i];
-
-		if (k->kc.pg->status)	/* bad arguments */
-			continue;
-		k->kc.pg->status = k->kc.err ? k->kc.err : k->found ? 0 : -ENOENT;
-		present += !k->kc.pg->status;
-	}
-	METRIC_ADD(st, exists_requests, n);
-	METRIC_ADD(st, exists_hits, present);
-	METRIC_ADD(st, bytes_read, bytes);
-	arena_give(&st->arenas, a);
-	return present;
 }

@@ -8,11 +8,11 @@
  * is ever written blind. Keys of one batch that share a bucket reserve distinct
  * ways, so they never evict each other; a key given twice keeps its last page.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "slotmap_int.h"
+#include "slotmap_direct.h"
+#include "slotmap_keys.h"
 
 /* Looks a direct write takes at a bucket whose chosen slot is being written or has
  * changed, a yield apart, before it gives up with -EBUSY. */
@@ -185,7 +185,7 @@ static bool direct_prefetch(struct slotmap *sm, uint64_t epoch, struct skey *k)
  * on (a CAS), tagging it while claimed. A slot that changed since (another writer got
  * there first) or is being written (odd seq) makes it look again, a few times, then
  * give up: never a write over a page it did not choose to replace. */
-static void set_direct(uint64_t now, struct skey *keys, size_t i)
+static void set_direct(struct pc_env *env, uint64_t now, struct skey *keys, size_t i)
 {
 	struct skey *k = &keys[i];
 	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
@@ -200,7 +200,7 @@ static void set_direct(uint64_t now, struct skey *keys, size_t i)
 		int32_t prev;
 
 		if (attempt)
-			sched_yield();
+			pc_env_yield(env);
 		for (uint32_t x = 0; x < g->ways; x++)
 			slot_header_peek(way0 + x * g->mem_stride, &b->dec[x]);
 		w = pick_way(b, g, keys, i, &prev, &evicts);
@@ -225,7 +225,7 @@ static void set_direct(uint64_t now, struct skey *keys, size_t i)
 /* Remote phase A: every touched bucket's headers, one READ per way. */
 static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys, size_t n)
 {
-	struct pc_store *st = sm->st;
+	struct store_svc *st = sm->st;
 	struct pc_op *ops;
 	uint32_t nops = 0;
 
@@ -292,7 +292,7 @@ static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys
 /* Remote phases B (optional CAS claim) and C (the writes). */
 static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys, size_t n)
 {
-	struct pc_store *st = sm->st;
+	struct store_svc *st = sm->st;
 	bool claim = st->topo->store.slot_cas_claim;
 	struct pc_op *ops;
 	uint32_t nops = 0;
@@ -310,6 +310,7 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 		return;
 	}
 	if (claim) {
+		sm_phase_begin(keys, sizeof(*keys), n);
 		for (size_t i = 0; i < n; i++) {
 			struct skey *k = &keys[i];
 			const struct sm_class *cl;
@@ -330,21 +331,20 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 			ops[nops].compare = k->old_seq;
 			ops[nops++].swap = k->old_seq + 1;
 		}
-		if (nops)
-			store_post(st, ops, nops);
+		sm_phase_post(sm, keys, sizeof(*keys), n, ops, nops);
 		for (size_t i = 0; i < n; i++) {
 			struct skey *k = &keys[i];
 
 			if (k->kc.state != SM_PENDING || k->superseded)
 				continue;
-			sm_take_errors(&k->kc, ops);
-			if (k->kc.state == SM_PENDING && k->cas_old != k->old_seq) {
+			if (k->cas_old != k->old_seq) {
 				k->kc.err = -EBUSY;	/* another writer got there first */
 				k->kc.state = SM_DONE;
 			}
 		}
 		nops = 0;
 	}
+	sm_phase_begin(keys, sizeof(*keys), n);
 	for (size_t i = 0; i < n; i++) {
 		struct skey *k = &keys[i];
 		const struct sm_class *cl;
@@ -364,15 +364,11 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 				    sm_index_addr(cl, k->b->bucket) + (uint64_t)k->way * SLOT_TAG_BYTES,
 				    cl->rkey, &k->tag, SLOT_TAG_BYTES);
 	}
-	if (nops)
-		store_post(st, ops, nops);
+	sm_phase_post(sm, keys, sizeof(*keys), n, ops, nops);
 	for (size_t i = 0; i < n; i++) {
 		struct skey *k = &keys[i];
 
-		if (k->kc.state != SM_PENDING || k->superseded)
-			continue;
-		sm_take_errors(&k->kc, ops);
-		if (k->kc.state == SM_PENDING) {
+		if (k->kc.state == SM_PENDING && !k->superseded) {
 			k->written = true;
 			k->kc.state = SM_DONE;
 		}
@@ -424,7 +420,7 @@ static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (keys[i].kc.state == SM_PENDING && keys[i].mem) {
-			set_direct(now, keys, i);
+			set_direct(sm->st->env, now, keys, i);
 			copied += keys[i].written ? keys[i].kc.pg->len : 0;
 		}
 	}
@@ -469,9 +465,10 @@ static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 	return true;
 }
 
-int slotmap_set(struct slotmap *sm, struct pc_page *pages, size_t n)
+int slotmap_set(struct store_mode *m, struct pc_page *pages, size_t n)
 {
-	struct pc_store *st = sm->st;
+	struct slotmap *sm = sm_of(m);
+	struct store_svc *st = sm->st;
 	struct arena *a = arena_take(&st->arenas);
 	struct skey *keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
 	uint64_t evicted = 0, written = 0, oversize = 0, failed = 0;

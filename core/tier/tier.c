@@ -567,13 +567,12 @@ int tier_open(const struct tier_params *p, struct tier **out, char *err, size_t 
 		}
 	}
 	if (cfg->tier_disk_blocks) {
-		struct pc_storage_params sp = { .dir = p->disk_dir, .direct = true, .env = p->env,
+		struct pc_storage_params sp = { .size = sizeof(sp), .dir = p->disk_dir, .direct = true, .env = p->env,
 						.backend_arg = p->storage_arg };
 
 		/* room for the blocks at the strictest alignment a file may demand */
 		sp.bytes = disk_file_bytes(cfg->tier_disk_blocks, t->block_bytes, 4096);
-		ret = p->storage ? pc_storage_open_ops(p->storage, &sp, &t->stg) :
-				   pc_storage_open("posix", &sp, &t->stg);
+		ret = pc_storage_open_ops(p->storage, &sp, &t->stg);
 		if (!ret)
 			ret = disk_open(t->stg, cfg->tier_disk_blocks, t->block_bytes, p->payload_free,
 					&t->disk);

@@ -20,7 +20,7 @@ struct tier_params {
 	struct pc_env *env;
 	const struct pc_store_cfg *cfg;		/* tier_* fields */
 	const char *disk_dir;
-	const struct pc_storage_ops *storage;	/* NULL: posix */
+	const struct pc_storage_ops *storage;	/* the disk backend */
 	void *storage_arg;
 	bool payload_free;
 };

@@ -22,7 +22,7 @@ static struct pc_keyhash key_of(uint64_t hash)
 }
 
 /* The node called name into *node. -ENXIO names no node of the topology. */
-static int check_args(struct pc_store *st, const char *name, uint32_t *node, const void *p, size_t n)
+static int check_args(struct store_svc *st, const char *name, uint32_t *node, const void *p, size_t n)
 {
 	int idx;
 
@@ -36,7 +36,7 @@ static int check_args(struct pc_store *st, const char *name, uint32_t *node, con
 }
 
 /* One RPC to node; the response stays in r->resp (caller frees). */
-static int call1(struct pc_store *st, uint32_t node, uint16_t opcode, const void *req, size_t len,
+static int call1(struct store_svc *st, uint32_t node, uint16_t opcode, const void *req, size_t len,
 		 struct pc_rpc *r)
 {
 	*r = (struct pc_rpc){ .peer = node, .opcode = opcode, .req = req, .req_len = len };
@@ -74,7 +74,7 @@ static uint64_t hash_of_block(const void *src, size_t i)
 	return ((const struct pc_block *)src)[i].hash;
 }
 
-static int offer_or_query(struct pc_store *st, const char *name, uint16_t opcode,
+static int offer_or_query(struct store_svc *st, const char *name, uint16_t opcode,
 			  const uint64_t *hashes, size_t n, uint8_t *out)
 {
 	struct pc_rpc r;
@@ -104,8 +104,9 @@ static int offer_or_query(struct pc_store *st, const char *name, uint16_t opcode
 	return count;
 }
 
-int pc_tier_offer(struct pc_store *st, const char *node, const uint64_t *hashes, size_t n, bool *wanted)
+int pc_tier_offer(struct pc_store *s, const char *node, const uint64_t *hashes, size_t n, bool *wanted)
 {
+	struct store_svc *st = s ? &s->svc : NULL;
 	uint8_t *w = malloc(n ? n : 1);
 	int ret;
 
@@ -118,15 +119,18 @@ int pc_tier_offer(struct pc_store *st, const char *node, const uint64_t *hashes,
 	return ret;
 }
 
-int pc_tier_query(struct pc_store *st, const char *node, const uint64_t *hashes, size_t n, uint8_t *where)
+int pc_tier_query(struct pc_store *s, const char *node, const uint64_t *hashes, size_t n, uint8_t *where)
 {
+	struct store_svc *st = s ? &s->svc : NULL;
+
 	return offer_or_query(st, node, PC_RPC_TIER_QUERY, hashes, n, where);
 }
 
 /* ------------------------------------------------------------------ put, fetch */
 
-int pc_tier_put(struct pc_store *st, const char *name, struct pc_block *b, size_t n)
+int pc_tier_put(struct pc_store *s, const char *name, struct pc_block *b, size_t n)
 {
+	struct store_svc *st = s ? &s->svc : NULL;
 	uint32_t node;
 	struct proto_tier_xfer x = { .n = (uint32_t)n };
 	struct proto_tier_blk *e;
@@ -173,19 +177,20 @@ int pc_tier_put(struct pc_store *st, const char *name, struct pc_block *b, size_
 	if (!ret && r.resp.len != n * sizeof(int32_t))
 		ret = -EPROTO;
 	for (size_t i = 0; i < n; i++) {
-		int32_t s = ret;
+		int32_t v = ret;
 
 		if (!ret)
-			memcpy(&s, (uint8_t *)r.resp.data + i * 4, 4);
-		b[i].status = s;
-		stored += !s;
+			memcpy(&v, (uint8_t *)r.resp.data + i * 4, 4);
+		b[i].status = v;
+		stored += !v;
 	}
 	pc_msg_free(&r.resp);
 	return stored;
 }
 
-int pc_tier_fetch(struct pc_store *st, const char *name, struct pc_block *b, size_t n)
+int pc_tier_fetch(struct pc_store *s, const char *name, struct pc_block *b, size_t n)
 {
+	struct store_svc *st = s ? &s->svc : NULL;
 	uint32_t node;
 	struct proto_tier_xfer x;
 	const struct proto_tier_blk *e;
@@ -274,21 +279,22 @@ release:
 	return ret ? ret : hits;
 }
 
-int pc_tier_metrics(struct pc_store *st, struct pc_tier_metrics *out)
+int pc_tier_metrics(struct pc_store *s, struct pc_tier_metrics *out)
 {
 	struct pc_tier_metrics m;
 
-	if (!st || !out)
+	if (!s || !out)
 		return -EINVAL;
-	if (!st->tier)
+	if (!s->tier)
 		return -ENOENT;
 
-	tier_metrics(st->tier, &m);
+	tier_metrics(s->tier, &m);
 	return sized_fill(out, &m, sizeof(m));
 }
 
-int pc_tier_node_metrics(struct pc_store *st, const char *name, struct pc_tier_metrics *out)
+int pc_tier_node_metrics(struct pc_store *s, const char *name, struct pc_tier_metrics *out)
 {
+	struct store_svc *st = s ? &s->svc : NULL;
 	struct pc_rpc r;
 	uint32_t node;
 	int ret = check_args(st, name, &node, out, 1);

@@ -56,6 +56,12 @@ static void senv_copy(struct pc_env *c, uint64_t bytes)
 		sim_sleep(sc->w->s, (uint64_t)((double)bytes / sc->copy_rate));
 }
 
+/* The other processes due now run first; no simulated time passes. */
+static void senv_yield(struct pc_env *c)
+{
+	sim_sleep(to_senv(c)->w->s, 0);
+}
+
 const struct pc_env_ops sim_env_ops = {
 	.size = sizeof(struct pc_env_ops),
 	.name = "sim",
@@ -65,4 +71,5 @@ const struct pc_env_ops sim_env_ops = {
 	.spawn = senv_spawn,
 	.join = senv_join,
 	.copy = senv_copy,
+	.yield = senv_yield,
 };

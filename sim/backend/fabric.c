@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends.h"
+#include "builtin.h"
 #include "inproc/inproc.h"
 #include "world.h"
 

@@ -12,7 +12,6 @@
 #include "base/keyhash.h"
 #include "placement/ring.h"
 #include "run.h"
-#include "slotmap/slotmap_int.h"
 #include "store.h"
 #include "backend/world.h"
 
@@ -64,14 +63,13 @@ static double wall_now(void)
 
 static int open_node(struct cluster *c, uint32_t i)
 {
-	struct pc_fabric_params fp = { .topo = c->cfg->topo, .self = i, .env = sim_world_env(c->w, i),
-				       .backend_arg = c->w };
+	struct pc_fabric_params fp = { .size = sizeof(fp), .topo = c->cfg->topo, .self = i,
+				       .env = sim_world_env(c->w, i), .backend_arg = c->w };
 	struct pc_store_opts o = { .size = sizeof(o), .topo = c->cfg->topo,
 				   .node = c->cfg->topo->nodes[i].name,
 				   .err = c->err, .errlen = sizeof(c->err) };
-	struct store_open_ext x = { .env = sim_world_env(c->w, i),
-				    .payload_free = c->cfg->payload_free, .ring = c->ring,
-				    .storage = &sim_storage_ops, .backend_arg = c->w };
+	struct store_deps d = { .env = sim_world_env(c->w, i), .payload_free = c->cfg->payload_free,
+				.ring = c->ring, .storage = &sim_storage_ops, .backend_arg = c->w };
 	int ret = pc_fabric_open_ops(&sim_fabric_ops, &fp, &c->fab[i]);
 
 	if (ret) {
@@ -79,8 +77,8 @@ static int open_node(struct cluster *c, uint32_t i)
 			 strerror(-ret));
 		return ret;
 	}
-	x.use_fabric = c->fab[i];
-	ret = store_open(&o, &x, &c->st[i]);
+	d.use_fabric = c->fab[i];
+	ret = store_open(&o, &d, &c->st[i]);
 	if (ret) {
 		pc_fabric_close(c->fab[i]);
 		c->fab[i] = NULL;
@@ -126,7 +124,7 @@ static void serve(void *arg)
 	struct pc_store *st = c->st[r->node];
 	struct pc_page *pg = r->pg;
 	uint64_t *keys = r->pages, lat, tokens = 0, hit_tokens = 0, hit_pages = 0;
-	struct ring *ring = store_ring(st);
+	struct ring *ring = store_ring_of(st);
 	struct run_point *pt;
 	uint32_t i, miss_from = r->npages;
 
@@ -426,14 +424,11 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 		c.alive[i] = true;
 	}
 	for (uint32_t i = 0; i < c.nn; i++) {
-		if (!c.st[i]->sm) {	/* p2p: the published pool takes the same memory */
-			res->slot_bytes += t->store.global_segment_size;
-			continue;
-		}
-		for (uint32_t k = 0; k < c.st[i]->sm->own->nr_classes; k++) {
-			res->slot_bytes += c.st[i]->sm->own->cls[k].g.bytes;
-			res->mem_bytes += slot_region_bytes(&c.st[i]->sm->own->cls[k].g);
-		}
+		struct store_footprint fp;
+
+		store_footprint(c.st[i], &fp);
+		res->slot_bytes += fp.cache_bytes;
+		res->mem_bytes += fp.mem_bytes;
 	}
 	ret = wl_open(&cfg->wl, cfg->seed ^ 0x776c, t->model.present ? t->model.tokens_per_page : 1,
 		      &c.gen, err, errlen);

@@ -77,7 +77,7 @@ static struct ecl *up(const char *store)
 
 static uint32_t owner(struct ecl *E, const char *key)
 {
-	return ring_owner_of(E->n0->ring, keyhash_of(key, strlen(key)));
+	return ring_owner_of(E->n0->svc.ring, keyhash_of(key, strlen(key)));
 }
 
 static void key_on(struct ecl *E, uint32_t node, const char *prefix, int *j, char *out)
@@ -305,7 +305,7 @@ static void test_bad_frames_live(void)
 static void test_refused_ops_live(void)
 {
 	struct ecl *E = up("slot_size_classes: [16KiB], global_segment_size: 4MiB");
-	struct pc_fabric_params p = { .topo = E->topo, .self = PC_PEER_NONE };
+	struct pc_fabric_params p = { .size = sizeof(p), .topo = E->topo, .self = PC_PEER_NONE };
 	struct pc_rpc r = { .peer = 1, .opcode = PC_RPC_LAYOUT };
 	struct proto_layout_class lc;
 	struct pc_fabric *f;

@@ -18,7 +18,7 @@
 
 static struct pc_storage *open_file(uint32_t blocks, bool direct)
 {
-	struct pc_storage_params p = { .dir = pc_test_tmpdir(), .direct = direct,
+	struct pc_storage_params p = { .size = sizeof(p), .dir = pc_test_tmpdir(), .direct = direct,
 				       .bytes = disk_file_bytes(blocks, BLOCK, 4096) };
 	struct pc_storage *s = NULL;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends.h"
+#include "builtin.h"
 #include "inproc/inproc.h"
 #include "io/region.h"
 #include "testutil.h"
@@ -83,7 +83,7 @@ static struct world *world_up_shared(bool share)
 	W->w = inproc_world_create(NODES);
 	inproc_world_share(W->w, share);
 	for (uint32_t i = 0; i < NODES; i++) {
-		struct pc_fabric_params p = { .topo = W->topo, .self = i, .backend_arg = W->w };
+		struct pc_fabric_params p = { .size = sizeof(p), .topo = W->topo, .self = i, .backend_arg = W->w };
 
 		CU_ASSERT_EQUAL_FATAL(pc_fabric_open("inproc", &p, &W->f[i]), 0);
 		W->mem[i] = aligned_alloc(64, MEM);
@@ -300,7 +300,7 @@ static void test_fault_hook(void)
 static void test_open_errors(void)
 {
 	struct world *W = world_up();
-	struct pc_fabric_params p = { .topo = W->topo, .self = 1, .backend_arg = W->w };
+	struct pc_fabric_params p = { .size = sizeof(p), .topo = W->topo, .self = 1, .backend_arg = W->w };
 	struct pc_fabric *f = NULL;
 
 	CU_ASSERT_EQUAL(pc_fabric_open("nosuch", &p, &f), -ENOENT);
@@ -317,16 +317,16 @@ static void test_open_errors(void)
 /* Unsupported slots are stubs, never NULL (DESIGN.md 2). */
 static void test_ops_tables_complete(void)
 {
-	for (size_t i = 0; pc_builtin_fabrics[i]; i++) {
-		const struct pc_fabric_ops *o = pc_builtin_fabrics[i];
+	for (size_t i = 0; builtin_fabrics[i]; i++) {
+		const struct pc_fabric_ops *o = builtin_fabrics[i];
 
 		CU_ASSERT_EQUAL(o->size, sizeof(*o));
 		CU_ASSERT(o->name && o->open && o->close && o->reg && o->dereg && o->serve &&
 			  o->post && o->call && o->map && o->obj_size >= sizeof(struct pc_fabric));
 		CU_ASSERT_PTR_EQUAL(pc_fabric_find(o->name), o);
 	}
-	for (size_t i = 0; pc_builtin_storages[i]; i++) {
-		const struct pc_storage_ops *o = pc_builtin_storages[i];
+	for (size_t i = 0; builtin_storages[i]; i++) {
+		const struct pc_storage_ops *o = builtin_storages[i];
 
 		CU_ASSERT(o->name && o->open && o->close && o->read && o->write &&
 			  o->obj_size >= sizeof(struct pc_storage));

@@ -17,6 +17,7 @@
 
 #include "inproc/inproc.h"
 #include "proto.h"
+#include "builtin.h"
 #include "store.h"
 #include "testutil.h"
 
@@ -44,10 +45,10 @@ static struct cluster *up(const char *mode, const char *segment)
 		char name[8];
 		struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
 					   .node = name, .err = err, .errlen = sizeof(err) };
-		struct store_open_ext x = { .backend_arg = C->w };
+		struct store_deps x = { .backend_arg = C->w };
 
 		snprintf(name, sizeof(name), "n%d", i);
-		if (store_open(&o, &x, &C->s[i]))
+		if (builtin_store_open(&o, &x, &C->s[i]))
 			printf("\n  %s\n", err);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(C->s[i]);
 	}
@@ -109,7 +110,7 @@ static void test_exists_and_misses(void)
 	struct pc_page pg[3];
 	uint8_t buf[PAGE];
 	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc" };
-	struct store_open_ext x = { .backend_arg = C->w };
+	struct store_deps x = { .backend_arg = C->w };
 	struct pc_store *client = NULL;
 
 	publish(C, 0, 0, 16);
@@ -126,7 +127,7 @@ static void test_exists_and_misses(void)
 	CU_ASSERT_EQUAL(pg[0].status, -ENOENT);
 	CU_ASSERT_EQUAL(buf[0], 0x5a);
 	/* a client reads, but publishes nowhere */
-	CU_ASSERT_EQUAL_FATAL(store_open(&o, &x, &client), 0);
+	CU_ASSERT_EQUAL_FATAL(builtin_store_open(&o, &x, &client), 0);
 	pg[0] = (struct pc_page){ .key = "page-3", .key_len = 6, .data = buf, .cap = sizeof(buf) };
 	CU_ASSERT_EQUAL(pc_batch_get(client, pg, 1), 1);
 	pg[0] = (struct pc_page){ .key = "new", .key_len = 3, .data = buf, .len = 100 };
@@ -149,19 +150,19 @@ static void test_stale_entry(void)
 		struct proto_dir_update h;
 		struct proto_dir_put p;
 	} put = { { .nput = 1 }, { .lo = x.lo, .hi = x.hi } };
-	uint32_t shard_y = ring_owner_of(C->s[0]->ring, y), shard_x = ring_owner_of(C->s[0]->ring, x);
+	uint32_t shard_y = ring_owner_of(C->s[0]->svc.ring, y), shard_x = ring_owner_of(C->s[0]->svc.ring, x);
 	struct pc_rpc r = { .peer = shard_y, .opcode = PC_RPC_DIR_GET, .req = &get, .req_len = sizeof(get) };
 	struct pc_metrics m = { .size = sizeof(m) };
 	int wrong = 0, bad = 0;
 
 	publish(C, 1, 0, 16);
-	CU_ASSERT_EQUAL(pc_fabric_call(C->s[2]->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->s[2]->svc.fabric, &r, 1), 0);
 	CU_ASSERT_EQUAL_FATAL(r.status, 0);
 	memcpy(&put.p.loc, &((struct proto_dir_ans *)r.resp.data)->loc, sizeof(put.p.loc));
 	pc_msg_free(&r.resp);
 	r = (struct pc_rpc){ .peer = shard_x, .opcode = PC_RPC_DIR_UPDATE, .req = &put,
 			     .req_len = sizeof(put) };
-	CU_ASSERT_EQUAL(pc_fabric_call(C->s[2]->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->s[2]->svc.fabric, &r, 1), 0);
 	CU_ASSERT_EQUAL(r.status, 0);
 	pc_msg_free(&r.resp);
 	/* page-1 now points at page-2's block */
@@ -245,7 +246,7 @@ static void test_join_and_leave(void)
 			char k[32];
 
 			snprintf(k, sizeof(k), "page-%u", i);
-			want_n2 += ring_owner_of(C->s[0]->ring, keyhash_of(k, strlen(k))) == 2;
+			want_n2 += ring_owner_of(C->s[0]->svc.ring, keyhash_of(k, strlen(k))) == 2;
 		}
 		for (int t = 0; mode == 0 && t < 500 && on_n2 < want_n2; t++) {
 			usleep(10000);	/* the handoffs run in the background */
@@ -267,7 +268,7 @@ static void test_join_and_leave(void)
 				char k[32];
 
 				snprintf(k, sizeof(k), "page-%u", i);
-				moved += ring_owner_of(C->s[0]->ring, keyhash_of(k, strlen(k))) == 1;
+				moved += ring_owner_of(C->s[0]->svc.ring, keyhash_of(k, strlen(k))) == 1;
 			}
 			member(C, 1, false);
 			for (int t = 0; t < 500 && entries < 120; t++) {
@@ -305,7 +306,7 @@ static void test_join_heard_late(void)
 		char k[32];
 
 		snprintf(k, sizeof(k), "page-%u", i);
-		want += ring_owner_of(C->s[0]->ring, keyhash_of(k, strlen(k))) == 2;
+		want += ring_owner_of(C->s[0]->svc.ring, keyhash_of(k, strlen(k))) == 2;
 	}
 	for (int t = 0; t < 500 && on_n2 < want; t++) {
 		usleep(10000);
@@ -355,7 +356,7 @@ static void test_bad_requests(void)
 	};
 
 	two_puts(req, e);
-	CU_ASSERT_EQUAL(pc_fabric_call(C->s[0]->fabric, r, 4), 0);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->s[0]->svc.fabric, r, 4), 0);
 	for (int i = 0; i < 4; i++) {
 		CU_ASSERT_EQUAL(r[i].status, -EPROTO);
 		pc_msg_free(&r[i].resp);
@@ -443,12 +444,12 @@ static void test_entry_crossing_a_leave(void)
 			    .req_len = two_puts(req, e) };
 
 	member(C, 2, false);
-	CU_ASSERT_EQUAL(pc_fabric_call(C->s[0]->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->s[0]->svc.fabric, &r, 1), 0);
 	CU_ASSERT_EQUAL(r.status, 0);
 	pc_msg_free(&r.resp);
 	CU_ASSERT_EQUAL(metrics(C->s[1]).dir_entries, 1);
 	member(C, 2, true);	/* back: now its entries are taken again */
-	CU_ASSERT_EQUAL(pc_fabric_call(C->s[0]->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->s[0]->svc.fabric, &r, 1), 0);
 	CU_ASSERT_EQUAL(r.status, 0);
 	pc_msg_free(&r.resp);
 	CU_ASSERT(metrics(C->s[1]).dir_entries + metrics(C->s[2]).dir_entries >= 2);

@@ -24,6 +24,7 @@
 #include "models/port.h"
 #include "run/hist.h"
 #include "run/run.h"
+#include "builtin.h"
 #include "store.h"
 #include "testutil.h"
 #include "workload/workload.h"
@@ -256,14 +257,14 @@ static struct pc_store *one_node(const char *store, struct inproc_world **w, str
 	struct pc_store *s = NULL;
 	struct pc_store_opts o = { .size = sizeof(o), .node = "n0", .fabric = "inproc",
 				   .err = err, .errlen = sizeof(err) };
-	struct store_open_ext x = { .payload_free = true };
+	struct store_deps x = { .payload_free = true };
 
 	snprintf(text, sizeof(text), "store: {%s}\nnodes:\n  - {name: n0, address: 127.0.0.1}\n", store);
 	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", t, err, sizeof(err)), 0);
 	*w = inproc_world_create(1);
 	o.topo = *t;
 	x.backend_arg = *w;
-	if (store_open(&o, &x, &s))
+	if (builtin_store_open(&o, &x, &s))
 		printf("\n  %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	return s;

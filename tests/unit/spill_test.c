@@ -14,7 +14,8 @@
 #include <peercache/pc_topology.h>
 
 #include "inproc/inproc.h"
-#include "slotmap/slotmap_int.h"
+#include "slotmap/slotmap_spill.h"
+#include "builtin.h"
 #include "store.h"
 #include "testutil.h"
 #include "tier/disk.h"
@@ -43,9 +44,9 @@ static struct cluster *up(uint32_t spill_ways)
 	for (int i = 0; i < 2; i++) {
 		struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
 					   .node = i ? "n1" : "n0", .err = err, .errlen = sizeof(err) };
-		struct store_open_ext x = { .backend_arg = C->w };
+		struct store_deps x = { .backend_arg = C->w };
 
-		if (store_open(&o, &x, &C->s[i]))
+		if (builtin_store_open(&o, &x, &C->s[i]))
 			printf("\n  %s\n", err);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(C->s[i]);
 	}
@@ -117,7 +118,7 @@ static void test_no_disk_is_plain_slotmap(void)
 	CU_ASSERT(hits <= 120);
 	CU_ASSERT_EQUAL(m.promote_rpcs, 0);
 	CU_ASSERT_EQUAL(m.disk_hits, 0);
-	CU_ASSERT_PTR_NULL(sm_spill_disk(C->s[0]->sm, 0));
+	CU_ASSERT_PTR_NULL(sm_spill_disk(sm_of(C->s[0]->mode), 0));
 	down(C);
 }
 
@@ -148,7 +149,7 @@ static int fail_writes(void *arg, bool write, struct pc_io *ios, size_t n)
 static void test_corrupt_and_failing_disk(void)
 {
 	struct cluster *C = up(2);
-	struct disk_pool *d0 = sm_spill_disk(C->s[0]->sm, 0), *d1 = sm_spill_disk(C->s[1]->sm, 0);
+	struct disk_pool *d0 = sm_spill_disk(sm_of(C->s[0]->mode), 0), *d1 = sm_spill_disk(sm_of(C->s[1]->mode), 0);
 	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) }, r = { .size = sizeof(r) };
 	int wrong = 0, bad = 0, hits;
 

@@ -29,7 +29,7 @@ static int count_entries(const char *dir)
 
 static void test_unlinked_direct_roundtrip(void)
 {
-	struct pc_storage_params p = { .dir = pc_test_tmpdir(), .bytes = 1 << 20, .direct = true };
+	struct pc_storage_params p = { .size = sizeof(p), .dir = pc_test_tmpdir(), .bytes = 1 << 20, .direct = true };
 	struct pc_storage *s = NULL;
 	uint8_t *wr = aligned_alloc(4096, 3 * 4096), *rd = aligned_alloc(4096, 3 * 4096);
 	struct pc_io w[3], r[3];
@@ -61,7 +61,7 @@ static void test_unlinked_direct_roundtrip(void)
 
 static void test_buffered(void)
 {
-	struct pc_storage_params p = { .dir = pc_test_tmpdir(), .bytes = 10000 };
+	struct pc_storage_params p = { .size = sizeof(p), .dir = pc_test_tmpdir(), .bytes = 10000 };
 	struct pc_storage *s = NULL;
 	char buf[100] = "hello", out[100];
 	struct pc_io io = { .off = 9900, .buf = buf, .len = 100 };
@@ -78,7 +78,7 @@ static void test_buffered(void)
 
 static void test_open_errors(void)
 {
-	struct pc_storage_params p = { .dir = "/nonexistent-dir", .bytes = 4096 };
+	struct pc_storage_params p = { .size = sizeof(p), .dir = "/nonexistent-dir", .bytes = 4096 };
 	struct pc_storage *s = NULL;
 	char file[256];
 	FILE *f;
@@ -107,7 +107,7 @@ static int fail_second(void *arg, bool write, struct pc_io *ios, size_t n)
 
 static void test_fault_hook(void)
 {
-	struct pc_storage_params p = { .dir = pc_test_tmpdir(), .bytes = 8192 };
+	struct pc_storage_params p = { .size = sizeof(p), .dir = pc_test_tmpdir(), .bytes = 8192 };
 	struct pc_storage *s = NULL;
 	char buf[16] = "x";
 	struct pc_io io[2] = { { .off = 0, .buf = buf, .len = 16 }, { .off = 16, .buf = buf, .len = 16 } };
@@ -149,7 +149,7 @@ static void test_env(void)
  * buffers; the bytes must land exactly where each transfer says. */
 static void test_adjacent_transfers(void)
 {
-	struct pc_storage_params p = { .dir = pc_test_tmpdir(), .bytes = 1 << 20, .direct = true };
+	struct pc_storage_params p = { .size = sizeof(p), .dir = pc_test_tmpdir(), .bytes = 1 << 20, .direct = true };
 	struct pc_storage *s = NULL;
 	uint8_t *buf[6], *rd = aligned_alloc(4096, 6 * 8192);
 	struct pc_io w[6], r[6];

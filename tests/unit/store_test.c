@@ -19,6 +19,7 @@
 #include "inproc/inproc.h"
 #include "placement/slot.h"
 #include "slotmap/slotmap_int.h"
+#include "builtin.h"
 #include "store.h"
 #include "testutil.h"
 
@@ -39,10 +40,10 @@ static struct pc_store *open_node(struct cluster *C, const char *node, struct pc
 	char err[PC_ERR_MAX] = "";
 	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .node = node,
 				   .fabric = "inproc", .err = err, .errlen = sizeof(err) };
-	struct store_open_ext x = { .backend_arg = C->w, .env = env, .payload_free = payload_free };
+	struct store_deps x = { .backend_arg = C->w, .env = env, .payload_free = payload_free };
 	struct pc_store *s = NULL;
 
-	if (store_open(&o, &x, &s))
+	if (builtin_store_open(&o, &x, &s))
 		printf("\n  open %s: %s\n", node ? node : "client", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	return s;
@@ -82,7 +83,7 @@ static void down(struct cluster *C)
 
 static uint32_t owner_of(struct cluster *C, const char *key)
 {
-	return ring_owner_of(C->s[0]->ring, keyhash_of(key, strlen(key)));
+	return ring_owner_of(C->s[0]->svc.ring, keyhash_of(key, strlen(key)));
 }
 
 /* The next key "<prefix><j>" owned by node. */
@@ -487,8 +488,8 @@ static void test_failed_bucket_read(void)
 	key_on(C, 1, "fb", &j, b->keys[1]);
 	batch_for_set(b, 1);
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &b->pg[0], 1), 1);	/* also fetches the layout */
-	C->s[0]->fabric->fault = fail_reads;
-	C->s[0]->fabric->fault_arg = &armed;
+	C->s[0]->svc.fabric->fault = fail_reads;
+	C->s[0]->svc.fabric->fault_arg = &armed;
 	armed = 1;
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &b->pg[1], 1), 0);
 	CU_ASSERT_EQUAL(b->pg[1].status, -EIO);
@@ -498,7 +499,7 @@ static void test_failed_bucket_read(void)
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], b->pg, 2), 1);
 	CU_ASSERT(pc_test_page_ok(b->buf, 4096, b->keys[0], 1));
 	CU_ASSERT_EQUAL(b->pg[1].status, -ENOENT);
-	C->s[0]->fabric->fault = NULL;
+	C->s[0]->svc.fabric->fault = NULL;
 	batch_free(b);
 	down(C);
 }
@@ -724,7 +725,7 @@ static void test_client_and_open_errors(void)
 	char err[PC_ERR_MAX];
 	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .node = "n9",
 				   .fabric = "inproc", .err = err, .errlen = sizeof(err) };
-	struct store_open_ext x = { .backend_arg = C->w };
+	struct store_deps x = { .backend_arg = C->w };
 
 	CU_ASSERT_PTR_NULL(pc_store_node(cl));
 	CU_ASSERT_STRING_EQUAL(pc_store_node(C->s[1]), "n1");
@@ -734,15 +735,15 @@ static void test_client_and_open_errors(void)
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[0], &p, 1), 1);
 	CU_ASSERT(pc_test_page_ok(out, 100, "c", 1));
 	pc_store_close(cl);
-	CU_ASSERT_EQUAL(store_open(&o, &x, &s), -EINVAL);
+	CU_ASSERT_EQUAL(builtin_store_open(&o, &x, &s), -EINVAL);
 	printf("\n  %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no node named 'n9'"));
 	o.node = "n1";				/* already open in this world */
-	CU_ASSERT(store_open(&o, &x, &s) < 0);
+	CU_ASSERT(builtin_store_open(&o, &x, &s) < 0);
 	printf("  %s\n", err);
 	o.fabric = "nosuch";
 	o.node = NULL;
-	CU_ASSERT_EQUAL(store_open(&o, &x, &s), -EINVAL);
+	CU_ASSERT_EQUAL(builtin_store_open(&o, &x, &s), -EINVAL);
 	printf("  %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "fabric 'nosuch': not built into this library"));
 	down(C);
@@ -758,9 +759,12 @@ static void run_mixed(int *outcome, size_t n, uint64_t *mem, uint64_t *round_tri
 	size_t o = 0;
 
 	*mem = 0;
-	for (uint32_t i = 0; i < 3; i++)
-		for (uint32_t c = 0; c < C->s[i]->sm->own->nr_classes; c++)
-			*mem += slot_region_bytes(&C->s[i]->sm->own->cls[c].g);
+	for (uint32_t i = 0; i < 3; i++) {
+		struct store_footprint fp;
+
+		store_footprint(C->s[i], &fp);
+		*mem += fp.mem_bytes;
+	}
 	for (size_t i = 0; i < n; i++)
 		sprintf(b->keys[i], "mix-%zu", (i * 7919) % (n / 2));	/* repeats: overwrites */
 	for (size_t i = 0; i < n; i += 16) {
@@ -885,7 +889,7 @@ static void test_direct_writers_one_bucket(void)
 	shared = true;
 	C = up(2, "slot_size_classes: [1KiB], slot_ways: 4, slot_num_buckets: 1, global_segment_size: 1MiB");
 	shared = false;
-	CU_ASSERT_FATAL(C->s[0]->fabric->maps);
+	CU_ASSERT_FATAL(C->s[0]->svc.fabric->maps);
 	for (int i = 0; i < 2; i++) {
 		d[i] = (struct direct_writer){ .s = C->s[i], .keys = calloc(PER, 32), .n = PER };
 		for (int k = 0; k < PER; k++)
@@ -895,14 +899,14 @@ static void test_direct_writers_one_bucket(void)
 		pthread_create(&t[i], NULL, direct_writer_body, &d[i]);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	g = &C->s[1]->sm->own->cls[0].g;
+	g = &sm_of(C->s[1]->mode)->own->cls[0].g;
 	for (uint64_t b = 0; b < g->nr_buckets; b++) {
-		const uint32_t *tags = (const uint32_t *)(C->s[1]->sm->mem[0] + slot_index_offset(g, b));
+		const uint32_t *tags = (const uint32_t *)(sm_of(C->s[1]->mode)->mem[0] + slot_index_offset(g, b));
 
 		for (uint32_t w = 0; w < g->ways; w++) {
 			struct slot_header h;
 
-			slot_header_load(C->s[1]->sm->mem[0] + slot_offset(g, b, w), &h);
+			slot_header_load(sm_of(C->s[1]->mode)->mem[0] + slot_offset(g, b, w), &h);
 			if (slot_header_empty(&h))
 				continue;
 			resident++;
@@ -957,7 +961,7 @@ static void test_direct_tag_order(void)
 	shared = false;
 	pc_store_close(C->s[0]);
 	C->s[0] = open_node(C, "n0", &hook.base);
-	CU_ASSERT_FATAL(C->s[0]->fabric->maps);
+	CU_ASSERT_FATAL(C->s[0]->svc.fabric->maps);
 	key_on(C, 1, "to", &j, b->keys[0]);
 	key_on(C, 1, "to", &j, b->keys[1]);
 	batch_for_set(b, 3);
@@ -982,7 +986,7 @@ static void test_direct_failures(void)
 
 	shared = true;
 	C = up(2, "slot_size_classes: [4KiB], global_segment_size: 1MiB");
-	CU_ASSERT(C->s[0]->fabric->maps);
+	CU_ASSERT(C->s[0]->svc.fabric->maps);
 	down(C);
 	test_owner_down();
 	test_restarted_owner();

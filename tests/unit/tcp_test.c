@@ -104,7 +104,7 @@ static uint64_t now_ms(void)
 
 static int node_up(struct net *N, uint32_t i)
 {
-	struct pc_fabric_params p = { .topo = N->topo, .self = i };
+	struct pc_fabric_params p = { .size = sizeof(p), .topo = N->topo, .self = i };
 	int ret = pc_fabric_open(fabric_name, &p, &N->f[i]);
 
 	if (ret)
@@ -591,7 +591,7 @@ static void test_wrong_node(void)
 {
 	struct net *N = net_up(0);
 	struct pc_topology *t2 = pc_topology_dup(N->topo);
-	struct pc_fabric_params p = { .topo = t2, .self = 0 };
+	struct pc_fabric_params p = { .size = sizeof(p), .topo = t2, .self = 0 };
 	struct pc_fabric *f;
 	uint8_t buf[8];
 	struct pc_op op = { .kind = PC_OP_READ, .peer = 2, .rkey = 1, .local = buf, .len = 8 };

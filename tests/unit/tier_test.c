@@ -15,6 +15,7 @@
 
 #include "inproc/inproc.h"
 #include "proto.h"
+#include "builtin.h"
 #include "store.h"
 #include "testutil.h"
 #include "tier/disk.h"
@@ -35,7 +36,7 @@ static struct cluster *up(const char *tier)
 	char text[1024], err[PC_ERR_MAX] = "";
 	struct pc_store_opts o = { .size = sizeof(o), .fabric = "inproc", .err = err,
 				   .errlen = sizeof(err) };
-	struct store_open_ext x = { 0 };
+	struct store_deps x = { 0 };
 	int len = snprintf(text, sizeof(text),
 			   "store: {global_segment_size: 1MiB, slot_size_classes: [16KiB]}\n"
 			   "node_defaults: {address: 127.0.0.1, nvme: {path: %s}}\n"
@@ -47,7 +48,7 @@ static struct cluster *up(const char *tier)
 	x.backend_arg = C->w;
 	o.topo = C->topo;
 	o.node = "n1";
-	if (store_open(&o, &x, &C->client))
+	if (builtin_store_open(&o, &x, &C->client))
 		printf("\n  %s\n", err);
 	/* the peer's own settings */
 	snprintf(text, sizeof(text), "store.tier_block_bytes=%u", SMOKE_BLOCK);
@@ -62,7 +63,7 @@ static struct cluster *up(const char *tier)
 		p += n + (sp != NULL);
 	}
 	o.node = "n0";
-	if (store_open(&o, &x, &C->peer))
+	if (builtin_store_open(&o, &x, &C->peer))
 		printf("\n  %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(C->client);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(C->peer);
@@ -176,7 +177,7 @@ static uint64_t raw_fetch(struct cluster *C, uint64_t hash, uint32_t lease_ms)
 	struct pc_rpc r = { .peer = 0, .opcode = PC_RPC_TIER_FETCH, .req = &req, .req_len = sizeof(req) };
 	struct proto_tier_xfer x = { 0 };
 
-	CU_ASSERT_EQUAL(pc_fabric_call(C->client->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->client->svc.fabric, &r, 1), 0);
 	CU_ASSERT_EQUAL(r.status, 0);
 	if (!r.status && r.resp.len >= sizeof(x))
 		memcpy(&x, r.resp.data, sizeof(x));
@@ -256,7 +257,7 @@ static void test_leases(void)
 	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'M', 0, 16), 7);	/* ...and stays: 7 fit */
 	CU_ASSERT_EQUAL(where1(C, 'L', 0), PC_WHERE_HOST);
 	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'L', 0, 1), 1);
-	CU_ASSERT_EQUAL(pc_fabric_call(C->client->fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->client->svc.fabric, &r, 1), 0);
 	CU_ASSERT_EQUAL(r.status, 0);
 	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'N', 0, 8), 8);
 	CU_ASSERT_EQUAL(where1(C, 'L', 0), PC_WHERE_DISK);	/* released: it can go */
@@ -372,12 +373,12 @@ static void test_put_bad_checksum(void)
 	struct pc_tier_metrics m = { .size = sizeof(m) };
 
 	r.addr = calloc(1, SMOKE_BLOCK);
-	CU_ASSERT_EQUAL_FATAL(pc_fabric_reg(C->client->fabric, &r), 0);
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_reg(C->client->svc.fabric, &r), 0);
 	req.x = (struct proto_tier_xfer){ .n = 1, .rkey = r.key,
-					  .incarnation = C->client->fabric->incarnation };
+					  .incarnation = C->client->svc.fabric->incarnation };
 	req.b = (struct proto_tier_blk){ .hash = 42, .addr = (uint64_t)(uintptr_t)r.addr,
 					 .len = SMOKE_BLOCK, .sum = 12345 };
-	CU_ASSERT_EQUAL(pc_fabric_call(C->client->fabric, &rpc, 1), 0);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->client->svc.fabric, &rpc, 1), 0);
 	CU_ASSERT_EQUAL(rpc.status, 0);
 	CU_ASSERT_EQUAL_FATAL(rpc.resp.len, 4);
 	CU_ASSERT_EQUAL(*(int32_t *)rpc.resp.data, -EBADMSG);
@@ -385,7 +386,7 @@ static void test_put_bad_checksum(void)
 	CU_ASSERT_EQUAL(m.put_bad_checksum, 1);
 	CU_ASSERT_EQUAL(m.resident_committed_blocks, 0);
 	pc_msg_free(&rpc.resp);
-	pc_fabric_dereg(C->client->fabric, &r);
+	pc_fabric_dereg(C->client->svc.fabric, &r);
 	free(r.addr);
 	down(C);
 }
@@ -404,17 +405,17 @@ static void test_bad_requests(void)
 	};
 	struct pc_block b = { .hash = 1, .data = junk, .len = sizeof(junk) };
 	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc" };
-	struct store_open_ext x = { .backend_arg = C->w };
+	struct store_deps x = { .backend_arg = C->w };
 	struct pc_store *anon = NULL;
 
-	CU_ASSERT_EQUAL(pc_fabric_call(C->client->fabric, r, 5), 0);
+	CU_ASSERT_EQUAL(pc_fabric_call(C->client->svc.fabric, r, 5), 0);
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL(r[i].status, -EPROTO);
 	CU_ASSERT_EQUAL(r[4].status, -EOPNOTSUPP);	/* n1 serves no tiered pool */
 	for (int i = 0; i < 5; i++)
 		pc_msg_free(&r[i].resp);
 	/* a client that is not a node cannot be pulled from */
-	CU_ASSERT_EQUAL_FATAL(store_open(&o, &x, &anon), 0);
+	CU_ASSERT_EQUAL_FATAL(builtin_store_open(&o, &x, &anon), 0);
 	CU_ASSERT_EQUAL(pc_tier_put(anon, "n0", &b, 1), -EOPNOTSUPP);
 	pc_store_close(anon);
 	/* over the block size */

@@ -1,6 +1,7 @@
 /*
  * pc_env.h - what an environment backend implements: the core's whole view of the
- * machine it runs on: time, sleep, randomness, background tasks, the cost of a copy.
+ * machine it runs on: time, sleep, randomness, background tasks, the cost of a copy,
+ * giving way to other threads.
  *
  * The core never reads the real clock, calls rand() or starts a thread itself: it asks
  * these ops (SQLite's VFS carries time and randomness for the same reason). The posix
@@ -46,6 +47,9 @@ struct pc_env_ops {
 	/* Account for a local copy of bytes the caller just made (a hit in its own slots):
 	 * the simulator charges the node's copy bandwidth, the real clock does nothing. */
 	void (*copy)(struct pc_env *c, uint64_t bytes);
+	/* Let other threads (simulated processes) run before the caller goes on: a
+	 * caller that waits for another writer to leave a slot. */
+	void (*yield)(struct pc_env *c);
 };
 
 /* The base every env backend embeds first (container_of gets back to the backend). */
@@ -82,6 +86,11 @@ static inline void pc_env_join(struct pc_env *c, struct pc_task *t)
 static inline void pc_env_copy(struct pc_env *c, uint64_t bytes)
 {
 	c->ops->copy(c, bytes);
+}
+
+static inline void pc_env_yield(struct pc_env *c)
+{
+	c->ops->yield(c);
 }
 
 /* The real clock: CLOCK_MONOTONIC, getrandom()-seeded xoshiro, pthreads. One shared

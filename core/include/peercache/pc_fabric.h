@@ -106,10 +106,11 @@ typedef int pc_rpc_handler(void *arg, uint32_t from, uint16_t opcode,
 			   const void *req, size_t req_len, struct pc_msg *resp);
 
 struct pc_fabric_params {
+	uint32_t size;			/* sizeof(struct pc_fabric_params) */
 	const struct pc_topology *topo;
 	uint32_t self;			/* node index, or PC_PEER_NONE */
 	uint32_t timeout_ms;		/* per phase; 0 = topology's store.timeout_ms */
-	struct pc_env *env;
+	struct pc_env *env;		/* by name: NULL for the posix env; by ops: required */
 	void *backend_arg;		/* backend-specific (in-process world, simulator) */
 };
 
@@ -168,7 +169,8 @@ typedef int pc_fabric_fault_fn(void *arg, int when, struct pc_op *ops, size_t n)
 
 /* The base every fabric backend embeds first. */
 struct pc_fabric {
-	const struct pc_fabric_ops *ops;
+	const struct pc_fabric_ops *ops;	/* the backend's, stubs where it has none */
+	struct pc_fabric_ops full_ops;	/* what ops points to */
 	struct pc_env *env;
 	const struct pc_topology *topo;
 	uint32_t self;
@@ -200,7 +202,9 @@ static inline void pc_stat_add(uint64_t *c, uint64_t v)
 	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
 }
 
-/* Open a fabric of the backend called name ("tcp", "verbs", "rxe", "inproc"). */
+/* Open a fabric of the built-in backend called name ("tcp", "verbs", "rxe",
+ * "inproc"). Slots the backend leaves NULL (or that its table predates) are stubs
+ * answering -EOPNOTSUPP. -ENOENT: no such backend in this build. */
 PC_API int pc_fabric_open(const char *name, const struct pc_fabric_params *p, struct pc_fabric **out);
 /* The same with an ops table the caller holds (the simulator, out-of-tree backends). */
 PC_API int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_params *p,

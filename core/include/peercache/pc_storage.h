@@ -35,10 +35,11 @@ struct pc_io {
 };
 
 struct pc_storage_params {
+	uint32_t size;		/* sizeof(struct pc_storage_params) */
 	const char *dir;	/* directory that holds the unlinked file */
 	uint64_t bytes;		/* file size to reserve */
 	bool direct;		/* ask for O_DIRECT; the backend falls back and says so */
-	struct pc_env *env;
+	struct pc_env *env;	/* by name: NULL for the posix env; by ops: required */
 	void *backend_arg;	/* backend-specific (the simulator's NVMe model) */
 };
 
@@ -60,7 +61,8 @@ typedef int pc_storage_fault_fn(void *arg, bool write, struct pc_io *ios, size_t
 
 /* The base every storage backend embeds first. */
 struct pc_storage {
-	const struct pc_storage_ops *ops;
+	const struct pc_storage_ops *ops;	/* the backend's, stubs where it has none */
+	struct pc_storage_ops full_ops;	/* what ops points to */
 	struct pc_env *env;
 	uint64_t bytes;		/* usable size */
 	size_t align;		/* required alignment; 1 for buffered I/O */
@@ -69,7 +71,8 @@ struct pc_storage {
 	void *fault_arg;
 };
 
-/* Open a storage object of the backend called name ("posix", "sim"). */
+/* Open a storage object of the built-in backend called name ("posix"). Slots the
+ * backend leaves NULL (or that its table predates) answer -EOPNOTSUPP. */
 PC_API int pc_storage_open(const char *name, const struct pc_storage_params *p,
 		    struct pc_storage **out);
 /* The same with an ops table the caller holds (the simulator). */
