@@ -39,15 +39,13 @@ struct tcp_peer {
 struct tcp_server;
 
 /*
- * The fabric. poll_ns (store.tcp_poll_us, 50 us by default) is how long a client
- * waiting for an answer, and a server that just answered, keep polling without
- * sleeping (yielding to anyone who shares their CPU) before they block. An answer on loopback or a near link comes
- * within tens of microseconds, and a thread that sleeps for it pays a wake-up on every
- * phase (on a virtual machine, a halted vCPU to start again) that cost as much as
- * moving a 64-page batch. RDMA clients poll their completion queues the same way.
- * Measured, 64-page 12 KiB gets against one pcd, runs alternated: 0.74-0.78 of a raw
- * TCP stream with 0, 0.87-0.96 with 50 (p50 per batch 256 -> 215 us). 0 sleeps at
- * once: for nodes that share their CPUs with the model.
+ * The fabric. poll_ns (store.tcp_poll_us) is how long a client waiting for an
+ * answer, and a server that just answered, keep polling without sleeping (yielding
+ * to anyone who shares their CPU) before they block. An answer on loopback or a near
+ * link comes within tens of microseconds, and a thread that sleeps for it pays a
+ * wake-up on every phase, which can cost as much as moving a whole batch; RDMA
+ * clients poll their completion queues for the same reason. 0 sleeps at once: for
+ * nodes that share their CPUs with the model.
  */
 struct tcp_fabric {
 	struct pc_fabric base;
