@@ -13,8 +13,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -25,7 +23,9 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "tcp.h"
+#include "tcp_proto.h"
+#include "tcp_server.h"
+#include "tcp_sock.h"
 
 #define RX_CHUNK (1u << 20)	/* grow receive buffers as bytes arrive, not as announced */
 #define DISCARD_BYTES 65536
@@ -144,36 +144,16 @@ static int iov_push(struct sconn *c, void *base, size_t len)
 /* Send what is queued. 0 when all is out, -EAGAIN to wait, other -errno to close. */
 static int flush(struct tcp_server *s, struct sconn *c)
 {
-	while (c->iov_i < c->iovcnt) {
-		struct msghdr mh = { .msg_iov = c->iov + c->iov_i,
-				     .msg_iovlen = c->iovcnt - c->iov_i > 1024 ? 1024 :
-										c->iovcnt - c->iov_i };
-		ssize_t r = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	int ret = tcp_sendv(c->fd, c->iov, c->iovcnt, &c->iov_i);
 
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				if (!c->sending)
-					watch(s, c, EPOLLOUT);
-				c->sending = true;
-				return -EAGAIN;
-			}
-			return -errno;
-		}
-		while (r > 0) {
-			struct iovec *v = &c->iov[c->iov_i];
-
-			if ((size_t)r >= v->iov_len) {
-				r -= (ssize_t)v->iov_len;
-				c->iov_i++;
-			} else {
-				v->iov_base = (char *)v->iov_base + r;
-				v->iov_len -= (size_t)r;
-				r = 0;
-			}
-		}
+	if (ret == -EAGAIN) {
+		if (!c->sending)
+			watch(s, c, EPOLLOUT);
+		c->sending = true;
+		return -EAGAIN;
 	}
+	if (ret)
+		return ret;
 	if (c->sending)
 		watch(s, c, EPOLLIN);
 	c->sending = false;
@@ -493,28 +473,9 @@ static int rx_payload(struct tcp_server *s, struct sconn *c)
 {
 	int ret;
 
-	while (c->rxi < c->rxn) {
-		size_t left = c->rxn - c->rxi;
-		struct msghdr mh = { .msg_iov = c->rxv + c->rxi, .msg_iovlen = left > 1024 ? 1024 : left };
-		ssize_t r = recvmsg(c->fd, &mh, MSG_DONTWAIT);
-
-		if (r < 0)
-			return errno == EINTR ? 0 : -errno;
-		if (!r)
-			return -ECONNRESET;
-		while (r > 0) {
-			struct iovec *v = &c->rxv[c->rxi];
-
-			if ((size_t)r >= v->iov_len) {
-				r -= (ssize_t)v->iov_len;
-				c->rxi++;
-			} else {
-				v->iov_base = (char *)v->iov_base + r;
-				v->iov_len -= (size_t)r;
-				r = 0;
-			}
-		}
-	}
+	ret = tcp_recvv(c->fd, c->rxv, c->rxn, &c->rxi);
+	if (ret)
+		return ret;
 	c->rx = RX_HDR;
 	c->got = 0;
 	if (on_ops_done(s, c))
@@ -687,9 +648,7 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 	const struct pc_node *node = &tf->base.topo->nodes[tf->base.self];
 	struct tcp_server *s = calloc(1, sizeof(*s));
 	struct epoll_event ev = { .events = EPOLLIN };
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int one = 1, ret;
+	int ret;
 
 	if (!s)
 		return -ENOMEM;
@@ -700,15 +659,9 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 	pthread_mutex_init(&s->rpc_lock, NULL);
 	pthread_cond_init(&s->rpc_cond, NULL);
 	s->jobs_tail = &s->jobs;
-	ret = tcp_resolve(node->address, node->port, &ss, &len);
+	ret = tcp_listen(node->address, node->port, &s->lfd);
 	if (ret)
 		goto err;
-	s->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->lfd < 0)
-		goto err_errno;
-	setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s->lfd, (struct sockaddr *)&ss, len) || listen(s->lfd, 128))
-		goto err_errno;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
