@@ -297,10 +297,10 @@ static int flight_rx(struct flight *fl)
 
 		switch (fl->stage) {
 		case ST_HDR:
-			r = recv(fl->conn->fd, (char *)&fl->resp + fl->got, sizeof(fl->resp) - fl->got,
-				 MSG_DONTWAIT);
-			if (r <= 0)
-				break;
+			r = tcp_recv_some(fl->conn->fd, (char *)&fl->resp + fl->got,
+					  sizeof(fl->resp) - fl->got);
+			if (r < 0)
+				return r == -EAGAIN ? 0 : (int)r;
 			fl->got += (size_t)r;
 			if (fl->got < sizeof(fl->resp))
 				continue;
@@ -311,12 +311,11 @@ static int flight_rx(struct flight *fl)
 			fl->got = 0;
 			continue;
 		case ST_META:
-			r = 0;
 			if (fl->got < fl->meta_len) {
-				r = recv(fl->conn->fd, (char *)fl->meta + fl->got, fl->meta_len - fl->got,
-					 MSG_DONTWAIT);
-				if (r <= 0)
-					break;
+				r = tcp_recv_some(fl->conn->fd, (char *)fl->meta + fl->got,
+						  fl->meta_len - fl->got);
+				if (r < 0)
+					return r == -EAGAIN ? 0 : (int)r;
 				fl->got += (size_t)r;
 				if (fl->got < fl->meta_len)
 					continue;
@@ -341,9 +340,6 @@ static int flight_rx(struct flight *fl)
 		default:
 			return 1;
 		}
-		if (r == 0)
-			return -ECONNRESET;
-		return would_block() ? 0 : -errno;
 	}
 }
 
@@ -383,11 +379,9 @@ static int flight_handshake(struct flight *fl)
 		}
 	}
 	while (fl->hs_got < len) {
-		r = recv(fl->conn->fd, buf + fl->hs_got, len - fl->hs_got, MSG_DONTWAIT);
-		if (r == 0)
-			return -ECONNRESET;
+		r = tcp_recv_some(fl->conn->fd, buf + fl->hs_got, len - fl->hs_got);
 		if (r < 0)
-			return would_block() ? 0 : -errno;
+			return r == -EAGAIN ? 0 : (int)r;
 		fl->hs_got += (size_t)r;
 	}
 	{

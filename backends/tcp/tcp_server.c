@@ -4,10 +4,10 @@
  * few worker threads, so that a handler may take its time (disk I/O) or pull from
  * the caller with one-sided READs while one-sided ops keep being served.
  *
- * Every op passes the region table (key, bounds, rights) before memory is touched;
- * a refused op gets its own error status. Anything malformed - bad magic or version,
- * an unknown type, a size over the limits, a body that does not add up, a frame
- * before HELLO - closes that one connection; the server keeps serving the rest.
+ * Every frame passes the parser (tcp_frame.c) before the server acts on it, and
+ * every op the region table (key, bounds, rights) before memory is touched; a
+ * refused op gets its own error status. A malformed frame closes that one
+ * connection; the server keeps serving the rest.
  *
  * Not for: the client side (tcp_client.c).
  */
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "tcp_frame.h"
 #include "tcp_proto.h"
 #include "tcp_server.h"
 #include "tcp_sock.h"
@@ -31,19 +32,19 @@
 #define DISCARD_BYTES 65536
 #define RPC_WORKERS 4		/* RPC handlers that may run at once */
 
-enum rx_state { RX_HDR, RX_BODY, RX_PAYLOAD };
+/* What a connection waits for: the next frame's header and head, the WRITE payloads
+ * of an OPS frame, or (parked) a worker's answer to its RPC. */
+enum rx_state { RX_HEAD, RX_PAYLOAD, RX_PARKED };
 
 struct sconn {
 	int fd;
 	bool hello;
 	uint32_t peer;
 	enum rx_state rx;
-	struct tcp_hdr hdr;
-	size_t got;
-	struct pc_msg body;		/* HELLO body, op descriptors, or RPC request */
-	size_t body_need;
-	/* the OPS frame being received */
-	uint32_t nops;
+	struct pc_msg head;		/* the frame's header and head, as they arrive */
+	size_t need;			/* head bytes to have before parsing again */
+	struct tcp_frame fr;		/* the frame being served */
+	/* the OPS frame being served */
 	uint8_t **where;
 	int32_t *status;
 	uint32_t cap_ops;
@@ -93,7 +94,7 @@ static void conn_close(struct tcp_server *s, struct sconn *c)
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	pc_msg_free(&c->body);
+	pc_msg_free(&c->head);
 	pc_msg_free(&c->out);
 	pc_msg_free(&c->rpc_resp);
 	free(c->where);
@@ -161,12 +162,20 @@ static int flush(struct tcp_server *s, struct sconn *c)
 	return 0;
 }
 
+/* Done with the frame: wait for the next one's header. */
+static void rx_next(struct sconn *c)
+{
+	c->rx = RX_HEAD;
+	c->head.len = 0;
+	c->need = sizeof(struct tcp_hdr);
+}
+
 static int start_response(struct sconn *c, uint8_t type, uint32_t count, int32_t status,
 			  uint64_t body_len)
 {
 	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = type,
 			     .count = count, .status = status, .body_len = body_len,
-			     .seq = c->hdr.seq };
+			     .seq = c->fr.hdr.seq };
 
 	c->out.len = 0;
 	c->iovcnt = c->iov_i = 0;
@@ -175,19 +184,16 @@ static int start_response(struct sconn *c, uint8_t type, uint32_t count, int32_t
 
 static int on_hello(struct tcp_server *s, struct sconn *c)
 {
-	struct tcp_hello hello;
+	const struct tcp_hello *hello = &c->fr.hello;
 	struct tcp_hello_ack ack = { .node = s->tf->base.self,
 				     .incarnation = s->tf->base.incarnation };
 	int32_t status = 0;
 
-	memcpy(&hello, c->body.data, sizeof(hello));
-	if (hello.node != PC_PEER_NONE && hello.node >= s->tf->base.nr_peers)
-		return bad_frame(s, c, "HELLO from an unknown node");
 	/* A client that meant another node (stale address, port reuse) is told so. */
-	if (hello.expect_node != s->tf->base.self)
+	if (hello->expect_node != s->tf->base.self)
 		status = -EADDRNOTAVAIL;
 	c->hello = true;
-	c->peer = hello.node;
+	c->peer = hello->node;
 	if (start_response(c, TCP_HELLO_ACK, 0, status, sizeof(ack)) ||
 	    pc_msg_append(&c->out, &ack, sizeof(ack)) ||
 	    iov_push(c, c->out.data, c->out.len))
@@ -202,17 +208,18 @@ static int rpc_respond(struct tcp_server *s, struct sconn *c);
  * until it is answered) and goes to a worker. */
 static int on_rpc(struct tcp_server *s, struct sconn *c)
 {
-	uint32_t op = c->hdr.count;
+	uint32_t op = c->fr.hdr.count;
 
 	if (op < 64 && (s->tf->base.quick_rpcs >> op & 1)) {
 		c->rpc_resp.len = 0;
 		c->rpc_status = s->handler ? s->handler(s->handler_arg, c->peer, (uint16_t)op,
-							c->body.data, c->hdr.body_len, &c->rpc_resp) :
+							c->fr.body, c->fr.body_len, &c->rpc_resp) :
 					     -EOPNOTSUPP;
 		pc_stat_add(&stats(s)->served_rpcs, 1);
 		return rpc_respond(s, c);
 	}
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	c->rx = RX_PARKED;
 	c->rpc_resp.len = 0;
 	c->rpc_next = NULL;
 	pthread_mutex_lock(&s->rpc_lock);
@@ -244,8 +251,8 @@ static void *rpc_worker(void *arg)
 		pthread_mutex_unlock(&s->rpc_lock);
 
 		c->rpc_status = s->handler ?
-			s->handler(s->handler_arg, c->peer, (uint16_t)c->hdr.count, c->body.data,
-				   c->hdr.body_len, &c->rpc_resp) : -EOPNOTSUPP;
+			s->handler(s->handler_arg, c->peer, (uint16_t)c->fr.hdr.count, c->fr.body,
+				   c->fr.body_len, &c->rpc_resp) : -EOPNOTSUPP;
 		pc_stat_add(&stats(s)->served_rpcs, 1);
 
 		pthread_mutex_lock(&s->rpc_lock);
@@ -278,9 +285,8 @@ static int rpc_respond(struct tcp_server *s, struct sconn *c)
 		status = -EMSGSIZE;
 		c->rpc_resp.len = 0;
 	}
-	c->rx = RX_HDR;
-	c->got = 0;
-	if (start_response(c, TCP_RPC_RESP, c->hdr.count, status, c->rpc_resp.len) ||
+	rx_next(c);
+	if (start_response(c, TCP_RPC_RESP, c->fr.hdr.count, status, c->rpc_resp.len) ||
 	    iov_push(c, c->out.data, c->out.len) ||
 	    iov_push(c, c->rpc_resp.data, c->rpc_resp.len))
 		return -ENOMEM;
@@ -306,35 +312,26 @@ static void rpc_answer_done(struct tcp_server *s)
 	}
 }
 
-/* All descriptors are in: check the frame adds up, then check every op. */
-static int on_ops_desc(struct tcp_server *s, struct sconn *c)
+/* The OPS head is in and parsed: check every op against the region table, and
+ * say where each WRITE payload lands. */
+static int on_ops(struct tcp_server *s, struct sconn *c)
 {
-	const struct tcp_opdesc *d = c->body.data;
-	uint64_t writes = 0;
+	const struct tcp_opdesc *d = (const struct tcp_opdesc *)c->fr.body;
+	uint32_t nops = c->fr.nops;
 
-	if (c->nops > c->cap_ops) {
-		uint8_t **w = realloc(c->where, c->nops * sizeof(*w));
-		int32_t *st = w ? realloc(c->status, c->nops * sizeof(*st)) : NULL;
+	if (nops > c->cap_ops) {
+		uint8_t **w = realloc(c->where, nops * sizeof(*w));
+		int32_t *st = w ? realloc(c->status, nops * sizeof(*st)) : NULL;
 
 		if (w)
 			c->where = w;
 		if (!st)
 			return -ENOMEM;
 		c->status = st;
-		c->cap_ops = c->nops;
+		c->cap_ops = nops;
 	}
-	for (uint32_t i = 0; i < c->nops; i++) {
-		if (d[i].kind < PC_OP_READ || d[i].kind > PC_OP_CAS)
-			return bad_frame(s, c, "unknown op kind");
-		if (d[i].len > TCP_MAX_OP_LEN || (d[i].kind == PC_OP_CAS && d[i].len != 8))
-			return bad_frame(s, c, "op length out of range");
-		if (d[i].kind == PC_OP_WRITE)
-			writes += d[i].len;
-	}
-	if (c->hdr.body_len != (uint64_t)c->nops * sizeof(*d) + writes)
-		return bad_frame(s, c, "OPS body length does not match its ops");
 	c->rxn = c->rxi = 0;
-	for (uint32_t i = 0; i < c->nops; i++) {
+	for (uint32_t i = 0; i < nops; i++) {
 		c->where[i] = NULL;
 		c->status[i] = region_table_check(&s->tf->regions, d[i].rkey, d[i].raddr, d[i].len,
 						  region_access_for(d[i].kind), &c->where[i]);
@@ -359,18 +356,19 @@ static int on_ops_desc(struct tcp_server *s, struct sconn *c)
 /* Every WRITE landed: run the CASes and queue statuses, READ bytes, CAS values. */
 static int on_ops_done(struct tcp_server *s, struct sconn *c)
 {
-	const struct tcp_opdesc *d = c->body.data;
-	uint64_t body = (uint64_t)c->nops * 4, served = 0;
+	const struct tcp_opdesc *d = (const struct tcp_opdesc *)c->fr.body;
+	uint32_t nops = c->fr.nops;
+	uint64_t body = (uint64_t)nops * 4, served = 0;
 	size_t cas_off;
 
-	for (uint32_t i = 0; i < c->nops; i++)
+	for (uint32_t i = 0; i < nops; i++)
 		if (!c->status[i])
 			body += d[i].kind == PC_OP_READ ? d[i].len : d[i].kind == PC_OP_CAS ? 8 : 0;
-	if (start_response(c, TCP_OPS_RESP, c->nops, 0, body) ||
-	    pc_msg_append(&c->out, c->status, (size_t)c->nops * 4))
+	if (start_response(c, TCP_OPS_RESP, nops, 0, body) ||
+	    pc_msg_append(&c->out, c->status, (size_t)nops * 4))
 		return -ENOMEM;
 	cas_off = c->out.len;
-	for (uint32_t i = 0; i < c->nops; i++) {
+	for (uint32_t i = 0; i < nops; i++) {
 		uint64_t old;
 
 		if (c->status[i] || d[i].kind != PC_OP_CAS)
@@ -382,7 +380,7 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 	/* out.data is final now; point the iovecs into it and into the regions. */
 	if (iov_push(c, c->out.data, cas_off))
 		return -ENOMEM;
-	for (uint32_t i = 0; i < c->nops; i++) {
+	for (uint32_t i = 0; i < nops; i++) {
 		if (c->status[i])
 			continue;
 		served++;
@@ -398,74 +396,63 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 	return 0;
 }
 
-static int on_header(struct tcp_server *s, struct sconn *c)
-{
-	const struct tcp_hdr *h = &c->hdr;
-
-	if (h->magic != TCP_MAGIC)
-		return bad_frame(s, c, "bad magic");
-	if (h->version != TCP_VERSION)
-		return bad_frame(s, c, "unsupported version");
-	if (h->flags)
-		return bad_frame(s, c, "unknown flags");
-	if (!c->hello && h->type != TCP_HELLO)
-		return bad_frame(s, c, "frame before HELLO");
-	c->body.len = 0;
-	switch (h->type) {
-	case TCP_HELLO:
-		if (c->hello || h->body_len != sizeof(struct tcp_hello))
-			return bad_frame(s, c, "bad HELLO");
-		c->body_need = sizeof(struct tcp_hello);
-		break;
-	case TCP_OPS:
-		if (!h->count || h->count > TCP_MAX_OPS)
-			return bad_frame(s, c, "op count out of range");
-		if (h->body_len > TCP_MAX_OPS_BODY ||
-		    h->body_len < (uint64_t)h->count * sizeof(struct tcp_opdesc))
-			return bad_frame(s, c, "OPS body length out of range");
-		c->nops = h->count;
-		c->body_need = (size_t)h->count * sizeof(struct tcp_opdesc);
-		break;
-	case TCP_RPC:
-		if (h->body_len > TCP_MAX_RPC_BODY || h->count > UINT16_MAX)
-			return bad_frame(s, c, "RPC too large");
-		c->body_need = h->body_len;
-		break;
-	default:
-		return bad_frame(s, c, "unknown frame type");
-	}
-	c->rx = RX_BODY;
-	c->got = 0;
-	return 0;
-}
-
-/* The body is in: act on it. Returns 0, or -errno to close. */
-static int on_body(struct tcp_server *s, struct sconn *c)
+/* The frame's head is in and valid: act on it. Returns 0, or -errno to close. */
+static int on_frame(struct tcp_server *s, struct sconn *c)
 {
 	int ret;
 
-	switch (c->hdr.type) {
+	switch (c->fr.hdr.type) {
 	case TCP_HELLO:
 		ret = on_hello(s, c);
 		break;
 	case TCP_RPC:
 		return on_rpc(s, c);	/* parked: rpc_answer() resumes it */
 	default:
-		ret = on_ops_desc(s, c);
+		ret = on_ops(s, c);
 		if (ret)
 			return ret;
-		if (c->hdr.body_len > c->body_need) {
+		if (c->fr.payload_len) {
 			c->rx = RX_PAYLOAD;
 			return 0;
 		}
 		ret = on_ops_done(s, c);
 	}
-	c->rx = RX_HDR;
-	c->got = 0;
+	rx_next(c);
 	if (ret)
 		return ret;
 	ret = flush(s, c);
 	return ret == -EAGAIN ? 0 : ret;
+}
+
+/* Receive the next frame's header and head, RX_CHUNK at a time so that buffers
+ * grow as bytes arrive, not as a header announces, and parse each time the parser
+ * has what it asked for. 0 once the frame is acted on, -EAGAIN to wait for bytes,
+ * other -errno to close. */
+static int rx_head(struct tcp_server *s, struct sconn *c)
+{
+	struct tcp_frame_ctx ctx = { .hello = c->hello, .nr_nodes = s->tf->base.nr_peers };
+
+	for (;;) {
+		size_t want = c->need - c->head.len;
+		ssize_t r;
+
+		if (want > RX_CHUNK)
+			want = RX_CHUNK;
+		if (pc_msg_reserve(&c->head, want))
+			return -ENOMEM;
+		r = tcp_recv_some(c->fd, (char *)c->head.data + c->head.len, want);
+		if (r < 0)
+			return (int)r;
+		c->head.len += (size_t)r;
+		if (c->head.len < c->need)
+			continue;
+		r = tcp_frame_parse(&ctx, c->head.data, c->head.len, &c->fr);
+		if (r < 0)
+			return bad_frame(s, c, c->fr.why);
+		if (r > 0)
+			return on_frame(s, c);
+		c->need = c->fr.need;
+	}
 }
 
 /* Receive WRITE payloads straight into their regions, scattered by recvmsg. */
@@ -476,76 +463,26 @@ static int rx_payload(struct tcp_server *s, struct sconn *c)
 	ret = tcp_recvv(c->fd, c->rxv, c->rxn, &c->rxi);
 	if (ret)
 		return ret;
-	c->rx = RX_HDR;
-	c->got = 0;
-	if (on_ops_done(s, c))
-		return -ENOMEM;
+	ret = on_ops_done(s, c);
+	rx_next(c);
+	if (ret)
+		return ret;
 	ret = flush(s, c);
 	return ret == -EAGAIN ? 0 : ret;
 }
 
-/* A connection whose RPC is with a worker: the loop must not touch it. */
-static bool parked(const struct sconn *c)
-{
-	return c->rx == RX_BODY && c->hdr.type == TCP_RPC && c->got == c->body_need;
-}
-
-/* Read and act until the socket is drained or a response is waiting to go out. */
+/* Read and act until the socket is drained, a response is waiting to go out, or
+ * an RPC is with a worker (the loop must not touch the connection then). */
 static int on_readable(struct tcp_server *s, struct sconn *c)
 {
 	for (;;) {
-		ssize_t r;
 		int ret;
 
-		if (c->sending)
+		if (c->sending || c->rx == RX_PARKED)
 			return 0;	/* one request at a time: read on once it is answered */
-		switch (c->rx) {
-		case RX_HDR:
-			r = recv(c->fd, (char *)&c->hdr + c->got, sizeof(c->hdr) - c->got, MSG_DONTWAIT);
-			if (r > 0) {
-				c->got += (size_t)r;
-				if (c->got == sizeof(c->hdr) && (ret = on_header(s, c)))
-					return ret;
-				if (c->rx == RX_BODY && !c->body_need && (ret = on_body(s, c)))
-					return ret;
-				if (parked(c))
-					return 0;
-				continue;
-			}
-			break;
-		case RX_BODY: {
-			size_t want = c->body_need - c->got;
-
-			if (want > RX_CHUNK)
-				want = RX_CHUNK;
-			if (pc_msg_reserve(&c->body, want))
-				return -ENOMEM;
-			r = recv(c->fd, (char *)c->body.data + c->got, want, MSG_DONTWAIT);
-			if (r > 0) {
-				c->got += (size_t)r;
-				c->body.len = c->got;
-				if (c->got == c->body_need && (ret = on_body(s, c)))
-					return ret;
-				if (parked(c))
-					return 0;
-				continue;
-			}
-			break;
-		}
-		case RX_PAYLOAD:
-			ret = rx_payload(s, c);
-			if (ret == -EAGAIN || ret == -EWOULDBLOCK)
-				return 0;
-			if (ret)
-				return ret;
-			continue;
-		}
-		if (r == 0)
-			return -ECONNRESET;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return 0;
-		if (errno != EINTR)
-			return -errno;
+		ret = c->rx == RX_HEAD ? rx_head(s, c) : rx_payload(s, c);
+		if (ret)
+			return ret == -EAGAIN ? 0 : ret;
 	}
 }
 
@@ -566,6 +503,7 @@ static void on_accept(struct tcp_server *s)
 		tcp_tune_socket(fd);
 		c->fd = fd;
 		c->peer = PC_PEER_NONE;
+		rx_next(c);
 		ev.data.ptr = c;
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			close(fd);

@@ -117,20 +117,38 @@ int tcp_sendv(int fd, struct iovec *v, size_t n, size_t *i)
 	return 0;
 }
 
+/* What a recv or recvmsg returned, as this file returns it: the bytes, or -errno
+ * (-EAGAIN for would-block, -ECONNRESET for end of stream, -EINTR to try again). */
+static ssize_t rx_result(ssize_t r)
+{
+	if (r > 0)
+		return r;
+	if (!r)
+		return -ECONNRESET;
+	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
+ssize_t tcp_recv_some(int fd, void *buf, size_t len)
+{
+	ssize_t r;
+
+	do
+		r = rx_result(recv(fd, buf, len, MSG_DONTWAIT));
+	while (r == -EINTR);
+	return r;
+}
+
 int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i)
 {
 	tcp_iov_advance(v, n, i, 0);	/* past empty entries: a receive of none reads as EOF */
 	while (*i < n) {
 		struct msghdr mh = batch_of(v, n, *i);
-		ssize_t r = recvmsg(fd, &mh, MSG_DONTWAIT);
+		ssize_t r = rx_result(recvmsg(fd, &mh, MSG_DONTWAIT));
 
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-		}
-		if (!r)
-			return -ECONNRESET;
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return (int)r;
 		tcp_iov_advance(v, n, i, (size_t)r);
 	}
 	return 0;

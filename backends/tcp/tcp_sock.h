@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 /* host:port (a name or a numeric address) into *ss and *len. 0, or -errno
@@ -35,6 +36,10 @@ void tcp_iov_advance(struct iovec *v, size_t n, size_t *i, size_t r);
 /* Send v[*i..n) on fd without blocking, advancing *i. 0 when all of it is out,
  * -EAGAIN when the socket is full, or -errno. */
 int tcp_sendv(int fd, struct iovec *v, size_t n, size_t *i);
+
+/* Receive up to len bytes into buf without blocking. The bytes received (> 0),
+ * -EAGAIN when none are there yet, -ECONNRESET at end of stream, or -errno. */
+ssize_t tcp_recv_some(int fd, void *buf, size_t len);
 
 /* Receive into v[*i..n) from fd without blocking, advancing *i. 0 when all of it
  * is in, -EAGAIN when nothing more is there yet, -ECONNRESET at end of stream, or
