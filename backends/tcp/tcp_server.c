@@ -1,15 +1,20 @@
 /*
- * tcp_server.c - the node's server thread: emulates one-sided READ/WRITE/CAS on the
- * registered regions for every connection from one epoll loop, and hands RPCs to a
- * few worker threads, so that a handler may take its time (disk I/O) or pull from
- * the caller with one-sided READs while one-sided ops keep being served.
+ * tcp_server.c - the node's server thread: one epoll loop that accepts connections,
+ * receives their frames, emulates one-sided READ/WRITE/CAS on the registered
+ * regions, and writes every response. RPCs it hands to the workers (tcp_rpc.c)
+ * unless the handler answers them without blocking.
  *
  * Every frame passes the parser (tcp_frame.c) before the server acts on it, and
  * every op the region table (key, bounds, rights) before memory is touched; a
  * refused op gets its own error status. A malformed frame closes that one
  * connection; the server keeps serving the rest.
  *
- * Not for: the client side (tcp_client.c).
+ * The response writer is here, not with the workers: only this thread touches a
+ * connection's socket and its EPOLLOUT interest, so connections need no lock, and
+ * a worker hands its answer back through the done list.
+ *
+ * Not for: the client side (tcp_client.c), the checks on a frame's shape
+ * (tcp_frame.c), running RPC handlers (tcp_rpc.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <stddef.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -25,12 +31,12 @@
 #include "base/log.h"
 #include "tcp_frame.h"
 #include "tcp_proto.h"
+#include "tcp_rpc.h"
 #include "tcp_server.h"
 #include "tcp_sock.h"
 
 #define RX_CHUNK (1u << 20)	/* grow receive buffers as bytes arrive, not as announced */
 #define DISCARD_BYTES 65536
-#define RPC_WORKERS 4		/* RPC handlers that may run at once */
 
 /* What a connection waits for: the next frame's header and head, the WRITE payloads
  * of an OPS frame, or (parked) a worker's answer to its RPC. */
@@ -52,9 +58,7 @@ struct sconn {
 	size_t rxn, rxi, rxcap;
 	/* the response being sent */
 	struct pc_msg out;
-	struct pc_msg rpc_resp;
-	int32_t rpc_status;
-	struct sconn *rpc_next;		/* on the job or the done queue while parked */
+	struct tcp_rpc_job rpc;		/* the RPC being answered */
 	struct iovec *iov;
 	size_t iovcnt, iovcap, iov_i;
 	bool sending;
@@ -63,19 +67,12 @@ struct sconn {
 
 struct tcp_server {
 	struct tcp_fabric *tf;
-	pc_rpc_handler *handler;
-	void *handler_arg;
-	int lfd, epfd, wakefd, donefd;
+	int lfd, epfd, wakefd;
 	pthread_t thread;
 	struct sconn *conns;
-	/* RPCs: a connection with a request is parked (out of epoll) on jobs, a worker
-	 * runs the handler and moves it to done, the loop answers and resumes it. */
-	pthread_mutex_t rpc_lock;
-	pthread_cond_t rpc_cond;
-	struct sconn *jobs, **jobs_tail, *done;
-	bool stopping;
-	pthread_t workers[RPC_WORKERS];
-	int nr_workers;
+	/* A connection whose RPC is with a worker is parked: out of epoll until the
+	 * loop takes the job back from the done list and answers it. */
+	struct tcp_rpc_pool rpc;
 	uint8_t discard[DISCARD_BYTES];
 };
 
@@ -96,7 +93,7 @@ static void conn_close(struct tcp_server *s, struct sconn *c)
 		c->next->prev = c->prev;
 	pc_msg_free(&c->head);
 	pc_msg_free(&c->out);
-	pc_msg_free(&c->rpc_resp);
+	pc_msg_free(&c->rpc.resp);
 	free(c->where);
 	free(c->status);
 	free(c->iov);
@@ -117,6 +114,13 @@ static void watch(struct tcp_server *s, struct sconn *c, uint32_t events)
 	struct epoll_event ev = { .events = events, .data.ptr = c };
 
 	epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static int watch_add(struct tcp_server *s, int fd, void *ptr)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = ptr };
+
+	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
 static int iovec_add(struct iovec **v, size_t *n, size_t *cap, void *base, size_t len)
@@ -201,7 +205,24 @@ static int on_hello(struct tcp_server *s, struct sconn *c)
 	return 0;
 }
 
-static int rpc_respond(struct tcp_server *s, struct sconn *c);
+/* Send the handler's answer and read on. 0 or -errno to close. */
+static int rpc_respond(struct tcp_server *s, struct sconn *c)
+{
+	int32_t status = c->rpc.status;
+	int ret;
+
+	if (c->rpc.resp.len > TCP_MAX_RPC_BODY) {
+		status = -EMSGSIZE;
+		c->rpc.resp.len = 0;
+	}
+	rx_next(c);
+	if (start_response(c, TCP_RPC_RESP, c->fr.hdr.count, status, c->rpc.resp.len) ||
+	    iov_push(c, c->out.data, c->out.len) ||
+	    iov_push(c, c->rpc.resp.data, c->rpc.resp.len))
+		return -ENOMEM;
+	ret = flush(s, c);
+	return ret == -EAGAIN ? 0 : ret;
+}
 
 /* An RPC request is in. One the handler answers without blocking (the fabric's
  * quick_rpcs) is answered here and now; any other parks the connection (no reads
@@ -209,105 +230,32 @@ static int rpc_respond(struct tcp_server *s, struct sconn *c);
 static int on_rpc(struct tcp_server *s, struct sconn *c)
 {
 	uint32_t op = c->fr.hdr.count;
+	struct tcp_rpc_job *j = &c->rpc;
 
+	j->from = c->peer;
+	j->opcode = (uint16_t)op;
+	j->req = c->fr.body;
+	j->req_len = c->fr.body_len;
 	if (op < 64 && (s->tf->base.quick_rpcs >> op & 1)) {
-		c->rpc_resp.len = 0;
-		c->rpc_status = s->handler ? s->handler(s->handler_arg, c->peer, (uint16_t)op,
-							c->fr.body, c->fr.body_len, &c->rpc_resp) :
-					     -EOPNOTSUPP;
-		pc_stat_add(&stats(s)->served_rpcs, 1);
+		tcp_rpc_run(&s->rpc, j);
 		return rpc_respond(s, c);
 	}
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	c->rx = RX_PARKED;
-	c->rpc_resp.len = 0;
-	c->rpc_next = NULL;
-	pthread_mutex_lock(&s->rpc_lock);
-	*s->jobs_tail = c;
-	s->jobs_tail = &c->rpc_next;
-	pthread_cond_signal(&s->rpc_cond);
-	pthread_mutex_unlock(&s->rpc_lock);
+	tcp_rpc_submit(&s->rpc, j);
 	return 0;
 }
 
-static void *rpc_worker(void *arg)
-{
-	struct tcp_server *s = arg;
-	uint64_t one = 1;
-
-	pthread_setname_np(pthread_self(), "pc-tcp-rpc");
-	pthread_mutex_lock(&s->rpc_lock);
-	for (;;) {
-		struct sconn *c;
-
-		while (!s->jobs && !s->stopping)
-			pthread_cond_wait(&s->rpc_cond, &s->rpc_lock);
-		if (s->stopping)
-			break;
-		c = s->jobs;
-		s->jobs = c->rpc_next;
-		if (!s->jobs)
-			s->jobs_tail = &s->jobs;
-		pthread_mutex_unlock(&s->rpc_lock);
-
-		c->rpc_status = s->handler ?
-			s->handler(s->handler_arg, c->peer, (uint16_t)c->fr.hdr.count, c->fr.body,
-				   c->fr.body_len, &c->rpc_resp) : -EOPNOTSUPP;
-		pc_stat_add(&stats(s)->served_rpcs, 1);
-
-		pthread_mutex_lock(&s->rpc_lock);
-		c->rpc_next = s->done;
-		s->done = c;
-		if (write(s->donefd, &one, sizeof(one)) != sizeof(one))
-			pc_err("tcp server: cannot wake the server thread: %s", strerror(errno));
-	}
-	pthread_mutex_unlock(&s->rpc_lock);
-	return NULL;
-}
-
-/* Answer a connection whose RPC a worker finished, and read on. 0 or -errno to close. */
-static int rpc_answer(struct tcp_server *s, struct sconn *c)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->fd, &ev))
-		return -errno;
-	return rpc_respond(s, c);
-}
-
-/* Send the handler's answer and read on. 0 or -errno to close. */
-static int rpc_respond(struct tcp_server *s, struct sconn *c)
-{
-	int32_t status = c->rpc_status;
-	int ret;
-
-	if (c->rpc_resp.len > TCP_MAX_RPC_BODY) {
-		status = -EMSGSIZE;
-		c->rpc_resp.len = 0;
-	}
-	rx_next(c);
-	if (start_response(c, TCP_RPC_RESP, c->fr.hdr.count, status, c->rpc_resp.len) ||
-	    iov_push(c, c->out.data, c->out.len) ||
-	    iov_push(c, c->rpc_resp.data, c->rpc_resp.len))
-		return -ENOMEM;
-	ret = flush(s, c);
-	return ret == -EAGAIN ? 0 : ret;
-}
-
+/* Answer the connections whose RPCs the workers finished, and read on. */
 static void rpc_answer_done(struct tcp_server *s)
 {
-	struct sconn *c, *next;
-	uint64_t v;
+	struct tcp_rpc_job *j, *next;
 
-	if (read(s->donefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		pc_err("tcp server: eventfd: %s", strerror(errno));
-	pthread_mutex_lock(&s->rpc_lock);
-	c = s->done;
-	s->done = NULL;
-	pthread_mutex_unlock(&s->rpc_lock);
-	for (; c; c = next) {
-		next = c->rpc_next;
-		if (rpc_answer(s, c))
+	for (j = tcp_rpc_take_done(&s->rpc); j; j = next) {
+		struct sconn *c = (struct sconn *)((char *)j - offsetof(struct sconn, rpc));
+
+		next = j->next;
+		if (watch_add(s, c->fd, c) || rpc_respond(s, c))
 			conn_close(s, c);
 	}
 }
@@ -406,7 +354,7 @@ static int on_frame(struct tcp_server *s, struct sconn *c)
 		ret = on_hello(s, c);
 		break;
 	case TCP_RPC:
-		return on_rpc(s, c);	/* parked: rpc_answer() resumes it */
+		return on_rpc(s, c);	/* parked: rpc_answer_done() resumes it */
 	default:
 		ret = on_ops(s, c);
 		if (ret)
@@ -490,7 +438,6 @@ static void on_accept(struct tcp_server *s)
 {
 	for (;;) {
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct epoll_event ev = { .events = EPOLLIN };
 		struct sconn *c;
 
 		if (fd < 0)
@@ -504,8 +451,7 @@ static void on_accept(struct tcp_server *s)
 		c->fd = fd;
 		c->peer = PC_PEER_NONE;
 		rx_next(c);
-		ev.data.ptr = c;
-		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		if (watch_add(s, fd, c)) {
 			close(fd);
 			free(c);
 			continue;
@@ -550,7 +496,7 @@ static void *server_main(void *arg)
 
 			if (evs[i].data.ptr == s)
 				return NULL;	/* woken to stop */
-			if (evs[i].data.ptr == &s->donefd) {
+			if (evs[i].data.ptr == &s->rpc) {
 				rpc_answer_done(s);
 				continue;
 			}
@@ -570,14 +516,14 @@ static void *server_main(void *arg)
 	}
 }
 
-static void stop_workers(struct tcp_server *s)
+static void close_fds(struct tcp_server *s)
 {
-	pthread_mutex_lock(&s->rpc_lock);
-	s->stopping = true;
-	pthread_cond_broadcast(&s->rpc_cond);
-	pthread_mutex_unlock(&s->rpc_lock);
-	while (s->nr_workers)
-		pthread_join(s->workers[--s->nr_workers], NULL);
+	if (s->wakefd >= 0)
+		close(s->wakefd);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->lfd >= 0)
+		close(s->lfd);
 }
 
 int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
@@ -585,59 +531,42 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 {
 	const struct pc_node *node = &tf->base.topo->nodes[tf->base.self];
 	struct tcp_server *s = calloc(1, sizeof(*s));
-	struct epoll_event ev = { .events = EPOLLIN };
 	int ret;
 
 	if (!s)
 		return -ENOMEM;
 	s->tf = tf;
-	s->handler = h;
-	s->handler_arg = arg;
-	s->lfd = s->epfd = s->wakefd = s->donefd = -1;
-	pthread_mutex_init(&s->rpc_lock, NULL);
-	pthread_cond_init(&s->rpc_cond, NULL);
-	s->jobs_tail = &s->jobs;
+	s->lfd = s->epfd = s->wakefd = -1;
 	ret = tcp_listen(node->address, node->port, &s->lfd);
 	if (ret)
-		goto err;
+		goto err_close;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	s->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->epfd < 0 || s->wakefd < 0 || s->donefd < 0)
-		goto err_errno;
-	ev.data.ptr = NULL;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev))
-		goto err_errno;
-	ev.data.ptr = s;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wakefd, &ev))
-		goto err_errno;
-	ev.data.ptr = &s->donefd;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->donefd, &ev))
-		goto err_errno;
-	for (; s->nr_workers < RPC_WORKERS; s->nr_workers++) {
-		ret = -pthread_create(&s->workers[s->nr_workers], NULL, rpc_worker, s);
-		if (ret)
-			goto err;
+	if (s->epfd < 0 || s->wakefd < 0) {
+		ret = -errno;
+		goto err_close;
 	}
-	ret = -pthread_create(&s->thread, NULL, server_main, s);
+	/* data.ptr tells the loop what woke it: NULL a connect, s a stop, the pool a
+	 * finished RPC, anything else a connection. */
+	ret = watch_add(s, s->lfd, NULL);
+	if (!ret)
+		ret = watch_add(s, s->wakefd, s);
 	if (ret)
-		goto err;
+		goto err_close;
+	ret = tcp_rpc_start(&s->rpc, h, arg, &tf->base.stats.served_rpcs);
+	if (ret)
+		goto err_close;
+	ret = watch_add(s, s->rpc.done_fd, &s->rpc);
+	if (!ret)
+		ret = -pthread_create(&s->thread, NULL, server_main, s);
+	if (ret)
+		goto err_rpc;
 	*out = s;
 	return 0;
-err_errno:
-	ret = -errno;
-err:
-	stop_workers(s);
-	if (s->donefd >= 0)
-		close(s->donefd);
-	if (s->wakefd >= 0)
-		close(s->wakefd);
-	if (s->epfd >= 0)
-		close(s->epfd);
-	if (s->lfd >= 0)
-		close(s->lfd);
-	pthread_cond_destroy(&s->rpc_cond);
-	pthread_mutex_destroy(&s->rpc_lock);
+err_rpc:
+	tcp_rpc_stop(&s->rpc);
+err_close:
+	close_fds(s);
 	free(s);
 	return ret;
 }
@@ -649,14 +578,9 @@ void tcp_server_stop(struct tcp_server *s)
 	if (write(s->wakefd, &one, sizeof(one)) != sizeof(one))
 		pc_err("tcp server: cannot wake the server thread: %s", strerror(errno));
 	pthread_join(s->thread, NULL);
-	stop_workers(s);	/* handlers running now finish; queued requests are dropped */
+	tcp_rpc_stop(&s->rpc);	/* handlers running now finish; queued requests are dropped */
 	while (s->conns)
 		conn_close(s, s->conns);
-	close(s->donefd);
-	close(s->wakefd);
-	close(s->epfd);
-	close(s->lfd);
-	pthread_cond_destroy(&s->rpc_cond);
-	pthread_mutex_destroy(&s->rpc_lock);
+	close_fds(s);
 	free(s);
 }
