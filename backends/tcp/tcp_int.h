@@ -1,7 +1,13 @@
 /*
  * tcp_int.h - the object every file of the tcp backend shares: the fabric.
- * tcp.c opens and closes it; tcp_client.c posts batches and RPCs through it;
- * tcp_server.c serves its regions and its RPC handler.
+ *
+ *   tcp.c         the ops table; open, close, serve
+ *   tcp_client.c  connections to peers; batched one-sided ops and RPCs
+ *   tcp_server.c  the event loop: accept, receive, serve ops, write responses
+ *   tcp_frame.c   the frame parser: every check on a request's shape
+ *   tcp_rpc.c     the RPC workers
+ *   tcp_sock.c    socket helpers both sides use
+ *   tcp_proto.h   the wire format
  *
  * Not for: anything the core sees (the core knows only pc_fabric), nor either
  * side's own state, which stays in its file.
