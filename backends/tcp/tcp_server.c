@@ -174,6 +174,17 @@ static void rx_next(struct sconn *c)
 	c->need = sizeof(struct tcp_hdr);
 }
 
+/* Done with the frame, its response queued (ret 0) or not (ret -errno): wait for
+ * the next frame and send what is queued. 0, or -errno to close. */
+static int frame_done(struct tcp_server *s, struct sconn *c, int ret)
+{
+	rx_next(c);
+	if (ret)
+		return ret;
+	ret = flush(s, c);
+	return ret == -EAGAIN ? 0 : ret;
+}
+
 static int start_response(struct sconn *c, uint8_t type, uint32_t count, int32_t status,
 			  uint64_t body_len)
 {
@@ -209,19 +220,17 @@ static int on_hello(struct tcp_server *s, struct sconn *c)
 static int rpc_respond(struct tcp_server *s, struct sconn *c)
 {
 	int32_t status = c->rpc.status;
-	int ret;
+	int ret = 0;
 
 	if (c->rpc.resp.len > TCP_MAX_RPC_BODY) {
 		status = -EMSGSIZE;
 		c->rpc.resp.len = 0;
 	}
-	rx_next(c);
 	if (start_response(c, TCP_RPC_RESP, c->fr.hdr.count, status, c->rpc.resp.len) ||
 	    iov_push(c, c->out.data, c->out.len) ||
 	    iov_push(c, c->rpc.resp.data, c->rpc.resp.len))
-		return -ENOMEM;
-	ret = flush(s, c);
-	return ret == -EAGAIN ? 0 : ret;
+		ret = -ENOMEM;
+	return frame_done(s, c, ret);
 }
 
 /* An RPC request is in. One the handler answers without blocking (the fabric's
@@ -365,11 +374,7 @@ static int on_frame(struct tcp_server *s, struct sconn *c)
 		}
 		ret = on_ops_done(s, c);
 	}
-	rx_next(c);
-	if (ret)
-		return ret;
-	ret = flush(s, c);
-	return ret == -EAGAIN ? 0 : ret;
+	return frame_done(s, c, ret);
 }
 
 /* Receive the next frame's header and head, RX_CHUNK at a time so that buffers
@@ -411,12 +416,7 @@ static int rx_payload(struct tcp_server *s, struct sconn *c)
 	ret = tcp_recvv(c->fd, c->rxv, c->rxn, &c->rxi);
 	if (ret)
 		return ret;
-	ret = on_ops_done(s, c);
-	rx_next(c);
-	if (ret)
-		return ret;
-	ret = flush(s, c);
-	return ret == -EAGAIN ? 0 : ret;
+	return frame_done(s, c, on_ops_done(s, c));
 }
 
 /* Read and act until the socket is drained, a response is waiting to go out, or
