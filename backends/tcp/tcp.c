@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "tcp.h"
+#include "tcp_client.h"
+#include "tcp_int.h"
+#include "tcp_server.h"
 
 static int tcp_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 {

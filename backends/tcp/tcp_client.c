@@ -12,45 +12,40 @@
  * Not for: serving (tcp_server.c).
  */
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/log.h"
-#include "tcp.h"
+#include "tcp_client.h"
+#include "tcp_proto.h"
+#include "tcp_sock.h"
 
 #define BACKOFF_NS 200000000ULL	/* after a failed connect, fail fast for 200 ms */
 
-int tcp_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICSERV }, *res;
-	char service[8];
-	int ret;
+/* One connection to a peer's server. */
+struct tcp_conn {
+	int fd;
+	uint64_t server_inc;		/* the server's incarnation, from HELLO_ACK */
+	uint64_t seq;
+	struct tcp_conn *next;		/* idle list */
+};
 
-	snprintf(service, sizeof(service), "%u", port);
-	ret = getaddrinfo(host, service, &hints, &res);
-	if (ret)
-		return ret == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
-void tcp_tune_socket(int fd)
-{
-	int one = 1;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
+/* What a client knows about a peer. */
+struct tcp_peer {
+	pthread_mutex_t lock;
+	struct tcp_conn *idle;		/* connections not in use */
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	bool resolved;
+	uint64_t down_until;		/* after a failed connect, fail fast until then */
+	int down_err;
+};
 
 int tcp_peers_init(struct tcp_fabric *tf)
 {
@@ -107,15 +102,9 @@ static int conn_start(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **ou
 			return ret;
 		p->resolved = true;
 	}
-	fd = socket(p->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	tcp_tune_socket(fd);
-	if (connect(fd, (struct sockaddr *)&p->addr, p->addrlen) && errno != EINPROGRESS) {
-		ret = -errno;
-		close(fd);
+	ret = tcp_connect_start(&p->addr, p->addrlen, &fd);
+	if (ret)
 		return ret;
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		close(fd);
@@ -239,23 +228,6 @@ struct flight {
 
 _Static_assert(sizeof(struct tcp_hello) == sizeof(struct tcp_hello_ack), "HELLO and ACK sizes match");
 
-/* Advance an iovec cursor past r bytes. */
-static void iov_advance(struct iovec *v, size_t n, size_t *i, size_t r)
-{
-	while (r && *i < n) {
-		if (r >= v[*i].iov_len) {
-			r -= v[*i].iov_len;
-			(*i)++;
-		} else {
-			v[*i].iov_base = (char *)v[*i].iov_base + r;
-			v[*i].iov_len -= r;
-			r = 0;
-		}
-	}
-	while (*i < n && !v[*i].iov_len)
-		(*i)++;
-}
-
 static bool would_block(void)
 {
 	return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
@@ -264,17 +236,9 @@ static bool would_block(void)
 /* 1: all sent; 0: would block; <0: error. */
 static int flight_tx(struct flight *fl)
 {
-	while (fl->txi < fl->txn) {
-		size_t left = fl->txn - fl->txi;
-		struct msghdr mh = { .msg_iov = fl->tx + fl->txi,
-				     .msg_iovlen = left > 1024 ? 1024 : left };
-		ssize_t r = sendmsg(fl->conn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	int r = tcp_sendv(fl->conn->fd, fl->tx, fl->txn, &fl->txi);
 
-		if (r < 0)
-			return would_block() ? 0 : -errno;
-		iov_advance(fl->tx, fl->txn, &fl->txi, (size_t)r);
-	}
-	return 1;
+	return !r ? 1 : r == -EAGAIN ? 0 : r;
 }
 
 /* The statuses are in: where does each successful op's data go? */
@@ -333,10 +297,10 @@ static int flight_rx(struct flight *fl)
 
 		switch (fl->stage) {
 		case ST_HDR:
-			r = recv(fl->conn->fd, (char *)&fl->resp + fl->got, sizeof(fl->resp) - fl->got,
-				 MSG_DONTWAIT);
-			if (r <= 0)
-				break;
+			r = tcp_recv_some(fl->conn->fd, (char *)&fl->resp + fl->got,
+					  sizeof(fl->resp) - fl->got);
+			if (r < 0)
+				return r == -EAGAIN ? 0 : (int)r;
 			fl->got += (size_t)r;
 			if (fl->got < sizeof(fl->resp))
 				continue;
@@ -347,12 +311,11 @@ static int flight_rx(struct flight *fl)
 			fl->got = 0;
 			continue;
 		case ST_META:
-			r = 0;
 			if (fl->got < fl->meta_len) {
-				r = recv(fl->conn->fd, (char *)fl->meta + fl->got, fl->meta_len - fl->got,
-					 MSG_DONTWAIT);
-				if (r <= 0)
-					break;
+				r = tcp_recv_some(fl->conn->fd, (char *)fl->meta + fl->got,
+						  fl->meta_len - fl->got);
+				if (r < 0)
+					return r == -EAGAIN ? 0 : (int)r;
 				fl->got += (size_t)r;
 				if (fl->got < fl->meta_len)
 					continue;
@@ -368,27 +331,15 @@ static int flight_rx(struct flight *fl)
 				return ret;
 			fl->stage = ST_DATA;
 			continue;
-		case ST_DATA: {
-			size_t left = fl->rxn - fl->rxi;
-			struct msghdr mh = { .msg_iov = fl->rx + fl->rxi,
-					     .msg_iovlen = left > 1024 ? 1024 : left };
-
-			if (!left) {
-				fl->stage = ST_DONE;
-				return 1;
-			}
-			r = recvmsg(fl->conn->fd, &mh, MSG_DONTWAIT);
-			if (r <= 0)
-				break;
-			iov_advance(fl->rx, fl->rxn, &fl->rxi, (size_t)r);
-			continue;
-		}
+		case ST_DATA:
+			ret = tcp_recvv(fl->conn->fd, fl->rx, fl->rxn, &fl->rxi);
+			if (ret)
+				return ret == -EAGAIN ? 0 : ret;
+			fl->stage = ST_DONE;
+			return 1;
 		default:
 			return 1;
 		}
-		if (r == 0)
-			return -ECONNRESET;
-		return would_block() ? 0 : -errno;
 	}
 }
 
@@ -428,11 +379,9 @@ static int flight_handshake(struct flight *fl)
 		}
 	}
 	while (fl->hs_got < len) {
-		r = recv(fl->conn->fd, buf + fl->hs_got, len - fl->hs_got, MSG_DONTWAIT);
-		if (r == 0)
-			return -ECONNRESET;
+		r = tcp_recv_some(fl->conn->fd, buf + fl->hs_got, len - fl->hs_got);
 		if (r < 0)
-			return would_block() ? 0 : -errno;
+			return r == -EAGAIN ? 0 : (int)r;
 		fl->hs_got += (size_t)r;
 	}
 	{

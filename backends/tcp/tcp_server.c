@@ -1,49 +1,56 @@
 /*
- * tcp_server.c - the node's server thread: emulates one-sided READ/WRITE/CAS on the
- * registered regions for every connection from one epoll loop, and hands RPCs to a
- * few worker threads, so that a handler may take its time (disk I/O) or pull from
- * the caller with one-sided READs while one-sided ops keep being served.
+ * tcp_server.c - the node's server thread: one epoll loop that accepts connections,
+ * receives their frames, emulates one-sided READ/WRITE/CAS on the registered
+ * regions, and writes every response. RPCs it hands to the workers (tcp_rpc.c)
+ * unless the handler answers them without blocking.
  *
- * Every op passes the region table (key, bounds, rights) before memory is touched;
- * a refused op gets its own error status. Anything malformed - bad magic or version,
- * an unknown type, a size over the limits, a body that does not add up, a frame
- * before HELLO - closes that one connection; the server keeps serving the rest.
+ * Every frame passes the parser (tcp_frame.c) before the server acts on it, and
+ * every op the region table (key, bounds, rights) before memory is touched; a
+ * refused op gets its own error status. A malformed frame closes that one
+ * connection; the server keeps serving the rest.
  *
- * Not for: the client side (tcp_client.c).
+ * The response writer is here, not with the workers: only this thread touches a
+ * connection's socket and its EPOLLOUT interest, so connections need no lock, and
+ * a worker hands its answer back through the done list.
+ *
+ * Not for: the client side (tcp_client.c), the checks on a frame's shape
+ * (tcp_frame.c), running RPC handlers (tcp_rpc.c).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <stddef.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/log.h"
-#include "tcp.h"
+#include "tcp_frame.h"
+#include "tcp_proto.h"
+#include "tcp_rpc.h"
+#include "tcp_server.h"
+#include "tcp_sock.h"
 
 #define RX_CHUNK (1u << 20)	/* grow receive buffers as bytes arrive, not as announced */
 #define DISCARD_BYTES 65536
-#define RPC_WORKERS 4		/* RPC handlers that may run at once */
 
-enum rx_state { RX_HDR, RX_BODY, RX_PAYLOAD };
+/* What a connection waits for: the next frame's header and head, the WRITE payloads
+ * of an OPS frame, or (parked) a worker's answer to its RPC. */
+enum rx_state { RX_HEAD, RX_PAYLOAD, RX_PARKED };
 
 struct sconn {
 	int fd;
 	bool hello;
 	uint32_t peer;
 	enum rx_state rx;
-	struct tcp_hdr hdr;
-	size_t got;
-	struct pc_msg body;		/* HELLO body, op descriptors, or RPC request */
-	size_t body_need;
-	/* the OPS frame being received */
-	uint32_t nops;
+	struct pc_msg head;		/* the frame's header and head, as they arrive */
+	size_t need;			/* head bytes to have before parsing again */
+	struct tcp_frame fr;		/* the frame being served */
+	/* the OPS frame being served */
 	uint8_t **where;
 	int32_t *status;
 	uint32_t cap_ops;
@@ -51,9 +58,7 @@ struct sconn {
 	size_t rxn, rxi, rxcap;
 	/* the response being sent */
 	struct pc_msg out;
-	struct pc_msg rpc_resp;
-	int32_t rpc_status;
-	struct sconn *rpc_next;		/* on the job or the done queue while parked */
+	struct tcp_rpc_job rpc;		/* the RPC being answered */
 	struct iovec *iov;
 	size_t iovcnt, iovcap, iov_i;
 	bool sending;
@@ -62,19 +67,12 @@ struct sconn {
 
 struct tcp_server {
 	struct tcp_fabric *tf;
-	pc_rpc_handler *handler;
-	void *handler_arg;
-	int lfd, epfd, wakefd, donefd;
+	int lfd, epfd, wakefd;
 	pthread_t thread;
 	struct sconn *conns;
-	/* RPCs: a connection with a request is parked (out of epoll) on jobs, a worker
-	 * runs the handler and moves it to done, the loop answers and resumes it. */
-	pthread_mutex_t rpc_lock;
-	pthread_cond_t rpc_cond;
-	struct sconn *jobs, **jobs_tail, *done;
-	bool stopping;
-	pthread_t workers[RPC_WORKERS];
-	int nr_workers;
+	/* A connection whose RPC is with a worker is parked: out of epoll until the
+	 * loop takes the job back from the done list and answers it. */
+	struct tcp_rpc_pool rpc;
 	uint8_t discard[DISCARD_BYTES];
 };
 
@@ -93,9 +91,9 @@ static void conn_close(struct tcp_server *s, struct sconn *c)
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	pc_msg_free(&c->body);
+	pc_msg_free(&c->head);
 	pc_msg_free(&c->out);
-	pc_msg_free(&c->rpc_resp);
+	pc_msg_free(&c->rpc.resp);
 	free(c->where);
 	free(c->status);
 	free(c->iov);
@@ -116,6 +114,13 @@ static void watch(struct tcp_server *s, struct sconn *c, uint32_t events)
 	struct epoll_event ev = { .events = events, .data.ptr = c };
 
 	epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static int watch_add(struct tcp_server *s, int fd, void *ptr)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = ptr };
+
+	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
 static int iovec_add(struct iovec **v, size_t *n, size_t *cap, void *base, size_t len)
@@ -144,36 +149,16 @@ static int iov_push(struct sconn *c, void *base, size_t len)
 /* Send what is queued. 0 when all is out, -EAGAIN to wait, other -errno to close. */
 static int flush(struct tcp_server *s, struct sconn *c)
 {
-	while (c->iov_i < c->iovcnt) {
-		struct msghdr mh = { .msg_iov = c->iov + c->iov_i,
-				     .msg_iovlen = c->iovcnt - c->iov_i > 1024 ? 1024 :
-										c->iovcnt - c->iov_i };
-		ssize_t r = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	int ret = tcp_sendv(c->fd, c->iov, c->iovcnt, &c->iov_i);
 
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				if (!c->sending)
-					watch(s, c, EPOLLOUT);
-				c->sending = true;
-				return -EAGAIN;
-			}
-			return -errno;
-		}
-		while (r > 0) {
-			struct iovec *v = &c->iov[c->iov_i];
-
-			if ((size_t)r >= v->iov_len) {
-				r -= (ssize_t)v->iov_len;
-				c->iov_i++;
-			} else {
-				v->iov_base = (char *)v->iov_base + r;
-				v->iov_len -= (size_t)r;
-				r = 0;
-			}
-		}
+	if (ret == -EAGAIN) {
+		if (!c->sending)
+			watch(s, c, EPOLLOUT);
+		c->sending = true;
+		return -EAGAIN;
 	}
+	if (ret)
+		return ret;
 	if (c->sending)
 		watch(s, c, EPOLLIN);
 	c->sending = false;
@@ -181,12 +166,31 @@ static int flush(struct tcp_server *s, struct sconn *c)
 	return 0;
 }
 
+/* Done with the frame: wait for the next one's header. */
+static void rx_next(struct sconn *c)
+{
+	c->rx = RX_HEAD;
+	c->head.len = 0;
+	c->need = sizeof(struct tcp_hdr);
+}
+
+/* Done with the frame, its response queued (ret 0) or not (ret -errno): wait for
+ * the next frame and send what is queued. 0, or -errno to close. */
+static int frame_done(struct tcp_server *s, struct sconn *c, int ret)
+{
+	rx_next(c);
+	if (ret)
+		return ret;
+	ret = flush(s, c);
+	return ret == -EAGAIN ? 0 : ret;
+}
+
 static int start_response(struct sconn *c, uint8_t type, uint32_t count, int32_t status,
 			  uint64_t body_len)
 {
 	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = type,
 			     .count = count, .status = status, .body_len = body_len,
-			     .seq = c->hdr.seq };
+			     .seq = c->fr.hdr.seq };
 
 	c->out.len = 0;
 	c->iovcnt = c->iov_i = 0;
@@ -195,19 +199,16 @@ static int start_response(struct sconn *c, uint8_t type, uint32_t count, int32_t
 
 static int on_hello(struct tcp_server *s, struct sconn *c)
 {
-	struct tcp_hello hello;
+	const struct tcp_hello *hello = &c->fr.hello;
 	struct tcp_hello_ack ack = { .node = s->tf->base.self,
 				     .incarnation = s->tf->base.incarnation };
 	int32_t status = 0;
 
-	memcpy(&hello, c->body.data, sizeof(hello));
-	if (hello.node != PC_PEER_NONE && hello.node >= s->tf->base.nr_peers)
-		return bad_frame(s, c, "HELLO from an unknown node");
 	/* A client that meant another node (stale address, port reuse) is told so. */
-	if (hello.expect_node != s->tf->base.self)
+	if (hello->expect_node != s->tf->base.self)
 		status = -EADDRNOTAVAIL;
 	c->hello = true;
-	c->peer = hello.node;
+	c->peer = hello->node;
 	if (start_response(c, TCP_HELLO_ACK, 0, status, sizeof(ack)) ||
 	    pc_msg_append(&c->out, &ack, sizeof(ack)) ||
 	    iov_push(c, c->out.data, c->out.len))
@@ -215,146 +216,79 @@ static int on_hello(struct tcp_server *s, struct sconn *c)
 	return 0;
 }
 
-static int rpc_respond(struct tcp_server *s, struct sconn *c);
+/* Send the handler's answer and read on. 0 or -errno to close. */
+static int rpc_respond(struct tcp_server *s, struct sconn *c)
+{
+	int32_t status = c->rpc.status;
+	int ret = 0;
+
+	if (c->rpc.resp.len > TCP_MAX_RPC_BODY) {
+		status = -EMSGSIZE;
+		c->rpc.resp.len = 0;
+	}
+	if (start_response(c, TCP_RPC_RESP, c->fr.hdr.count, status, c->rpc.resp.len) ||
+	    iov_push(c, c->out.data, c->out.len) ||
+	    iov_push(c, c->rpc.resp.data, c->rpc.resp.len))
+		ret = -ENOMEM;
+	return frame_done(s, c, ret);
+}
 
 /* An RPC request is in. One the handler answers without blocking (the fabric's
  * quick_rpcs) is answered here and now; any other parks the connection (no reads
  * until it is answered) and goes to a worker. */
 static int on_rpc(struct tcp_server *s, struct sconn *c)
 {
-	uint32_t op = c->hdr.count;
+	uint32_t op = c->fr.hdr.count;
+	struct tcp_rpc_job *j = &c->rpc;
 
+	j->from = c->peer;
+	j->opcode = (uint16_t)op;
+	j->req = c->fr.body;
+	j->req_len = c->fr.body_len;
 	if (op < 64 && (s->tf->base.quick_rpcs >> op & 1)) {
-		c->rpc_resp.len = 0;
-		c->rpc_status = s->handler ? s->handler(s->handler_arg, c->peer, (uint16_t)op,
-							c->body.data, c->hdr.body_len, &c->rpc_resp) :
-					     -EOPNOTSUPP;
-		pc_stat_add(&stats(s)->served_rpcs, 1);
+		tcp_rpc_run(&s->rpc, j);
 		return rpc_respond(s, c);
 	}
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	c->rpc_resp.len = 0;
-	c->rpc_next = NULL;
-	pthread_mutex_lock(&s->rpc_lock);
-	*s->jobs_tail = c;
-	s->jobs_tail = &c->rpc_next;
-	pthread_cond_signal(&s->rpc_cond);
-	pthread_mutex_unlock(&s->rpc_lock);
+	c->rx = RX_PARKED;
+	tcp_rpc_submit(&s->rpc, j);
 	return 0;
 }
 
-static void *rpc_worker(void *arg)
-{
-	struct tcp_server *s = arg;
-	uint64_t one = 1;
-
-	pthread_setname_np(pthread_self(), "pc-tcp-rpc");
-	pthread_mutex_lock(&s->rpc_lock);
-	for (;;) {
-		struct sconn *c;
-
-		while (!s->jobs && !s->stopping)
-			pthread_cond_wait(&s->rpc_cond, &s->rpc_lock);
-		if (s->stopping)
-			break;
-		c = s->jobs;
-		s->jobs = c->rpc_next;
-		if (!s->jobs)
-			s->jobs_tail = &s->jobs;
-		pthread_mutex_unlock(&s->rpc_lock);
-
-		c->rpc_status = s->handler ?
-			s->handler(s->handler_arg, c->peer, (uint16_t)c->hdr.count, c->body.data,
-				   c->hdr.body_len, &c->rpc_resp) : -EOPNOTSUPP;
-		pc_stat_add(&stats(s)->served_rpcs, 1);
-
-		pthread_mutex_lock(&s->rpc_lock);
-		c->rpc_next = s->done;
-		s->done = c;
-		if (write(s->donefd, &one, sizeof(one)) != sizeof(one))
-			pc_err("tcp server: cannot wake the server thread: %s", strerror(errno));
-	}
-	pthread_mutex_unlock(&s->rpc_lock);
-	return NULL;
-}
-
-/* Answer a connection whose RPC a worker finished, and read on. 0 or -errno to close. */
-static int rpc_answer(struct tcp_server *s, struct sconn *c)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->fd, &ev))
-		return -errno;
-	return rpc_respond(s, c);
-}
-
-/* Send the handler's answer and read on. 0 or -errno to close. */
-static int rpc_respond(struct tcp_server *s, struct sconn *c)
-{
-	int32_t status = c->rpc_status;
-	int ret;
-
-	if (c->rpc_resp.len > TCP_MAX_RPC_BODY) {
-		status = -EMSGSIZE;
-		c->rpc_resp.len = 0;
-	}
-	c->rx = RX_HDR;
-	c->got = 0;
-	if (start_response(c, TCP_RPC_RESP, c->hdr.count, status, c->rpc_resp.len) ||
-	    iov_push(c, c->out.data, c->out.len) ||
-	    iov_push(c, c->rpc_resp.data, c->rpc_resp.len))
-		return -ENOMEM;
-	ret = flush(s, c);
-	return ret == -EAGAIN ? 0 : ret;
-}
-
+/* Answer the connections whose RPCs the workers finished, and read on. */
 static void rpc_answer_done(struct tcp_server *s)
 {
-	struct sconn *c, *next;
-	uint64_t v;
+	struct tcp_rpc_job *j, *next;
 
-	if (read(s->donefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		pc_err("tcp server: eventfd: %s", strerror(errno));
-	pthread_mutex_lock(&s->rpc_lock);
-	c = s->done;
-	s->done = NULL;
-	pthread_mutex_unlock(&s->rpc_lock);
-	for (; c; c = next) {
-		next = c->rpc_next;
-		if (rpc_answer(s, c))
+	for (j = tcp_rpc_take_done(&s->rpc); j; j = next) {
+		struct sconn *c = (struct sconn *)((char *)j - offsetof(struct sconn, rpc));
+
+		next = j->next;
+		if (watch_add(s, c->fd, c) || rpc_respond(s, c))
 			conn_close(s, c);
 	}
 }
 
-/* All descriptors are in: check the frame adds up, then check every op. */
-static int on_ops_desc(struct tcp_server *s, struct sconn *c)
+/* The OPS head is in and parsed: check every op against the region table, and
+ * say where each WRITE payload lands. */
+static int on_ops(struct tcp_server *s, struct sconn *c)
 {
-	const struct tcp_opdesc *d = c->body.data;
-	uint64_t writes = 0;
+	const struct tcp_opdesc *d = (const struct tcp_opdesc *)c->fr.body;
+	uint32_t nops = c->fr.nops;
 
-	if (c->nops > c->cap_ops) {
-		uint8_t **w = realloc(c->where, c->nops * sizeof(*w));
-		int32_t *st = w ? realloc(c->status, c->nops * sizeof(*st)) : NULL;
+	if (nops > c->cap_ops) {
+		uint8_t **w = realloc(c->where, nops * sizeof(*w));
+		int32_t *st = w ? realloc(c->status, nops * sizeof(*st)) : NULL;
 
 		if (w)
 			c->where = w;
 		if (!st)
 			return -ENOMEM;
 		c->status = st;
-		c->cap_ops = c->nops;
+		c->cap_ops = nops;
 	}
-	for (uint32_t i = 0; i < c->nops; i++) {
-		if (d[i].kind < PC_OP_READ || d[i].kind > PC_OP_CAS)
-			return bad_frame(s, c, "unknown op kind");
-		if (d[i].len > TCP_MAX_OP_LEN || (d[i].kind == PC_OP_CAS && d[i].len != 8))
-			return bad_frame(s, c, "op length out of range");
-		if (d[i].kind == PC_OP_WRITE)
-			writes += d[i].len;
-	}
-	if (c->hdr.body_len != (uint64_t)c->nops * sizeof(*d) + writes)
-		return bad_frame(s, c, "OPS body length does not match its ops");
 	c->rxn = c->rxi = 0;
-	for (uint32_t i = 0; i < c->nops; i++) {
+	for (uint32_t i = 0; i < nops; i++) {
 		c->where[i] = NULL;
 		c->status[i] = region_table_check(&s->tf->regions, d[i].rkey, d[i].raddr, d[i].len,
 						  region_access_for(d[i].kind), &c->where[i]);
@@ -379,18 +313,19 @@ static int on_ops_desc(struct tcp_server *s, struct sconn *c)
 /* Every WRITE landed: run the CASes and queue statuses, READ bytes, CAS values. */
 static int on_ops_done(struct tcp_server *s, struct sconn *c)
 {
-	const struct tcp_opdesc *d = c->body.data;
-	uint64_t body = (uint64_t)c->nops * 4, served = 0;
+	const struct tcp_opdesc *d = (const struct tcp_opdesc *)c->fr.body;
+	uint32_t nops = c->fr.nops;
+	uint64_t body = (uint64_t)nops * 4, served = 0;
 	size_t cas_off;
 
-	for (uint32_t i = 0; i < c->nops; i++)
+	for (uint32_t i = 0; i < nops; i++)
 		if (!c->status[i])
 			body += d[i].kind == PC_OP_READ ? d[i].len : d[i].kind == PC_OP_CAS ? 8 : 0;
-	if (start_response(c, TCP_OPS_RESP, c->nops, 0, body) ||
-	    pc_msg_append(&c->out, c->status, (size_t)c->nops * 4))
+	if (start_response(c, TCP_OPS_RESP, nops, 0, body) ||
+	    pc_msg_append(&c->out, c->status, (size_t)nops * 4))
 		return -ENOMEM;
 	cas_off = c->out.len;
-	for (uint32_t i = 0; i < c->nops; i++) {
+	for (uint32_t i = 0; i < nops; i++) {
 		uint64_t old;
 
 		if (c->status[i] || d[i].kind != PC_OP_CAS)
@@ -402,7 +337,7 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 	/* out.data is final now; point the iovecs into it and into the regions. */
 	if (iov_push(c, c->out.data, cas_off))
 		return -ENOMEM;
-	for (uint32_t i = 0; i < c->nops; i++) {
+	for (uint32_t i = 0; i < nops; i++) {
 		if (c->status[i])
 			continue;
 		served++;
@@ -418,74 +353,59 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 	return 0;
 }
 
-static int on_header(struct tcp_server *s, struct sconn *c)
-{
-	const struct tcp_hdr *h = &c->hdr;
-
-	if (h->magic != TCP_MAGIC)
-		return bad_frame(s, c, "bad magic");
-	if (h->version != TCP_VERSION)
-		return bad_frame(s, c, "unsupported version");
-	if (h->flags)
-		return bad_frame(s, c, "unknown flags");
-	if (!c->hello && h->type != TCP_HELLO)
-		return bad_frame(s, c, "frame before HELLO");
-	c->body.len = 0;
-	switch (h->type) {
-	case TCP_HELLO:
-		if (c->hello || h->body_len != sizeof(struct tcp_hello))
-			return bad_frame(s, c, "bad HELLO");
-		c->body_need = sizeof(struct tcp_hello);
-		break;
-	case TCP_OPS:
-		if (!h->count || h->count > TCP_MAX_OPS)
-			return bad_frame(s, c, "op count out of range");
-		if (h->body_len > TCP_MAX_OPS_BODY ||
-		    h->body_len < (uint64_t)h->count * sizeof(struct tcp_opdesc))
-			return bad_frame(s, c, "OPS body length out of range");
-		c->nops = h->count;
-		c->body_need = (size_t)h->count * sizeof(struct tcp_opdesc);
-		break;
-	case TCP_RPC:
-		if (h->body_len > TCP_MAX_RPC_BODY || h->count > UINT16_MAX)
-			return bad_frame(s, c, "RPC too large");
-		c->body_need = h->body_len;
-		break;
-	default:
-		return bad_frame(s, c, "unknown frame type");
-	}
-	c->rx = RX_BODY;
-	c->got = 0;
-	return 0;
-}
-
-/* The body is in: act on it. Returns 0, or -errno to close. */
-static int on_body(struct tcp_server *s, struct sconn *c)
+/* The frame's head is in and valid: act on it. Returns 0, or -errno to close. */
+static int on_frame(struct tcp_server *s, struct sconn *c)
 {
 	int ret;
 
-	switch (c->hdr.type) {
+	switch (c->fr.hdr.type) {
 	case TCP_HELLO:
 		ret = on_hello(s, c);
 		break;
 	case TCP_RPC:
-		return on_rpc(s, c);	/* parked: rpc_answer() resumes it */
+		return on_rpc(s, c);	/* parked: rpc_answer_done() resumes it */
 	default:
-		ret = on_ops_desc(s, c);
+		ret = on_ops(s, c);
 		if (ret)
 			return ret;
-		if (c->hdr.body_len > c->body_need) {
+		if (c->fr.payload_len) {
 			c->rx = RX_PAYLOAD;
 			return 0;
 		}
 		ret = on_ops_done(s, c);
 	}
-	c->rx = RX_HDR;
-	c->got = 0;
-	if (ret)
-		return ret;
-	ret = flush(s, c);
-	return ret == -EAGAIN ? 0 : ret;
+	return frame_done(s, c, ret);
+}
+
+/* Receive the next frame's header and head, RX_CHUNK at a time so that buffers
+ * grow as bytes arrive, not as a header announces, and parse each time the parser
+ * has what it asked for. 0 once the frame is acted on, -EAGAIN to wait for bytes,
+ * other -errno to close. */
+static int rx_head(struct tcp_server *s, struct sconn *c)
+{
+	struct tcp_frame_ctx ctx = { .hello = c->hello, .nr_nodes = s->tf->base.nr_peers };
+
+	for (;;) {
+		size_t want = c->need - c->head.len;
+		ssize_t r;
+
+		if (want > RX_CHUNK)
+			want = RX_CHUNK;
+		if (pc_msg_reserve(&c->head, want))
+			return -ENOMEM;
+		r = tcp_recv_some(c->fd, (char *)c->head.data + c->head.len, want);
+		if (r < 0)
+			return (int)r;
+		c->head.len += (size_t)r;
+		if (c->head.len < c->need)
+			continue;
+		r = tcp_frame_parse(&ctx, c->head.data, c->head.len, &c->fr);
+		if (r < 0)
+			return bad_frame(s, c, c->fr.why);
+		if (r > 0)
+			return on_frame(s, c);
+		c->need = c->fr.need;
+	}
 }
 
 /* Receive WRITE payloads straight into their regions, scattered by recvmsg. */
@@ -493,98 +413,24 @@ static int rx_payload(struct tcp_server *s, struct sconn *c)
 {
 	int ret;
 
-	while (c->rxi < c->rxn) {
-		size_t left = c->rxn - c->rxi;
-		struct msghdr mh = { .msg_iov = c->rxv + c->rxi, .msg_iovlen = left > 1024 ? 1024 : left };
-		ssize_t r = recvmsg(c->fd, &mh, MSG_DONTWAIT);
-
-		if (r < 0)
-			return errno == EINTR ? 0 : -errno;
-		if (!r)
-			return -ECONNRESET;
-		while (r > 0) {
-			struct iovec *v = &c->rxv[c->rxi];
-
-			if ((size_t)r >= v->iov_len) {
-				r -= (ssize_t)v->iov_len;
-				c->rxi++;
-			} else {
-				v->iov_base = (char *)v->iov_base + r;
-				v->iov_len -= (size_t)r;
-				r = 0;
-			}
-		}
-	}
-	c->rx = RX_HDR;
-	c->got = 0;
-	if (on_ops_done(s, c))
-		return -ENOMEM;
-	ret = flush(s, c);
-	return ret == -EAGAIN ? 0 : ret;
+	ret = tcp_recvv(c->fd, c->rxv, c->rxn, &c->rxi);
+	if (ret)
+		return ret;
+	return frame_done(s, c, on_ops_done(s, c));
 }
 
-/* A connection whose RPC is with a worker: the loop must not touch it. */
-static bool parked(const struct sconn *c)
-{
-	return c->rx == RX_BODY && c->hdr.type == TCP_RPC && c->got == c->body_need;
-}
-
-/* Read and act until the socket is drained or a response is waiting to go out. */
+/* Read and act until the socket is drained, a response is waiting to go out, or
+ * an RPC is with a worker (the loop must not touch the connection then). */
 static int on_readable(struct tcp_server *s, struct sconn *c)
 {
 	for (;;) {
-		ssize_t r;
 		int ret;
 
-		if (c->sending)
+		if (c->sending || c->rx == RX_PARKED)
 			return 0;	/* one request at a time: read on once it is answered */
-		switch (c->rx) {
-		case RX_HDR:
-			r = recv(c->fd, (char *)&c->hdr + c->got, sizeof(c->hdr) - c->got, MSG_DONTWAIT);
-			if (r > 0) {
-				c->got += (size_t)r;
-				if (c->got == sizeof(c->hdr) && (ret = on_header(s, c)))
-					return ret;
-				if (c->rx == RX_BODY && !c->body_need && (ret = on_body(s, c)))
-					return ret;
-				if (parked(c))
-					return 0;
-				continue;
-			}
-			break;
-		case RX_BODY: {
-			size_t want = c->body_need - c->got;
-
-			if (want > RX_CHUNK)
-				want = RX_CHUNK;
-			if (pc_msg_reserve(&c->body, want))
-				return -ENOMEM;
-			r = recv(c->fd, (char *)c->body.data + c->got, want, MSG_DONTWAIT);
-			if (r > 0) {
-				c->got += (size_t)r;
-				c->body.len = c->got;
-				if (c->got == c->body_need && (ret = on_body(s, c)))
-					return ret;
-				if (parked(c))
-					return 0;
-				continue;
-			}
-			break;
-		}
-		case RX_PAYLOAD:
-			ret = rx_payload(s, c);
-			if (ret == -EAGAIN || ret == -EWOULDBLOCK)
-				return 0;
-			if (ret)
-				return ret;
-			continue;
-		}
-		if (r == 0)
-			return -ECONNRESET;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return 0;
-		if (errno != EINTR)
-			return -errno;
+		ret = c->rx == RX_HEAD ? rx_head(s, c) : rx_payload(s, c);
+		if (ret)
+			return ret == -EAGAIN ? 0 : ret;
 	}
 }
 
@@ -592,7 +438,6 @@ static void on_accept(struct tcp_server *s)
 {
 	for (;;) {
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct epoll_event ev = { .events = EPOLLIN };
 		struct sconn *c;
 
 		if (fd < 0)
@@ -605,8 +450,8 @@ static void on_accept(struct tcp_server *s)
 		tcp_tune_socket(fd);
 		c->fd = fd;
 		c->peer = PC_PEER_NONE;
-		ev.data.ptr = c;
-		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		rx_next(c);
+		if (watch_add(s, fd, c)) {
 			close(fd);
 			free(c);
 			continue;
@@ -651,7 +496,7 @@ static void *server_main(void *arg)
 
 			if (evs[i].data.ptr == s)
 				return NULL;	/* woken to stop */
-			if (evs[i].data.ptr == &s->donefd) {
+			if (evs[i].data.ptr == &s->rpc) {
 				rpc_answer_done(s);
 				continue;
 			}
@@ -671,14 +516,14 @@ static void *server_main(void *arg)
 	}
 }
 
-static void stop_workers(struct tcp_server *s)
+static void close_fds(struct tcp_server *s)
 {
-	pthread_mutex_lock(&s->rpc_lock);
-	s->stopping = true;
-	pthread_cond_broadcast(&s->rpc_cond);
-	pthread_mutex_unlock(&s->rpc_lock);
-	while (s->nr_workers)
-		pthread_join(s->workers[--s->nr_workers], NULL);
+	if (s->wakefd >= 0)
+		close(s->wakefd);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->lfd >= 0)
+		close(s->lfd);
 }
 
 int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
@@ -686,67 +531,42 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 {
 	const struct pc_node *node = &tf->base.topo->nodes[tf->base.self];
 	struct tcp_server *s = calloc(1, sizeof(*s));
-	struct epoll_event ev = { .events = EPOLLIN };
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int one = 1, ret;
+	int ret;
 
 	if (!s)
 		return -ENOMEM;
 	s->tf = tf;
-	s->handler = h;
-	s->handler_arg = arg;
-	s->lfd = s->epfd = s->wakefd = s->donefd = -1;
-	pthread_mutex_init(&s->rpc_lock, NULL);
-	pthread_cond_init(&s->rpc_cond, NULL);
-	s->jobs_tail = &s->jobs;
-	ret = tcp_resolve(node->address, node->port, &ss, &len);
+	s->lfd = s->epfd = s->wakefd = -1;
+	ret = tcp_listen(node->address, node->port, &s->lfd);
 	if (ret)
-		goto err;
-	s->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->lfd < 0)
-		goto err_errno;
-	setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s->lfd, (struct sockaddr *)&ss, len) || listen(s->lfd, 128))
-		goto err_errno;
+		goto err_close;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	s->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->epfd < 0 || s->wakefd < 0 || s->donefd < 0)
-		goto err_errno;
-	ev.data.ptr = NULL;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev))
-		goto err_errno;
-	ev.data.ptr = s;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wakefd, &ev))
-		goto err_errno;
-	ev.data.ptr = &s->donefd;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->donefd, &ev))
-		goto err_errno;
-	for (; s->nr_workers < RPC_WORKERS; s->nr_workers++) {
-		ret = -pthread_create(&s->workers[s->nr_workers], NULL, rpc_worker, s);
-		if (ret)
-			goto err;
+	if (s->epfd < 0 || s->wakefd < 0) {
+		ret = -errno;
+		goto err_close;
 	}
-	ret = -pthread_create(&s->thread, NULL, server_main, s);
+	/* data.ptr tells the loop what woke it: NULL a connect, s a stop, the pool a
+	 * finished RPC, anything else a connection. */
+	ret = watch_add(s, s->lfd, NULL);
+	if (!ret)
+		ret = watch_add(s, s->wakefd, s);
 	if (ret)
-		goto err;
+		goto err_close;
+	ret = tcp_rpc_start(&s->rpc, h, arg, &tf->base.stats.served_rpcs);
+	if (ret)
+		goto err_close;
+	ret = watch_add(s, s->rpc.done_fd, &s->rpc);
+	if (!ret)
+		ret = -pthread_create(&s->thread, NULL, server_main, s);
+	if (ret)
+		goto err_rpc;
 	*out = s;
 	return 0;
-err_errno:
-	ret = -errno;
-err:
-	stop_workers(s);
-	if (s->donefd >= 0)
-		close(s->donefd);
-	if (s->wakefd >= 0)
-		close(s->wakefd);
-	if (s->epfd >= 0)
-		close(s->epfd);
-	if (s->lfd >= 0)
-		close(s->lfd);
-	pthread_cond_destroy(&s->rpc_cond);
-	pthread_mutex_destroy(&s->rpc_lock);
+err_rpc:
+	tcp_rpc_stop(&s->rpc);
+err_close:
+	close_fds(s);
 	free(s);
 	return ret;
 }
@@ -758,14 +578,9 @@ void tcp_server_stop(struct tcp_server *s)
 	if (write(s->wakefd, &one, sizeof(one)) != sizeof(one))
 		pc_err("tcp server: cannot wake the server thread: %s", strerror(errno));
 	pthread_join(s->thread, NULL);
-	stop_workers(s);	/* handlers running now finish; queued requests are dropped */
+	tcp_rpc_stop(&s->rpc);	/* handlers running now finish; queued requests are dropped */
 	while (s->conns)
 		conn_close(s, s->conns);
-	close(s->donefd);
-	close(s->wakefd);
-	close(s->epfd);
-	close(s->lfd);
-	pthread_cond_destroy(&s->rpc_cond);
-	pthread_mutex_destroy(&s->rpc_lock);
+	close_fds(s);
 	free(s);
 }

@@ -110,16 +110,4 @@ int verbs_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	return pc_fabric_call(to_verbs(f)->ctl, rpcs, n);
 }
 
-const struct pc_fabric_ops verbs_fabric_ops = {
-	.size = sizeof(struct pc_fabric_ops),
-	.name = "verbs",
-	.obj_size = sizeof(struct verbs_fabric),
-	.open = verbs_open,
-	.close = verbs_close,
-	.reg = verbs_reg,
-	.dereg = verbs_dereg,
-	.serve = verbs_serve,
-	.post = verbs_post,
-	.call = verbs_call,
-	.map = pc_fabric_stub_map,
-};
+const struct pc_fabric_ops verbs_fabric_ops = VERBS_FABRIC_OPS("verbs", verbs_open);

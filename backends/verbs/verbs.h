@@ -7,7 +7,7 @@
  *   verbs_dev.c   devices, protection domains, GIDs, memory registration
  *   verbs_conn.c  queue pairs and the connect RPC (both sides)
  *   verbs_post.c  batched posting across peers and rails, completions, errors
- *   verbs.c       the ops table
+ *   verbs.c       open/close and the ops table (VERBS_FABRIC_OPS, below)
  *
  * Not for: the core, which sees only pc_fabric.
  */
@@ -136,7 +136,8 @@ void verbs_accepted_free(struct verbs_fabric *vf);
 /* verbs_post.c */
 int verbs_post(struct pc_fabric *f, struct pc_op *ops, size_t n);
 
-/* verbs.c: open a verbs fabric with quirks (the rxe backend's entry) */
+/* verbs.c: open a verbs fabric with quirks on a device (NULL: the first that
+ * works), the entry of a backend built on verbs (rxe) */
 int verbs_open_with(struct pc_fabric *f, const struct pc_fabric_params *p,
 		    const struct verbs_quirks *q, const char *device);
 void verbs_close(struct pc_fabric *f);
@@ -144,5 +145,27 @@ int verbs_reg(struct pc_fabric *f, struct pc_region *r);
 void verbs_dereg(struct pc_fabric *f, struct pc_region *r);
 int verbs_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg);
 int verbs_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n);
+
+/*
+ * The verbs ops table under another name and open: the one place its slots are
+ * listed. verbs.c makes verbs_fabric_ops from it, and a backend that only finds
+ * or prepares its device before running verbs (rxe) makes its own, as a static
+ * const table like any other:
+ *   const struct pc_fabric_ops rxe_fabric_ops = VERBS_FABRIC_OPS("rxe", rxe_open);
+ */
+#define VERBS_FABRIC_OPS(NAME, OPEN)                                   \
+	{                                                              \
+		.size = sizeof(struct pc_fabric_ops),                  \
+		.name = (NAME),                                        \
+		.obj_size = sizeof(struct verbs_fabric),               \
+		.open = (OPEN),                                        \
+		.close = verbs_close,                                  \
+		.reg = verbs_reg,                                      \
+		.dereg = verbs_dereg,                                  \
+		.serve = verbs_serve,                                  \
+		.post = verbs_post,                                    \
+		.call = verbs_call,                                    \
+		.map = pc_fabric_stub_map,                             \
+	}
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * fabric_test.c - region-table checks, the in-process fabric, the wrappers'
- * counters and fault hooks, and that no built-in ops table leaves a slot NULL.
+ * counters and fault hooks, that no built-in ops table leaves a slot NULL, and that
+ * rxe's table is verbs'.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -349,6 +350,24 @@ static void test_msg(void)
 	CU_ASSERT_PTR_NULL(m.data);
 }
 
+/* rxe runs verbs on a device it finds or makes: every slot but its name and open
+ * is verbs'. */
+static void test_rxe_is_verbs(void)
+{
+#if PC_BACKEND_RXE
+	const struct pc_fabric_ops *v = &verbs_fabric_ops, *r = &rxe_fabric_ops;
+
+	CU_ASSERT_STRING_EQUAL(r->name, "rxe");
+	CU_ASSERT(r->open != v->open);
+	CU_ASSERT(r->size == v->size && r->obj_size == v->obj_size);
+	CU_ASSERT(r->close == v->close && r->reg == v->reg && r->dereg == v->dereg &&
+		  r->serve == v->serve && r->post == v->post && r->call == v->call &&
+		  r->map == v->map);
+#else
+	printf("\n  skipped: built without the rxe backend\n");
+#endif
+}
+
 static CU_TestInfo tests[] = {
 	{ "region table: key, bounds, rights, CAS alignment", test_region_checks },
 	{ "in-process: one batch across peers", test_inproc_batch },
@@ -358,6 +377,7 @@ static CU_TestInfo tests[] = {
 	{ "fault hook before and after", test_fault_hook },
 	{ "open errors and client-only endpoints", test_open_errors },
 	{ "ops tables have no NULL slot", test_ops_tables_complete },
+	{ "rxe's table is verbs' but for name and open", test_rxe_is_verbs },
 	{ "message buffers", test_msg },
 	CU_TEST_INFO_NULL,
 };

@@ -1,0 +1,49 @@
+/*
+ * tcp_int.h - the object every file of the tcp backend shares: the fabric.
+ *
+ *   tcp.c         the ops table; open, close, serve
+ *   tcp_client.c  connections to peers; batched one-sided ops and RPCs
+ *   tcp_server.c  the event loop: accept, receive, serve ops, write responses
+ *   tcp_frame.c   the frame parser: every check on a request's shape
+ *   tcp_rpc.c     the RPC workers
+ *   tcp_sock.c    socket helpers both sides use
+ *   tcp_proto.h   the wire format
+ *
+ * Not for: anything the core sees (the core knows only pc_fabric), nor either
+ * side's own state, which stays in its file.
+ */
+#ifndef PC_TCP_INT_H
+#define PC_TCP_INT_H
+
+#include <stdint.h>
+
+#include <peercache/pc_fabric.h>
+
+#include "io/region.h"
+
+struct tcp_peer;
+struct tcp_server;
+
+/*
+ * The fabric. poll_ns (store.tcp_poll_us) is how long a client waiting for an
+ * answer, and a server that just answered, keep polling without sleeping (yielding
+ * to anyone who shares their CPU) before they block. An answer on loopback or a near
+ * link comes within tens of microseconds, and a thread that sleeps for it pays a
+ * wake-up on every phase, which can cost as much as moving a whole batch; RDMA
+ * clients poll their completion queues for the same reason. 0 sleeps at once: for
+ * nodes that share their CPUs with the model.
+ */
+struct tcp_fabric {
+	struct pc_fabric base;
+	struct tcp_peer *peers;		/* per node: the client side (tcp_client.c) */
+	struct region_table regions;
+	struct tcp_server *server;	/* NULL until serve() */
+	uint64_t poll_ns;		/* store.tcp_poll_us, in ns */
+};
+
+static inline struct tcp_fabric *to_tcp(struct pc_fabric *f)
+{
+	return (struct tcp_fabric *)f;
+}
+
+#endif

@@ -1,0 +1,112 @@
+/*
+ * tcp_rpc.c - the tcp server's RPC workers (tcp_rpc.h): a FIFO of jobs, worker
+ * threads that run the handler, and a done list signalled through an eventfd.
+ *
+ * Not for: the response on the wire; the event loop (tcp_server.c) writes it, so
+ * that every socket is touched by one thread only.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "tcp_rpc.h"
+
+void tcp_rpc_run(struct tcp_rpc_pool *p, struct tcp_rpc_job *j)
+{
+	j->resp.len = 0;
+	j->status = p->handler ? p->handler(p->handler_arg, j->from, j->opcode, j->req,
+					    j->req_len, &j->resp) : -EOPNOTSUPP;
+	pc_stat_add(p->served, 1);
+}
+
+void tcp_rpc_submit(struct tcp_rpc_pool *p, struct tcp_rpc_job *j)
+{
+	j->next = NULL;
+	pthread_mutex_lock(&p->lock);
+	*p->jobs_tail = j;
+	p->jobs_tail = &j->next;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void *worker(void *arg)
+{
+	struct tcp_rpc_pool *p = arg;
+	uint64_t one = 1;
+
+	pthread_setname_np(pthread_self(), "pc-tcp-rpc");
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		struct tcp_rpc_job *j;
+
+		while (!p->jobs && !p->stopping)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (p->stopping)
+			break;
+		j = p->jobs;
+		p->jobs = j->next;
+		if (!p->jobs)
+			p->jobs_tail = &p->jobs;
+		pthread_mutex_unlock(&p->lock);
+
+		tcp_rpc_run(p, j);
+
+		pthread_mutex_lock(&p->lock);
+		j->next = p->done;
+		p->done = j;
+		if (write(p->done_fd, &one, sizeof(one)) != sizeof(one))
+			pc_err("tcp server: cannot wake the server thread: %s", strerror(errno));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+struct tcp_rpc_job *tcp_rpc_take_done(struct tcp_rpc_pool *p)
+{
+	struct tcp_rpc_job *j;
+	uint64_t v;
+
+	if (read(p->done_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		pc_err("tcp server: eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&p->lock);
+	j = p->done;
+	p->done = NULL;
+	pthread_mutex_unlock(&p->lock);
+	return j;
+}
+
+int tcp_rpc_start(struct tcp_rpc_pool *p, pc_rpc_handler *h, void *arg, uint64_t *served)
+{
+	int ret = 0;
+
+	*p = (struct tcp_rpc_pool){ .handler = h, .handler_arg = arg, .served = served };
+	p->jobs_tail = &p->jobs;
+	p->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->done_fd < 0)
+		return -errno;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	for (; p->nr_workers < TCP_RPC_WORKERS; p->nr_workers++) {
+		ret = -pthread_create(&p->workers[p->nr_workers], NULL, worker, p);
+		if (ret) {
+			tcp_rpc_stop(p);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+void tcp_rpc_stop(struct tcp_rpc_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	while (p->nr_workers)
+		pthread_join(p->workers[--p->nr_workers], NULL);
+	close(p->done_fd);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+}

@@ -1,0 +1,155 @@
+/*
+ * tcp_sock.c - socket helpers shared by the tcp backend's client and server
+ * (tcp_sock.h): resolve, tune, listen, connect, and non-blocking vectored I/O.
+ *
+ * Not for: frames or connection state; those belong to tcp_client.c and
+ * tcp_server.c.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tcp_sock.h"
+
+#define IOV_BATCH 1024		/* iovecs per sendmsg/recvmsg (Linux's IOV_MAX) */
+
+int tcp_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV }, *res;
+	char service[8];
+	int ret;
+
+	snprintf(service, sizeof(service), "%u", port);
+	ret = getaddrinfo(host, service, &hints, &res);
+	if (ret)
+		return ret == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+void tcp_tune_socket(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int tcp_listen(const char *host, uint16_t port, int *fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int one = 1, ret, s;
+
+	ret = tcp_resolve(host, port, &ss, &len);
+	if (ret)
+		return ret;
+	s = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s, (struct sockaddr *)&ss, len) || listen(s, 128)) {
+		ret = -errno;
+		close(s);
+		return ret;
+	}
+	*fd = s;
+	return 0;
+}
+
+int tcp_connect_start(const struct sockaddr_storage *ss, socklen_t len, int *fd)
+{
+	int ret, s = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return -errno;
+	tcp_tune_socket(s);
+	if (connect(s, (const struct sockaddr *)ss, len) && errno != EINPROGRESS) {
+		ret = -errno;
+		close(s);
+		return ret;
+	}
+	*fd = s;
+	return 0;
+}
+
+void tcp_iov_advance(struct iovec *v, size_t n, size_t *i, size_t r)
+{
+	while (r && *i < n) {
+		if (r >= v[*i].iov_len) {
+			r -= v[*i].iov_len;
+			(*i)++;
+		} else {
+			v[*i].iov_base = (char *)v[*i].iov_base + r;
+			v[*i].iov_len -= r;
+			r = 0;
+		}
+	}
+	while (*i < n && !v[*i].iov_len)
+		(*i)++;
+}
+
+static struct msghdr batch_of(struct iovec *v, size_t n, size_t i)
+{
+	return (struct msghdr){ .msg_iov = v + i, .msg_iovlen = n - i > IOV_BATCH ? IOV_BATCH : n - i };
+}
+
+int tcp_sendv(int fd, struct iovec *v, size_t n, size_t *i)
+{
+	tcp_iov_advance(v, n, i, 0);	/* past empty entries: a send of none would spin */
+	while (*i < n) {
+		struct msghdr mh = batch_of(v, n, *i);
+		ssize_t r = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		}
+		tcp_iov_advance(v, n, i, (size_t)r);
+	}
+	return 0;
+}
+
+/* What a recv or recvmsg returned, as this file returns it: the bytes, or -errno
+ * (-EAGAIN for would-block, -ECONNRESET for end of stream, -EINTR to try again). */
+static ssize_t rx_result(ssize_t r)
+{
+	if (r > 0)
+		return r;
+	if (!r)
+		return -ECONNRESET;
+	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
+ssize_t tcp_recv_some(int fd, void *buf, size_t len)
+{
+	ssize_t r;
+
+	do
+		r = rx_result(recv(fd, buf, len, MSG_DONTWAIT));
+	while (r == -EINTR);
+	return r;
+}
+
+int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i)
+{
+	tcp_iov_advance(v, n, i, 0);	/* past empty entries: a receive of none reads as EOF */
+	while (*i < n) {
+		struct msghdr mh = batch_of(v, n, *i);
+		ssize_t r = rx_result(recvmsg(fd, &mh, MSG_DONTWAIT));
+
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return (int)r;
+		tcp_iov_advance(v, n, i, (size_t)r);
+	}
+	return 0;
+}

@@ -1,0 +1,49 @@
+/*
+ * tcp_sock.h - socket helpers both sides of the tcp backend use: name resolution,
+ * socket options, the listening and the connecting socket, and non-blocking
+ * scatter/gather I/O over an iovec cursor.
+ *
+ * Not for: anything that knows the wire format (tcp_proto.h) or a fabric.
+ */
+#ifndef PC_TCP_SOCK_H
+#define PC_TCP_SOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* host:port (a name or a numeric address) into *ss and *len. 0, or -errno
+ * (-EHOSTUNREACH when the name does not resolve). */
+int tcp_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
+
+/* The options every connection of the backend runs with (TCP_NODELAY: frames are
+ * small and answered at once). */
+void tcp_tune_socket(int fd);
+
+/* A non-blocking listening socket bound to host:port into *fd. 0 or -errno. */
+int tcp_listen(const char *host, uint16_t port, int *fd);
+
+/* A non-blocking socket whose connect to ss has started (it may still be in
+ * progress: poll for POLLOUT, then read SO_ERROR) into *fd. 0 or -errno. */
+int tcp_connect_start(const struct sockaddr_storage *ss, socklen_t len, int *fd);
+
+/* Move the cursor *i of v[0..n) past r bytes that went out or came in: whole
+ * entries are skipped, a partial one is shortened in place, empty ones passed. */
+void tcp_iov_advance(struct iovec *v, size_t n, size_t *i, size_t r);
+
+/* Send v[*i..n) on fd without blocking, advancing *i. 0 when all of it is out,
+ * -EAGAIN when the socket is full, or -errno. */
+int tcp_sendv(int fd, struct iovec *v, size_t n, size_t *i);
+
+/* Receive up to len bytes into buf without blocking. The bytes received (> 0),
+ * -EAGAIN when none are there yet, -ECONNRESET at end of stream, or -errno. */
+ssize_t tcp_recv_some(int fd, void *buf, size_t len);
+
+/* Receive into v[*i..n) from fd without blocking, advancing *i. 0 when all of it
+ * is in, -EAGAIN when nothing more is there yet, -ECONNRESET at end of stream, or
+ * -errno. */
+int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i);
+
+#endif
