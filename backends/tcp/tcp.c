@@ -73,5 +73,4 @@ const struct pc_fabric_ops tcp_fabric_ops = {
 	.serve = tcp_serve,
 	.post = tcp_post,
 	.call = tcp_call,
-	.map = pc_fabric_stub_map,
 };

@@ -165,7 +165,6 @@ int verbs_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n);
 		.serve = verbs_serve,                                  \
 		.post = verbs_post,                                    \
 		.call = verbs_call,                                    \
-		.map = pc_fabric_stub_map,                             \
 	}
 
 #endif

@@ -22,20 +22,20 @@ static void stub_close(struct pc_fabric *f)
 	(void)f;
 }
 
-int pc_fabric_stub_reg(struct pc_fabric *f, struct pc_region *r)
+static int stub_reg(struct pc_fabric *f, struct pc_region *r)
 {
 	(void)f;
 	(void)r;
 	return -EOPNOTSUPP;
 }
 
-void pc_fabric_stub_dereg(struct pc_fabric *f, struct pc_region *r)
+static void stub_dereg(struct pc_fabric *f, struct pc_region *r)
 {
 	(void)f;
 	(void)r;
 }
 
-int pc_fabric_stub_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
+static int stub_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
 {
 	(void)f;
 	(void)h;
@@ -43,7 +43,7 @@ int pc_fabric_stub_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
 	return -EOPNOTSUPP;
 }
 
-int pc_fabric_stub_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
+static int stub_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 {
 	(void)f;
 	(void)ops;
@@ -51,7 +51,7 @@ int pc_fabric_stub_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	return -EOPNOTSUPP;
 }
 
-int pc_fabric_stub_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
+static int stub_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 {
 	(void)f;
 	(void)rpcs;
@@ -59,7 +59,7 @@ int pc_fabric_stub_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	return -EOPNOTSUPP;
 }
 
-int pc_fabric_stub_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uint32_t rkey,
+static int stub_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uint32_t rkey,
 		       uint64_t raddr, uint64_t len, unsigned access, void **addr)
 {
 	(void)f;
@@ -79,9 +79,9 @@ int pc_fabric_stub_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, ui
 static void fill_ops(struct pc_fabric_ops *to, const struct pc_fabric_ops *from)
 {
 	static const struct pc_fabric_ops stubs = {
-		.size = sizeof(stubs), .close = stub_close, .reg = pc_fabric_stub_reg,
-		.dereg = pc_fabric_stub_dereg, .serve = pc_fabric_stub_serve,
-		.post = pc_fabric_stub_post, .call = pc_fabric_stub_call, .map = pc_fabric_stub_map,
+		.size = sizeof(stubs), .close = stub_close, .reg = stub_reg,
+		.dereg = stub_dereg, .serve = stub_serve,
+		.post = stub_post, .call = stub_call, .map = stub_map,
 	};
 
 	*to = stubs;
@@ -133,7 +133,7 @@ int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_p
 		free(f);
 		return ret;
 	}
-	if (f->ops->map == pc_fabric_stub_map)
+	if (f->ops->map == stub_map)
 		f->maps = false;
 	*out = f;
 	return 0;

@@ -246,15 +246,6 @@ static inline int pc_fabric_map(struct pc_fabric *f, uint32_t peer, uint64_t pee
 /* A snapshot of the counters. */
 PC_API void pc_fabric_get_stats(const struct pc_fabric *f, struct pc_fabric_stats *out);
 
-/* Stubs for ops a backend does not support (never leave a slot NULL). */
-PC_API int pc_fabric_stub_reg(struct pc_fabric *f, struct pc_region *r);
-PC_API void pc_fabric_stub_dereg(struct pc_fabric *f, struct pc_region *r);
-PC_API int pc_fabric_stub_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg);
-PC_API int pc_fabric_stub_post(struct pc_fabric *f, struct pc_op *ops, size_t n);
-PC_API int pc_fabric_stub_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n);
-PC_API int pc_fabric_stub_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uint32_t rkey,
-			      uint64_t raddr, uint64_t len, unsigned access, void **addr);
-
 #ifdef __cplusplus
 }
 #endif
