@@ -252,7 +252,7 @@ class PageTable:
             return
         base = ctypes.cast(ctypes.c_char_p(self._blob), ctypes.c_void_p).value or 0
         klen = len(keys[0])
-        if len(self._blob) == klen * n and all(len(k) == klen for k in keys):
+        if len(self._blob) == klen * n and len(set(map(len, keys))) == 1:
             offs: Iterable[int] = range(base, base + klen * n, klen)
             klens = array("Q", [klen]) * n
         else:

@@ -20,6 +20,7 @@ class _Pool:
         self.size = pages * page_size
         self.layer_num = layer_num
         self.dtype = dtype
+        self.itemsize = _itemsize(dtype)
         self.layout = layout
         self.start_layer, self.end_layer = 0, layer_num
 
@@ -53,19 +54,19 @@ class MHAPool(_Pool):
         self.kv_buffer = torch.zeros(dims, dtype=dtype)
 
     def get_size_per_token(self):
-        return 2 * self.layer_num * self.head_num * self.head_dim * _itemsize(self.dtype)
+        return 2 * self.layer_num * self.head_num * self.head_dim * self.itemsize
 
     def get_ksize_per_token(self):
         return self.get_size_per_token() // 2
 
     def token_bytes(self):
-        return self.head_num * self.head_dim * _itemsize(self.dtype)
+        return self.head_num * self.head_dim * self.itemsize
 
     def get_page_buffer_meta(self, indices):
         assert len(indices) % self.page_size == 0
         idx = indices.tolist()
         base = self.kv_buffer.data_ptr()
-        half = self.kv_buffer[0].numel() * _itemsize(self.dtype)   # V starts here
+        half = self.kv_buffer[0].numel() * self.itemsize   # V starts here
         tok = self.token_bytes()
         ptrs, sizes = [], []
         if self.layout == "page_first":
@@ -121,7 +122,7 @@ class MLAPool(_Pool):
         self.kv_buffer = torch.zeros((self.size, layer_num, 1, self.kv_cache_dim), dtype=dtype)
 
     def get_size_per_token(self):
-        return self.kv_cache_dim * _itemsize(self.dtype) * self.layer_num
+        return self.kv_cache_dim * self.itemsize * self.layer_num
 
     get_ksize_per_token = get_size_per_token
 
