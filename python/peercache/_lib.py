@@ -232,27 +232,39 @@ def _c_level_for(py_logger: logging.Logger) -> int:
 class PageTable:
     """A batch of pages as one struct pc_page array, built column by column.
 
-    keys: the pages' keys (bytes); ptrs: the address of each page's buffer (0 for
+    keys: the pages' keys, a list of bytes, or (blob, key_len) for keys of one length
+    back to back in blob; ptrs: the address of each page's buffer (None: 0, as for
     exists); lens: each page's length (set: the page; get: the expected length;
     exists: its size class, 0 for any); caps: what each buffer holds (default lens).
+    scratch: a Scratch whose arrays the table reuses (one thread's, see Scratch).
     The table owns its key bytes while it lives. Filling 256 pages costs a few array
     copies, not a Python object per page.
     """
 
     __slots__ = ("n", "words", "pages", "_blob")
 
-    def __init__(self, keys: Sequence[bytes], ptrs: Sequence[int] | array | None,
-                 lens: Sequence[int] | array, caps: Sequence[int] | array | None = None):
-        n = len(keys)
+    def __init__(self, keys, ptrs: Sequence[int] | array | None, lens: Sequence[int] | array,
+                 caps: Sequence[int] | array | None = None, scratch: "Scratch | None" = None):
+        if isinstance(keys, tuple):
+            self._blob, klen = keys
+            n = len(self._blob) // klen if klen else 0
+            uniform = True
+        else:
+            n = len(keys)
+            self._blob = b"".join(keys)
+            klen = len(keys[0]) if n else 0
+            uniform = n and len(self._blob) == klen * n and len(set(map(len, keys))) == 1
         self.n = n
-        self._blob = b"".join(keys)
-        self.words = array("Q", bytes(8 * _PAGE_WORDS * n))
+        if scratch is not None:
+            self.words, self.pages = scratch.arrays(n)
+            self.words[5::_PAGE_WORDS] = array("Q", bytes(8 * n))  # statuses of the last use
+        else:
+            self.words = array("Q", bytes(8 * _PAGE_WORDS * n))
+            self.pages = (PcPage * n).from_buffer(self.words) if n else None
         if not n:
-            self.pages = None
             return
         base = ctypes.cast(ctypes.c_char_p(self._blob), ctypes.c_void_p).value or 0
-        klen = len(keys[0])
-        if len(self._blob) == klen * n and len(set(map(len, keys))) == 1:
+        if uniform:
             offs: Iterable[int] = range(base, base + klen * n, klen)
             klens = array("Q", [klen]) * n
         else:
@@ -264,13 +276,12 @@ class PageTable:
         w = self.words
         w[0::_PAGE_WORDS] = array("Q", offs)
         w[1::_PAGE_WORDS] = klens
-        if ptrs is not None:
-            w[2::_PAGE_WORDS] = ptrs if isinstance(ptrs, array) else array("Q", ptrs)
+        w[2::_PAGE_WORDS] = (array("Q", bytes(8 * n)) if ptrs is None else
+                             ptrs if isinstance(ptrs, array) else array("Q", ptrs))
         lens_a = lens if isinstance(lens, array) else array("Q", lens)
         w[3::_PAGE_WORDS] = lens_a
         w[4::_PAGE_WORDS] = lens_a if caps is None else (
             caps if isinstance(caps, array) else array("Q", caps))
-        self.pages = (PcPage * n).from_buffer(w)
 
     def statuses(self) -> list[int]:
         """Each page's status (0 or -errno) after a batch call."""
@@ -282,6 +293,24 @@ class PageTable:
 
     def lengths(self) -> list[int]:
         return self.words[3::_PAGE_WORDS].tolist()
+
+
+class Scratch(threading.local):
+    """Per-thread pc_page arrays for PageTable to reuse, one per batch size: a batch
+    builds no new array, and the library reads memory it read in the last call. A
+    table built on it is valid until the next table of that size on the same thread."""
+
+    def __init__(self):
+        self._by_n: dict = {}
+
+    def arrays(self, n: int):
+        a = self._by_n.get(n)
+        if a is None:
+            if len(self._by_n) >= 16:
+                self._by_n.clear()
+            words = array("Q", bytes(8 * _PAGE_WORDS * n))
+            a = self._by_n[n] = (words, (PcPage * n).from_buffer(words) if n else None)
+        return a
 
 
 # --------------------------------------------------------------------------- store

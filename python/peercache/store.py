@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
 from . import _config
-from ._lib import PageTable, Store, StoreError, strerror
+from ._lib import PageTable, Scratch, Store, StoreError, strerror
 
 logger = logging.getLogger("peercache.store")
 
@@ -141,6 +141,13 @@ class _Layout:
     zero_copy: bool
     fingerprint: str
     description: str
+    prefix_str: str = ""
+    suffix_strs: tuple = ()
+    uniform: bool = False           # ASCII prefix and suffixes of one length
+    # Object j of the page whose first token is f starts at base + f * stride +
+    # deltas[j] (checked against get_page_buffer_meta at registration), or None.
+    affine: Optional[tuple] = None
+
 
     def page_bytes(self) -> int:
         return sum(self.part_sizes)
@@ -213,6 +220,7 @@ class PeerCacheStore(_Base):
             raise RuntimeError("peercache: could not open the store: %s" % msg) from None
 
         self._layout: Optional[_Layout] = None
+        self._scratch = Scratch()
         self._lock = threading.Lock()
         self._counters = dict.fromkeys(_ADAPTER_COUNTERS, 0)
         self._metrics_on = bool(g("enable_storage_metrics", False)) and StorageMetrics is not None
@@ -254,10 +262,14 @@ class PeerCacheStore(_Base):
         fp = hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
         model = "-".join(self.model_name.split("/")) if self.model_name else "_"
         prefix = ("%s@%s:" % (model, fp)).encode()
+        affine = self._affine(pool, page_size, sizes) if zero_copy else None
+        suffixes = tuple(self._suffixes(len(sizes)))
         lay = _Layout(pool=pool, page_size=page_size, parts=len(sizes), part_sizes=tuple(sizes),
-                      prefix=prefix, suffixes=tuple(self._suffixes(len(sizes))),
-                      zero_copy=zero_copy, fingerprint=fp,
-                      description=json.dumps(desc, sort_keys=True))
+                      prefix=prefix, suffixes=suffixes, zero_copy=zero_copy, fingerprint=fp,
+                      description=json.dumps(desc, sort_keys=True),
+                      prefix_str=prefix.decode(), suffix_strs=tuple(x.decode() for x in suffixes),
+                      uniform=prefix.isascii() and len(set(map(len, suffixes))) == 1,
+                      affine=affine)
         nbytes, nregions = self._register_memory(pool)
         self._layout = lay
         logger.info("PeerCacheStore: host pool %s, layout %s, %d tokens a page, %d part(s) of %s "
@@ -281,6 +293,30 @@ class PeerCacheStore(_Base):
         if self.is_mla:
             return [per_token * page_size]
         return [per_token * page_size // 2] * 2
+
+    @staticmethod
+    def _affine(pool: Any, page_size: int, sizes: list) -> Optional[tuple]:
+        """(base, stride, deltas) when get_page_buffer_meta's addresses are that line in
+        the page's first token index (SGLang's page-major layouts are), from two pages
+        asked of it; then a batch computes them with one tensor op instead of a Python
+        loop over pages (get_page_buffer_meta was a third of batch_get_v1's own time)."""
+        try:
+            pages = max(1, int(getattr(pool, "size", page_size)) // page_size)
+            far = min(pages - 1, 7) * page_size
+            p0, s0 = pool.get_page_buffer_meta(_Indices(range(page_size)))
+            p1, s1 = pool.get_page_buffer_meta(_Indices(range(far, far + page_size)))
+        except Exception:
+            return None
+        if list(s0) != list(sizes) or list(s1) != list(sizes) or len(p0) != len(p1):
+            return None
+        base = int(p0[0])
+        deltas = tuple(int(p) - base for p in p0)
+        if far == 0:
+            return None
+        step = int(p1[0]) - base
+        if step % far or any(int(b) - int(a) != step for a, b in zip(p0, p1)):
+            return None
+        return base, step // far, deltas
 
     def _describe(self, pool: Any, layout: str, page_size: int, sizes: list) -> dict:
         """What a page's bytes depend on: anything here differing makes another
@@ -350,6 +386,33 @@ class PeerCacheStore(_Base):
             for k, v in kv.items():
                 c[k] += v
 
+    def _key_blob(self, lay: _Layout, keys: Sequence):
+        """The objects' keys for PageTable: (blob, key_len) when they are all of one
+        length (SGLang's hex hashes: one str join and one encode for the batch), else
+        a list of bytes."""
+        sfx = lay.suffix_strs
+        if lay.uniform and keys and isinstance(keys[0], str):
+            p = lay.prefix_str
+            if len(sfx) == 2:
+                s0, s1 = sfx
+                txt = "".join([f"{p}{h}{s0}{p}{h}{s1}" for h in keys])
+            elif len(sfx) == 1:
+                s0 = sfx[0]
+                txt = "".join([f"{p}{h}{s0}" for h in keys])
+            else:
+                txt = "".join([f"{p}{h}{s}" for h in keys for s in sfx])
+            blob = txt.encode()
+            if len(blob) == len(txt) and len(set(map(len, keys))) == 1:
+                return blob, len(blob) // (len(keys) * len(sfx))
+        return self._keys(lay, keys)
+
+    @staticmethod
+    def _key_list(pkeys) -> list:
+        if isinstance(pkeys, tuple):
+            blob, kl = pkeys
+            return [blob[i:i + kl] for i in range(0, len(blob), kl)]
+        return pkeys
+
     def _keys(self, lay: _Layout, keys: Sequence) -> list:
         p, sfx = lay.prefix, lay.suffixes
         try:
@@ -389,19 +452,34 @@ class PeerCacheStore(_Base):
                        strerror(-next(s for s in bad if s != -27)))
 
     def _meta(self, lay: _Layout, keys: Sequence, host_indices: Any):
+        """(addresses, sizes) of the n pages' objects, page by page."""
         n = len(keys)
+        if lay.affine is not None and hasattr(host_indices, "tolist"):
+            if len(host_indices) != n * lay.page_size:
+                raise ValueError("%d host indices for %d pages of %d tokens"
+                                 % (len(host_indices), n, lay.page_size))
+            base, stride, deltas = lay.affine
+            first = host_indices[::lay.page_size] * stride + base
+            if len(deltas) == 1:
+                ptrs = array("Q", (first + deltas[0] if deltas[0] else first).tolist())
+            else:
+                ptrs = array("Q", bytes(8 * n * len(deltas)))
+                for j, d in enumerate(deltas):
+                    ptrs[j::len(deltas)] = array("Q", (first + d if d else first).tolist())
+            return ptrs, array("Q", lay.part_sizes) * n
         ptrs, sizes = lay.pool.get_page_buffer_meta(host_indices)
         if len(ptrs) != n * lay.parts or len(sizes) != len(ptrs):
             raise ValueError("get_page_buffer_meta gave %d objects for %d pages of %d parts"
                              % (len(ptrs), n, lay.parts))
         want = list(lay.part_sizes) * n
-        if list(sizes) != want:
+        if sizes != want and list(sizes) != want:
             raise ValueError("get_page_buffer_meta gave object sizes %s, the pool was "
                              "registered with %s" % (sorted(set(sizes)), lay.part_sizes))
         return ptrs, want
 
-    def _sub(self, table_keys: list, ptrs, sizes, pages: list, parts: int) -> tuple:
+    def _sub(self, table_keys, ptrs, sizes, pages: list, parts: int) -> tuple:
         idx = [i * parts + j for i in pages for j in range(parts)]
+        table_keys = self._key_list(table_keys)
         return ([table_keys[i] for i in idx], [ptrs[i] for i in idx] if ptrs is not None else None,
                 [sizes[i] for i in idx])
 
@@ -415,7 +493,7 @@ class PeerCacheStore(_Base):
         check a missing part's page would hold a stale or half-read part. Left open:
         a part evicted between the two calls (its sibling is then written, the page
         is still False; SGLang never uses the bytes of a False page)."""
-        t = PageTable(pkeys, ptrs, sizes)
+        t = PageTable(pkeys, ptrs, sizes, scratch=self._scratch)
         ret = self.store.batch_exists(t)
         if ret < 0:
             self._count(calls_failed=1)
@@ -434,7 +512,7 @@ class PeerCacheStore(_Base):
             pages = [i for i, ok in enumerate(present) if ok]
             if not pages:
                 return [False] * n
-            t = PageTable(*self._sub(pkeys, ptrs, sizes, pages, lay.parts))
+            t = PageTable(*self._sub(pkeys, ptrs, sizes, pages, lay.parts), scratch=self._scratch)
         ret = self.store.batch_get(t)
         if ret < 0:
             self._count(calls_failed=1)
@@ -454,7 +532,7 @@ class PeerCacheStore(_Base):
     def _write(self, lay: _Layout, n: int, pkeys: list, ptrs, sizes) -> list:
         """Store n pages from their buffers, skipping objects already present (keys
         name their content: a present object holds these very bytes)."""
-        t = PageTable(pkeys, None, sizes)
+        t = PageTable(pkeys, None, sizes, scratch=self._scratch)
         ret = self.store.batch_exists(t)
         parts = lay.parts
         if ret < 0:
@@ -465,8 +543,9 @@ class PeerCacheStore(_Base):
             self._count(set_present=n)
             return [True] * n
         missing = [i for i, s in enumerate(st) if s]
-        t = PageTable([pkeys[i] for i in missing], [ptrs[i] for i in missing],
-                      [sizes[i] for i in missing])
+        klist = self._key_list(pkeys)
+        t = PageTable([klist[i] for i in missing], [ptrs[i] for i in missing],
+                      [sizes[i] for i in missing], scratch=self._scratch)
         ret = self.store.batch_set(t)
         if ret < 0:
             self._count(calls_failed=1)
@@ -508,7 +587,7 @@ class PeerCacheStore(_Base):
                 return [False] * n
             t0 = time.perf_counter()
             ptrs, sizes = self._meta(lay, keys, host_indices)
-            out = self._read(lay, n, self._keys(lay, keys), ptrs, sizes)
+            out = self._read(lay, n, self._key_blob(lay, keys), ptrs, sizes)
             hits = sum(out)
             self._count(get_calls=1, get_pages=n, get_hits=hits)
             if self._metrics_on:
@@ -534,7 +613,7 @@ class PeerCacheStore(_Base):
                 return [True] * n
             t0 = time.perf_counter()
             ptrs, sizes = self._meta(lay, keys, host_indices)
-            out = self._write(lay, n, self._keys(lay, keys), ptrs, sizes)
+            out = self._write(lay, n, self._key_blob(lay, keys), ptrs, sizes)
             ok = sum(out)
             self._count(set_calls=1, set_pages=n, set_ok=ok)
             if self._metrics_on:
@@ -554,8 +633,8 @@ class PeerCacheStore(_Base):
             lay = self._layout_or_warn("batch_exists")
             if lay is None:
                 return 0
-            pkeys = self._keys(lay, keys)
-            t = PageTable(pkeys, None, array("Q", lay.part_sizes) * n)
+            t = PageTable(self._key_blob(lay, keys), None, array("Q", lay.part_sizes) * n,
+                          scratch=self._scratch)
             ret = self.store.batch_exists(t)
             if ret < 0:
                 self._count(exists_calls=1, exists_pages=n, calls_failed=1)
@@ -635,7 +714,7 @@ class PeerCacheStore(_Base):
             out: list = [None] * n
             if use:
                 ptrs, sizes = self._split(lay, [addrs[i] for i in use])
-                got = self._read(lay, len(use), self._keys(lay, [keys[i] for i in use]),
+                got = self._read(lay, len(use), self._key_blob(lay, [keys[i] for i in use]),
                                  ptrs, sizes)
                 for i, ok in zip(use, got):
                     if ok:
@@ -671,7 +750,7 @@ class PeerCacheStore(_Base):
                            "buffers", lay.page_bytes())
                 return False
             ptrs, sizes = self._split(lay, addrs)
-            out = self._write(lay, n, self._keys(lay, keys), ptrs, sizes)
+            out = self._write(lay, n, self._key_blob(lay, keys), ptrs, sizes)
             del keep
             self._count(set_calls=1, set_pages=n, set_ok=sum(out))
             return all(out)

@@ -2,11 +2,11 @@
 C API doing the same gets, in one run on one cluster. A benchmark, not a test.
 
   bench_get.py [--part-size 32KiB] [--pages 128] [--rounds 5] [--seconds 1.5]
-               [--topology FILE] [--profile] [--no-pcbench]
+               [--topology FILE] [--profile] [--no-pcbench] [--poll-us N]
 
 Starts a 3-node pcd cluster on free loopback ports (or uses --topology's, whose nodes
 must be running), stores --pages MHA pages of 2 objects of --part-size each, then in
-alternating rounds measures pages/s of:
+rounds measures pages/s of (the first three called in turn, each call timed):
   py get_v1       PeerCacheStore.batch_get_v1 (get_page_buffer_meta, keys, exists, get)
   C exists+get    the same 2 x pages objects, a prebuilt pc_page array, pc_batch_exists
                   then pc_batch_get (what batch_get_v1 asks of the library)
@@ -63,6 +63,21 @@ def rate(fn, pages, seconds):
             return n * pages / dt, dt / n
 
 
+def interleaved(fns, pages, seconds):
+    """pages/s of each fn, called in turn (A B C A B C ...) for about `seconds`, each
+    timed alone: every variant sees the same moments of a shared, noisy machine."""
+    for fn in fns:
+        fn()
+    spent, calls, t0 = [0.0] * len(fns), 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            spent[i] += time.perf_counter() - t
+        calls += 1
+    return [calls * pages / x for x in spent], [x / calls for x in spent]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--part-size", type=size, default=32 * 1024)
@@ -72,6 +87,7 @@ def main():
     ap.add_argument("--topology")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--no-pcbench", action="store_true")
+    ap.add_argument("--poll-us", type=int, help="the cluster's store.tcp_poll_us (default 50)")
     a = ap.parse_args()
 
     # K (or V) of a page: layer 16 x page_size tokens x 2 heads x 64 dims x 2 B
@@ -80,7 +96,8 @@ def main():
         ap.error("--part-size must be a multiple of %d" % per_token)
     shape = dict(layer_num=16, head_num=2, head_dim=64, page_size=a.part_size // per_token)
     n = a.pages
-    cluster = None if a.topology else Cluster(store=STORE)
+    store = STORE + (", tcp_poll_us: %d" % a.poll_us if a.poll_us is not None else "")
+    cluster = None if a.topology else Cluster(store=store)
     topo = a.topology or cluster.path
     try:
         src = MHAPool(pages=n, **shape)
@@ -133,9 +150,8 @@ def main():
         head = "round  py get_v1  C exists+get    C get   pcbench   py/C(e+g)  py/C(get)"
         print(head)
         for rnd in range(a.rounds):
-            row = {}
-            for name, fn in (("py", py_get), ("ceg", c_exists_get), ("cg", c_get)):
-                row[name] = rate(fn, n, a.seconds)[0]
+            rates, _ = interleaved((py_get, c_exists_get, c_get), n, a.seconds)
+            row = dict(zip(("py", "ceg", "cg"), rates))
             row["pcb"] = pcbench_rate() * n / (2 * n) if use_pcbench else float("nan")
             for k, v in row.items():
                 best[k] = max(best.get(k, 0), v)
@@ -150,8 +166,7 @@ def main():
         print("median %9.0f  %12.0f  %7.0f  %8.0f   %9.3f  %9.3f" % (
             med["py"], med["ceg"], med["cg"], med["pcb"], med["py"] / med["ceg"],
             med["py"] / med["cg"]))
-        _, t_py = rate(py_get, n, a.seconds)
-        _, t_c = rate(c_exists_get, n, a.seconds)
+        _, (t_py, t_c) = interleaved((py_get, c_exists_get), n, a.seconds)
         print("per call: py %.0f us, C exists+get %.0f us" % (t_py * 1e6, t_c * 1e6))
 
         # The Python layer alone: the same calls with the library's two answered at

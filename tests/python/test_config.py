@@ -121,6 +121,50 @@ class ExtraConfig(unittest.TestCase):
         self.assertEqual(len(names), 5)
 
 
+class Addresses(unittest.TestCase):
+    """The addresses batch calls use are get_page_buffer_meta's, whether computed
+    (page-major pools: a line in the first token index) or asked of the pool."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Cluster(embed=("n0", "n1", "n2"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+
+    def check(self, pool, mla, affine):
+        import torch
+        s = common.store(self.c.path, pool, is_mla_model=mla)
+        self.assertEqual(s._layout.affine is not None, affine)
+        g = torch.Generator().manual_seed(1)
+        pages = torch.randperm(pool.size // pool.page_size, generator=g)[:5].tolist()
+        idx = pool.indices(pages)
+        ptrs, sizes = s._meta(s._layout, ["k"] * len(pages), idx)
+        want = pool.get_page_buffer_meta(idx)
+        self.assertEqual((list(ptrs), list(sizes)), (list(want[0]), list(want[1])))
+        s.close()
+
+    def test_mha_and_mla_computed(self):
+        self.check(MHAPool(pages=32), False, True)
+        self.check(MLAPool(pages=32), True, True)
+
+    def test_other_pools_asked(self):
+        class Shuffled(MHAPool):  # pages not in address order: not a line
+            def get_page_buffer_meta(self, indices):
+                ptrs, sizes = super().get_page_buffer_meta(indices)
+                base = self.kv_buffer.data_ptr()
+                half = self.kv_buffer[0].numel() * self.itemsize
+                obj = sizes[0]
+                out = []
+                for k, v in zip(ptrs[0::2], ptrs[1::2]):
+                    page = (k - base) // obj
+                    k2 = base + ((page * 5) % (self.size // self.page_size)) * obj
+                    out += [k2, k2 + half]
+                return out, sizes
+        self.check(Shuffled(pages=32), False, False)
+
+
 def pcstore_dtype_fp16():
     import torch
     return torch.float16
