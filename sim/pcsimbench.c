@@ -314,8 +314,7 @@ int main(int argc, char **argv)
 	    t->store.slot_spill_ways || t->store.slot_ways > 16)
 		tool_die(TOOL, "%s: the bare model covers slotmap with one size class, up to 16 ways and no spill (store.mode, store.slot_size_classes, store.slot_ways, store.slot_spill_ways)",
 			 path);
-	if (slot_geometry_init(&g, 0, t->store.size_classes[0], t->store.slot_ways,
-			       t->store.slot_num_buckets, t->store.global_segment_size))
+	if (slot_class_geometry(&g, &t->store, 0))
 		tool_die(TOOL, "%s: store geometry: no buckets", path);
 	cfg.topo = t;
 	pc_log_set_level(PC_LOG_WARN);	/* a slot-region line per node and run is noise here */

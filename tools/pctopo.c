@@ -26,12 +26,12 @@ static void usage(FILE *f)
 static void print_geometry(const struct pc_topology *t)
 {
 	const struct pc_store_cfg *s = &t->store;
-	uint64_t seg = s->global_segment_size / s->nr_classes, node_bytes = 0;
+	uint64_t node_bytes = 0;
 
 	for (uint32_t c = 0; c < s->nr_classes; c++) {
 		struct slot_geometry g;
 
-		slot_geometry_init(&g, c, s->size_classes[c], s->slot_ways, s->slot_num_buckets, seg);
+		slot_class_geometry(&g, s, c);
 		printf("  class %u: pages up to %llu B: %llu buckets x %u ways x %llu B (=%llu bytes) + %llu B index\n",
 		       c, (unsigned long long)g.page_bytes, (unsigned long long)g.nr_buckets, g.ways,
 		       (unsigned long long)g.stride, (unsigned long long)g.bytes,
@@ -72,9 +72,7 @@ static int print_placement(const struct pc_topology *t, uint64_t nkeys)
 		if (k < 4) {
 			struct slot_geometry g;
 
-			slot_geometry_init(&g, 0, t->store.size_classes[0], t->store.slot_ways,
-					   t->store.slot_num_buckets,
-					   t->store.global_segment_size / t->store.nr_classes);
+			slot_class_geometry(&g, &t->store, 0);
 			printf("  %-8s -> %-10s class 0 bucket %llu predicted way %u\n", key,
 			       t->nodes[owner].name, (unsigned long long)slot_bucket_of(&g, h),
 			       slot_predicted_way(&g, h));

@@ -484,7 +484,7 @@ uint32_t model_dtype_bytes(const char *dtype)
 static int validate_store(struct pc_topology *t, char *err, size_t errlen)
 {
 	struct pc_store_cfg *s = &t->store;
-	uint64_t largest, seg;
+	uint64_t largest;
 
 	if (!s->nr_classes) {
 		s->size_classes[0] = s->slot_max_page_bytes ? s->slot_max_page_bytes : 256 * 1024;
@@ -503,11 +503,10 @@ static int validate_store(struct pc_topology *t, char *err, size_t errlen)
 			(unsigned long long)s->slot_max_page_bytes, (unsigned long long)largest);
 	s->slot_max_page_bytes = largest;
 
-	seg = s->global_segment_size / s->nr_classes;
 	for (uint32_t i = 0; i < s->nr_classes && !s->slot_num_buckets; i++) {
 		struct slot_geometry g;
 
-		if (slot_geometry_init(&g, i, s->size_classes[i], s->slot_ways, 0, seg))
+		if (slot_class_geometry(&g, s, i))
 			FAIL_AT(s->classes_mark,
 				"store.global_segment_size: %llu bytes split over %u classes leaves no bucket of %u ways for the %llu-byte class; raise global_segment_size or set slot_num_buckets",
 				(unsigned long long)s->global_segment_size, s->nr_classes,

@@ -351,7 +351,7 @@ static int p2p_open(struct store_svc *st, struct store_mode **out, char *err, si
 
 		/* a block is one slot; the same memory per node as slotmap's slots */
 		ret = slot_geometry_init(&k->g, c, cfg->size_classes[c], 1, 1, 0);
-		blocks = cfg->global_segment_size / cfg->nr_classes / k->g.stride;
+		blocks = slot_class_blocks(cfg, c);
 		if (!ret && (!blocks || blocks > KEYMAP_MAX))
 			ret = -EINVAL;
 		if (st->payload_free)

@@ -64,6 +64,30 @@ int slot_geometry_init(struct slot_geometry *g, uint32_t class_id, uint64_t page
 	return 0;
 }
 
+static uint64_t class_segment(const struct pc_store_cfg *cfg)
+{
+	return cfg->nr_classes ? cfg->global_segment_size / cfg->nr_classes : 0;
+}
+
+int slot_class_geometry(struct slot_geometry *g, const struct pc_store_cfg *cfg, uint32_t c)
+{
+	if (c >= cfg->nr_classes) {
+		memset(g, 0, sizeof(*g));
+		return -EINVAL;
+	}
+	return slot_geometry_init(g, c, cfg->size_classes[c], cfg->slot_ways, cfg->slot_num_buckets,
+				  class_segment(cfg));
+}
+
+uint64_t slot_class_blocks(const struct pc_store_cfg *cfg, uint32_t c)
+{
+	struct slot_geometry g;
+
+	if (c >= cfg->nr_classes || slot_geometry_init(&g, c, cfg->size_classes[c], 1, 1, 0))
+		return 0;
+	return class_segment(cfg) / g.stride;
+}
+
 void slot_geometry_drop_payload(struct slot_geometry *g)
 {
 	g->mem_stride = SLOT_HEADER_BYTES;

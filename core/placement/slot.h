@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <peercache/pc_topology.h>
+
 #include "base/keyhash.h"
 
 #if defined(__SSE2__)
@@ -248,6 +250,16 @@ int slot_geometry_init(struct slot_geometry *g, uint32_t class_id, uint64_t page
 /* Keep headers only, not payloads: the simulator's payload-free mode, where memory
  * grows with the number of slots, not with cached bytes. A payload-free slot's
  * checksum derives from its key and length (slot_checksum_virtual). */
+/* The slots of size class c of a node configured by cfg: store.slot_ways ways,
+ * store.slot_num_buckets buckets or, when 0, as many as the class's share of the
+ * node's global_segment_size holds (the segment is split evenly over the classes,
+ * here and nowhere else). 0 or -EINVAL as slot_geometry_init. */
+int slot_class_geometry(struct slot_geometry *g, const struct pc_store_cfg *cfg, uint32_t c);
+
+/* One-slot blocks of class c that the class's share of the segment holds: p2p's
+ * published pool, the same memory per node as slotmap's slots. 0 when none fit. */
+uint64_t slot_class_blocks(const struct pc_store_cfg *cfg, uint32_t c);
+
 void slot_geometry_drop_payload(struct slot_geometry *g);
 
 static inline bool slot_has_payload(const struct slot_geometry *g)

@@ -21,7 +21,6 @@ static int own_slots(struct slotmap *sm)
 	struct store_svc *st = sm->st;
 	const struct pc_store_cfg *cfg = &st->topo->store;
 	const struct pc_node *node = &st->topo->nodes[st->self];
-	uint64_t seg = cfg->global_segment_size / cfg->nr_classes;
 	int ret;
 
 	sm->own = sm_layout_new(cfg->nr_classes);
@@ -34,8 +33,7 @@ static int own_slots(struct slotmap *sm)
 		struct sm_class *k = &sm->own->cls[c];
 		size_t bytes;
 
-		ret = slot_geometry_init(&k->g, c, cfg->size_classes[c], cfg->slot_ways,
-					 cfg->slot_num_buckets, seg);
+		ret = slot_class_geometry(&k->g, cfg, c);
 		if (ret)
 			return ret;
 		if (sm->payload_free)

@@ -34,6 +34,7 @@
 #include "bench_ref.h"
 #include "pcbench_modes.h"
 #include "pcbench_page.h"
+#include "placement/slot.h"
 #include "tool/tool_common.h"
 #include "workload/rng.h"
 #include "workload/zipf.h"
@@ -383,7 +384,7 @@ static uint64_t capacity(const struct pc_topology *t, size_t page, uint64_t *per
 
 	for (uint32_t k = 0; k < c->nr_classes; k++)
 		if (c->size_classes[k] >= page) {
-			*per_node = c->global_segment_size / c->nr_classes / (c->size_classes[k] + 64);
+			*per_node = slot_class_blocks(c, k);
 			return *per_node * t->nr_nodes;
 		}
 	return 0;
