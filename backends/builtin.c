@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "builtin.h"
+#include "config/topology.h"
 
 const struct pc_fabric_ops *const builtin_fabrics[] = {
 #if PC_BACKEND_TCP

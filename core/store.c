@@ -11,10 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <peercache/pc_topology.h>
-
 #include "base/log.h"
 #include "base/sized.h"
+#include "config/topology.h"
 #include "proto.h"
 #include "store.h"
 #include "tier/tier.h"

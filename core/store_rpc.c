@@ -9,9 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <peercache/pc_topology.h>
-
 #include "base/log.h"
+#include "config/topology.h"
 #include "proto.h"
 #include "store.h"
 #include "tier/tier.h"

@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <peercache/pc_topology.h>
-
+#include "config/topology.h"
 #include "placement/ring.h"
 #include "placement/slot.h"
 

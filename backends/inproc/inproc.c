@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "config/topology.h"
 #include "inproc.h"
 #include "io/region.h"
 

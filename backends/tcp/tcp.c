@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "config/topology.h"
 #include "tcp_client.h"
 #include "tcp_int.h"
 #include "tcp_server.h"

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "config/topology.h"
 #include "tcp_client.h"
 #include "tcp_proto.h"
 #include "tcp_sock.h"

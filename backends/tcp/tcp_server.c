@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "config/topology.h"
 #include "tcp_frame.h"
 #include "tcp_proto.h"
 #include "tcp_rpc.h"

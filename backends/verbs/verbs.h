@@ -20,6 +20,7 @@
 
 #include <peercache/pc_fabric.h>
 
+#include "config/topology.h"
 #include "io/region.h"
 
 #define VERBS_RPC_CONNECT 0xff01	/* RPC opcodes from 0xff00 belong to backends */

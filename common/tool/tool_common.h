@@ -8,8 +8,9 @@
 
 #include <stdint.h>
 
-#include <peercache/pc_topology.h>
 #include <peercache/peercache.h>
+
+#include "config/topology.h"
 
 /* Print "tool: message" and exit with code 2 (a usage or configuration error). */
 void tool_die(const char *tool, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));

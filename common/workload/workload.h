@@ -23,8 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <peercache/pc_topology.h>
-
+#include "config/topology.h"
 #include "zipf.h"
 
 enum wl_kind { WL_ZIPF, WL_PREFIX, WL_TRACE };

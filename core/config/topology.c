@@ -553,6 +553,124 @@ int pc_topology_set(struct pc_topology *t, const char *assignment, char *err, si
 	return 0;
 }
 
+/* ------------------------------------------------------------------ reading by name */
+
+/* field's value as text: what field_print() writes, strings unquoted. */
+static int print_field(const struct field *f, const void *base, char *buf, size_t len)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&text, &n);
+	int ret = 0;
+
+	if (!m)
+		return -ENOMEM;
+	if (f->type == FT_STR)
+		fputs((const char *)base + f->off, m);
+	else
+		field_print(f, base, m);
+	if (fclose(m))
+		ret = -ENOMEM;
+	else if (n >= len)
+		ret = -ERANGE;
+	else
+		memcpy(buf, text, n + 1);
+	free(text);
+	return ret;
+}
+
+static int get_in(const struct section *s, const char *where, const void *base, const char *key,
+		  char *buf, size_t len, char *err, size_t errlen)
+{
+	const struct field *f = field_find(s, key);
+
+	if (!f || f->type == FT_NESTED) {
+		field_unknown(s, where, key, err, errlen);
+		return -ENOENT;
+	}
+	return print_field(f, base, buf, len);
+}
+
+/* nodes.<index or name>.<field>, .nvme.<field>, .rails.<index>.<field> */
+static int get_in_node(const struct pc_topology *t, const char *key, char *buf, size_t len, char *err,
+		       size_t errlen)
+{
+	const char *dot = strchr(key, '.');
+	char head[PC_NAME_MAX], *end;
+	const struct pc_node *n;
+	unsigned long i;
+	int idx;
+
+	if (!dot || dot - key >= (int)sizeof(head)) {
+		snprintf(err, errlen, "nodes.%s: name a node by index or name, then a field (nodes.0.address)",
+			 key);
+		return -ENOENT;
+	}
+	snprintf(head, sizeof(head), "%.*s", (int)(dot - key), key);
+	i = strtoul(head, &end, 10);
+	idx = *end || !*head ? pc_topology_find_node(t, head) : i < t->nr_nodes ? (int)i : -1;
+	if (idx < 0) {
+		snprintf(err, errlen, "nodes.%s: no such node (%u nodes)", head, t->nr_nodes);
+		return -ENOENT;
+	}
+	n = &t->nodes[idx];
+	key = dot + 1;
+	if (!strncmp(key, "nvme.", 5))
+		return get_in(&nvme_section, "nodes.nvme", &n->nvme, key + 5, buf, len, err, errlen);
+	if (!strncmp(key, "rails.", 6)) {
+		i = strtoul(key + 6, &end, 10);
+		if (end == key + 6 || *end != '.' || i >= n->nr_rails) {
+			snprintf(err, errlen, "nodes.%s.%s: name a rail by index (0 to %u), then a field",
+				 head, key, n->nr_rails - 1);
+			return -ENOENT;
+		}
+		return get_in(&rail_section, "nodes.rails", &n->rails[i], end + 1, buf, len, err, errlen);
+	}
+	return get_in(&node_section, "nodes", n, key, buf, len, err, errlen);
+}
+
+int pc_topology_get(const struct pc_topology *t, const char *name, char *buf, size_t len, char *err,
+		    size_t errlen)
+{
+	char why[PC_ERR_MAX] = "";
+	int ret;
+
+	if (!t || !name || !buf || !len)
+		return -EINVAL;
+	if (!strncmp(name, "store.", 6))
+		ret = get_in(&store_section, "store", &t->store, name + 6, buf, len, why, sizeof(why));
+	else if (!strcmp(name, "model.page_bytes"))	/* derived from the shape */
+		ret = snprintf(buf, len, "%llu", (unsigned long long)t->model.page_bytes) >= (int)len ?
+			      -ERANGE : 0;
+	else if (!strncmp(name, "model.", 6))
+		ret = get_in(&model_section, "model", &t->model, name + 6, buf, len, why, sizeof(why));
+	else if (!strncmp(name, "nodes.", 6))
+		ret = get_in_node(t, name + 6, buf, len, why, sizeof(why));
+	else if (!strcmp(name, "name"))
+		ret = snprintf(buf, len, "%s", t->name) >= (int)len ? -ERANGE : 0;
+	else {
+		snprintf(why, sizeof(why), "use store.<field>, model.<field>, nodes.<node>.<field> or name");
+		ret = -ENOENT;
+	}
+	if (ret == -ERANGE)
+		snprintf(why, sizeof(why), "the value does not fit in %zu bytes", len);
+	if (ret && err && errlen)
+		snprintf(err, errlen, "%s: %s", name, why);
+	return ret;
+}
+
+uint32_t pc_topology_nr_nodes(const struct pc_topology *t)
+{
+	return t ? t->nr_nodes : 0;
+}
+
+const char *pc_topology_node_name(const struct pc_topology *t, uint32_t i)
+{
+	return t && i < t->nr_nodes ? t->nodes[i].name : NULL;
+}
+
+/* ------------------------------------------------------------------ writing */
+
 static void write_section(FILE *f, const struct section *s, const void *base, const char *indent)
 {
 	for (size_t i = 0; i < s->nr_fields; i++) {

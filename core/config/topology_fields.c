@@ -23,72 +23,76 @@ static const char *const read_policy_names[] = { "auto", "bucket", "predict", "i
 static const char *const dtype_names[] = { "fp32", "bf16", "fp16", "fp8", "int8", NULL };
 static const uint32_t dtype_sizes[] = { 4, 2, 2, 1, 1 };
 
-#define F(s, n, t, lo, hi) { .name = #n, .type = t, .off = offsetof(s, n), .min = lo, .max = hi }
-#define FSTR(s, n) { .name = #n, .type = FT_STR, .off = offsetof(s, n), .cap = sizeof(((s *)0)->n) }
-#define FENUM(s, n, v) { .name = #n, .type = FT_ENUM, .off = offsetof(s, n), .names = v }
+/* A field: its struct, name, type, range and default (as the YAML would write it;
+ * NULL: zero). The defaults live here and nowhere else. */
+#define F(s, n, t, lo, hi, d) \
+	{ .name = #n, .type = t, .off = offsetof(s, n), .min = lo, .max = hi, .def = d }
+#define FSTR(s, n, d) \
+	{ .name = #n, .type = FT_STR, .off = offsetof(s, n), .cap = sizeof(((s *)0)->n), .def = d }
+#define FENUM(s, n, v, d) { .name = #n, .type = FT_ENUM, .off = offsetof(s, n), .names = v, .def = d }
 
 static const struct field store_fields[] = {
-	FENUM(struct pc_store_cfg, mode, mode_names),
-	FENUM(struct pc_store_cfg, protocol, protocol_names),
-	FENUM(struct pc_store_cfg, fallback, fallback_names),
-	FSTR(struct pc_store_cfg, discovery_addr),
-	F(struct pc_store_cfg, slot_max_page_bytes, FT_SIZE, 64, GiB),
+	FENUM(struct pc_store_cfg, mode, mode_names, "slotmap"),
+	FENUM(struct pc_store_cfg, protocol, protocol_names, "tcp"),
+	FENUM(struct pc_store_cfg, fallback, fallback_names, "tcp"),
+	FSTR(struct pc_store_cfg, discovery_addr, NULL),
+	F(struct pc_store_cfg, slot_max_page_bytes, FT_SIZE, 64, GiB, NULL),
 	{ .name = "slot_size_classes", .type = FT_SIZE_LIST,
 	  .off = offsetof(struct pc_store_cfg, size_classes), .cap = PC_MAX_CLASSES,
 	  .count_off = offsetof(struct pc_store_cfg, nr_classes), .min = 64, .max = GiB },
-	F(struct pc_store_cfg, slot_ways, FT_U32, 1, SLOT_MAX_WAYS),
-	F(struct pc_store_cfg, slot_num_buckets, FT_U64, 0, 1ULL << 40),
-	F(struct pc_store_cfg, global_segment_size, FT_SIZE, 4 * KiB, 64 * TiB),
-	F(struct pc_store_cfg, vnodes, FT_U32, 1, 65536),
-	F(struct pc_store_cfg, timeout_ms, FT_U32, 1, 3600000),
-	F(struct pc_store_cfg, tcp_poll_us, FT_U32, 0, 100000),
-	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1),
-	FENUM(struct pc_store_cfg, slot_read_policy, read_policy_names),
-	F(struct pc_store_cfg, slot_spill_ways, FT_U32, 0, SLOT_MAX_WAYS - 1),
-	F(struct pc_store_cfg, tier_host_blocks, FT_U32, 0, 1u << 30),
-	F(struct pc_store_cfg, tier_disk_blocks, FT_U32, 0, 1u << 30),
-	F(struct pc_store_cfg, tier_block_bytes, FT_SIZE, 0, GiB),
-	F(struct pc_store_cfg, tier_free_percent, FT_U32, 0, 50),
-	F(struct pc_store_cfg, tier_inclusive, FT_BOOL, 0, 1),
-	F(struct pc_store_cfg, tier_lease_ms, FT_U32, 1, 3600000),
+	F(struct pc_store_cfg, slot_ways, FT_U32, 1, SLOT_MAX_WAYS, "4"),
+	F(struct pc_store_cfg, slot_num_buckets, FT_U64, 0, 1ULL << 40, NULL),
+	F(struct pc_store_cfg, global_segment_size, FT_SIZE, 4 * KiB, 64 * TiB, "1GiB"),
+	F(struct pc_store_cfg, vnodes, FT_U32, 1, 65536, "128"),
+	F(struct pc_store_cfg, timeout_ms, FT_U32, 1, 3600000, "2000"),
+	F(struct pc_store_cfg, tcp_poll_us, FT_U32, 0, 100000, "50"),
+	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1, NULL),
+	FENUM(struct pc_store_cfg, slot_read_policy, read_policy_names, "auto"),
+	F(struct pc_store_cfg, slot_spill_ways, FT_U32, 0, SLOT_MAX_WAYS - 1, NULL),
+	F(struct pc_store_cfg, tier_host_blocks, FT_U32, 0, 1u << 30, NULL),
+	F(struct pc_store_cfg, tier_disk_blocks, FT_U32, 0, 1u << 30, NULL),
+	F(struct pc_store_cfg, tier_block_bytes, FT_SIZE, 0, GiB, NULL),
+	F(struct pc_store_cfg, tier_free_percent, FT_U32, 0, 50, "5"),
+	F(struct pc_store_cfg, tier_inclusive, FT_BOOL, 0, 1, NULL),
+	F(struct pc_store_cfg, tier_lease_ms, FT_U32, 1, 3600000, "30000"),
 };
 
 static const struct field model_fields[] = {
-	F(struct pc_model, layers, FT_U32, 1, 4096),
-	F(struct pc_model, kv_heads, FT_U32, 1, 4096),
-	F(struct pc_model, head_dim, FT_U32, 1, 65536),
-	F(struct pc_model, tokens_per_page, FT_U32, 1, 1u << 20),
+	F(struct pc_model, layers, FT_U32, 1, 4096, NULL),
+	F(struct pc_model, kv_heads, FT_U32, 1, 4096, NULL),
+	F(struct pc_model, head_dim, FT_U32, 1, 65536, NULL),
+	F(struct pc_model, tokens_per_page, FT_U32, 1, 1u << 20, "1"),
 	{ .name = "dtype", .type = FT_ENUM, .off = offsetof(struct pc_model, dtype),
-	  .names = dtype_names, .cap = sizeof(((struct pc_model *)0)->dtype) },
+	  .names = dtype_names, .cap = sizeof(((struct pc_model *)0)->dtype), .def = "bf16" },
 };
 
 /* rails and nvme are nested; topology.c handles them through their own sections. */
 static const struct field node_fields[] = {
-	FSTR(struct pc_node, name),
-	FSTR(struct pc_node, address),
-	F(struct pc_node, port, FT_PORT, 1, 65535),
-	F(struct pc_node, host_pool_bytes, FT_SIZE, 0, 64 * TiB),
-	F(struct pc_node, memcpy_gbps, FT_DOUBLE, 0.001, 10000),
+	FSTR(struct pc_node, name, NULL),
+	FSTR(struct pc_node, address, NULL),
+	F(struct pc_node, port, FT_PORT, 1, 65535, "31998"),
+	F(struct pc_node, host_pool_bytes, FT_SIZE, 0, 64 * TiB, "1GiB"),
+	F(struct pc_node, memcpy_gbps, FT_DOUBLE, 0.001, 10000, "10"),
 	{ .name = "rails" },
 	{ .name = "nvme" },
 };
 
 static const struct field rail_fields[] = {
-	FSTR(struct pc_rail, device),
-	FSTR(struct pc_rail, netdev),
-	F(struct pc_rail, gbps, FT_DOUBLE, 0.001, 100000),
-	F(struct pc_rail, latency_us, FT_DOUBLE, 0, 1e6),
-	F(struct pc_rail, max_outstanding, FT_U32, 1, 1u << 20),
+	FSTR(struct pc_rail, device, NULL),
+	FSTR(struct pc_rail, netdev, NULL),
+	F(struct pc_rail, gbps, FT_DOUBLE, 0.001, 100000, "100"),
+	F(struct pc_rail, latency_us, FT_DOUBLE, 0, 1e6, "2"),
+	F(struct pc_rail, max_outstanding, FT_U32, 1, 1u << 20, "128"),
 };
 
 static const struct field nvme_fields[] = {
-	FSTR(struct pc_nvme, path),
-	F(struct pc_nvme, capacity, FT_SIZE, 4 * KiB, 1024 * TiB),
-	F(struct pc_nvme, read_mbps, FT_DOUBLE, 0.001, 1e6),
-	F(struct pc_nvme, write_mbps, FT_DOUBLE, 0.001, 1e6),
-	F(struct pc_nvme, iops, FT_U32, 1, 1u << 30),
-	F(struct pc_nvme, latency_us, FT_DOUBLE, 0, 1e7),
-	F(struct pc_nvme, queue_depth, FT_U32, 1, 65536),
+	FSTR(struct pc_nvme, path, "/var/tmp"),
+	F(struct pc_nvme, capacity, FT_SIZE, 4 * KiB, 1024 * TiB, "1TiB"),
+	F(struct pc_nvme, read_mbps, FT_DOUBLE, 0.001, 1e6, "6000"),
+	F(struct pc_nvme, write_mbps, FT_DOUBLE, 0.001, 1e6, "3000"),
+	F(struct pc_nvme, iops, FT_U32, 1, 1u << 30, "800000"),
+	F(struct pc_nvme, latency_us, FT_DOUBLE, 0, 1e7, "80"),
+	F(struct pc_nvme, queue_depth, FT_U32, 1, 65536, "128"),
 };
 
 #define SECTION(n, f) { .name = n, .fields = f, .nr_fields = sizeof(f) / sizeof(f[0]) }
@@ -413,32 +417,31 @@ void field_print(const struct field *f, const void *base, FILE *out)
 	}
 }
 
+/* Zero base, then every field's default from the table. */
+static void section_defaults(const struct section *sec, void *base, size_t size)
+{
+	char why[128];
+
+	memset(base, 0, size);
+	for (size_t i = 0; i < sec->nr_fields; i++)
+		if (sec->fields[i].def &&
+		    field_parse(&sec->fields[i], base, sec->fields[i].def, false, why, sizeof(why)))
+			abort();	/* a default the table's own range refuses: a build bug */
+}
+
 void rail_set_defaults(struct pc_rail *r)
 {
-	memset(r, 0, sizeof(*r));
-	r->gbps = 100;
-	r->latency_us = 2;
-	r->max_outstanding = 128;
+	section_defaults(&rail_section, r, sizeof(*r));
 }
 
 void nvme_set_defaults(struct pc_nvme *v)
 {
-	memset(v, 0, sizeof(*v));
-	strcpy(v->path, "/var/tmp");
-	v->capacity = 1ULL << 40;
-	v->read_mbps = 6000;
-	v->write_mbps = 3000;
-	v->iops = 800000;
-	v->latency_us = 80;
-	v->queue_depth = 128;
+	section_defaults(&nvme_section, v, sizeof(*v));
 }
 
 void node_set_defaults(struct pc_node *n)
 {
-	memset(n, 0, sizeof(*n));
-	n->port = 31998;
-	n->host_pool_bytes = 1ULL << 30;
-	n->memcpy_gbps = 10;
+	section_defaults(&node_section, n, sizeof(*n));
 	n->nr_rails = 1;
 	rail_set_defaults(&n->rails[0]);
 	nvme_set_defaults(&n->nvme);
@@ -446,22 +449,8 @@ void node_set_defaults(struct pc_node *n)
 
 void topology_set_defaults(struct pc_topology *t)
 {
-	struct pc_store_cfg *s = &t->store;
-
-	memset(s, 0, sizeof(*s));
-	s->mode = PC_MODE_SLOTMAP;
-	s->protocol = PC_PROTO_TCP;
-	s->fallback = PC_FALLBACK_TCP;
-	s->slot_ways = 4;
-	s->global_segment_size = 1ULL << 30;
-	s->vnodes = 128;
-	s->timeout_ms = 2000;
-	s->tcp_poll_us = 50;
-	s->tier_free_percent = 5;
-	s->tier_lease_ms = 30000;
-	memset(&t->model, 0, sizeof(t->model));
-	strcpy(t->model.dtype, "bf16");
-	t->model.tokens_per_page = 1;
+	section_defaults(&store_section, &t->store, sizeof(t->store));
+	section_defaults(&model_section, &t->model, sizeof(t->model));
 }
 
 uint32_t model_dtype_bytes(const char *dtype)

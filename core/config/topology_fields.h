@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include <peercache/pc_topology.h>
+#include "config/topology.h"
 
 enum field_type {
 	FT_NESTED = 0,	/* a mapping or list the loader walks itself */
@@ -35,6 +35,7 @@ struct field {
 	double min, max;	/* numeric range, inclusive */
 	const char *const *names;	/* FT_ENUM: value names, NULL-terminated */
 	size_t count_off;	/* FT_SIZE_LIST: offset of its uint32_t count */
+	const char *def;	/* the default, as YAML would write it; NULL: zero */
 };
 
 struct section {
@@ -64,7 +65,7 @@ int field_parse_list_item(const struct field *f, void *base, size_t i, const cha
 /* Print the field's value as YAML. */
 void field_print(const struct field *f, const void *base, FILE *out);
 
-/* Built-in defaults. */
+/* Zero, then the schema's defaults (nodes get one rail). */
 void topology_set_defaults(struct pc_topology *t);
 void node_set_defaults(struct pc_node *n);
 void nvme_set_defaults(struct pc_nvme *v);

@@ -14,6 +14,7 @@
 #include <peercache/pc_fabric.h>
 
 #include "base/log.h"
+#include "config/topology.h"
 
 /* ------------------------------------------------------------------ stubs */
 

@@ -24,9 +24,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <peercache/pc_topology.h>
-
 #include "base/keyhash.h"
+#include "config/topology.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

@@ -19,6 +19,7 @@
 
 #include "base/log.h"
 #include "base/sized.h"
+#include "config/topology.h"
 #include "disk.h"
 #include "pool.h"
 #include "proto.h"

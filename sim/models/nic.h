@@ -14,8 +14,7 @@
 #ifndef PC_SIM_NIC_H
 #define PC_SIM_NIC_H
 
-#include <peercache/pc_topology.h>
-
+#include "config/topology.h"
 #include "port.h"
 
 struct sim_net;

@@ -13,8 +13,7 @@
 
 #include <stdbool.h>
 
-#include <peercache/pc_topology.h>
-
+#include "config/topology.h"
 #include "port.h"
 
 struct sim_nvme;

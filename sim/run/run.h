@@ -14,8 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <peercache/pc_topology.h>
-
+#include "config/topology.h"
 #include "hist.h"
 #include "workload/workload.h"
 

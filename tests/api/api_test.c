@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <peercache/peercache.h>
+#include <peercache/pc_topology.h>
 
 #include "testutil.h"
 
@@ -132,11 +133,52 @@ static void test_nodes_by_name(void)
 	pc_store_close(s);
 }
 
+/* The topology is opaque: every setting is read by the name the YAML and -s use. */
+static void test_topology_by_name(void)
+{
+	char err[PC_ERR_MAX] = "", buf[64], tiny[3];
+	struct pc_topology *t = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(topo, sizeof(topo) - 1, "api", &t, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(pc_topology_nr_nodes(t), 2);
+	CU_ASSERT_STRING_EQUAL(pc_topology_node_name(t, 1), "n1");
+	CU_ASSERT_PTR_NULL(pc_topology_node_name(t, 2));
+
+	CU_ASSERT_EQUAL(pc_topology_get(t, "store.global_segment_size", buf, sizeof(buf), err,
+					sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "1048576");
+	CU_ASSERT_EQUAL(pc_topology_get(t, "nodes.n1.port", buf, sizeof(buf), err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "13");
+	CU_ASSERT_EQUAL(pc_topology_get(t, "nodes.0.address", buf, sizeof(buf), err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "127.0.0.1");
+	CU_ASSERT_EQUAL(pc_topology_get(t, "store.slot_size_classes", buf, sizeof(buf), err,
+					sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "[4096]");
+	/* a default comes from the schema, not from the file */
+	CU_ASSERT_EQUAL(pc_topology_get(t, "store.slot_ways", buf, sizeof(buf), err, sizeof(err)), 0);
+	CU_ASSERT(atoi(buf) > 0);
+
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.slot_ways=8", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(pc_topology_get(t, "store.slot_ways", buf, sizeof(buf), err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "8");
+
+	CU_ASSERT_EQUAL(pc_topology_get(t, "store.slot_wayz", buf, sizeof(buf), err, sizeof(err)),
+			-ENOENT);
+	printf("\n  %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "slot_wayz"));
+	CU_ASSERT_EQUAL(pc_topology_get(t, "nodes.n7.port", buf, sizeof(buf), err, sizeof(err)),
+			-ENOENT);
+	CU_ASSERT_EQUAL(pc_topology_get(t, "nodes.n1.address", tiny, sizeof(tiny), err, sizeof(err)),
+			-ERANGE);
+	pc_topology_free(t);
+}
+
 static CU_TestInfo tests[] = {
 	{ "version macros match the library", test_version },
 	{ "settings by name at open", test_settings_at_open },
 	{ "sized metrics: shorter and longer callers", test_sized_metrics },
 	{ "nodes are named by name", test_nodes_by_name },
+	{ "topology settings by name", test_topology_by_name },
 	CU_TEST_INFO_NULL,
 };
 

@@ -9,7 +9,7 @@
 #include <sys/types.h>
 
 #include <peercache/peercache.h>
-#include <peercache/pc_topology.h>
+#include "config/topology.h"
 
 #define NODES 3
 

@@ -13,11 +13,10 @@
 #include <unistd.h>
 
 #include <peercache/peercache.h>
-#include <peercache/pc_topology.h>
-
+#include "builtin.h"
+#include "config/topology.h"
 #include "inproc/inproc.h"
 #include "proto.h"
-#include "builtin.h"
 #include "store.h"
 #include "testutil.h"
 

@@ -16,15 +16,14 @@
 #include <string.h>
 
 #include <peercache/peercache.h>
-#include <peercache/pc_topology.h>
-
+#include "builtin.h"
+#include "config/topology.h"
 #include "engine/engine.h"
 #include "inproc/inproc.h"
 #include "models/nvme.h"
 #include "models/port.h"
 #include "run/hist.h"
 #include "run/run.h"
-#include "builtin.h"
 #include "store.h"
 #include "testutil.h"
 #include "workload/workload.h"

@@ -11,11 +11,10 @@
 #include <unistd.h>
 
 #include <peercache/peercache.h>
-#include <peercache/pc_topology.h>
-
+#include "builtin.h"
+#include "config/topology.h"
 #include "inproc/inproc.h"
 #include "slotmap/slotmap_spill.h"
-#include "builtin.h"
 #include "store.h"
 #include "testutil.h"
 #include "tier/disk.h"

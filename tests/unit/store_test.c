@@ -14,12 +14,11 @@
 #include <unistd.h>
 
 #include <peercache/peercache.h>
-#include <peercache/pc_topology.h>
-
+#include "builtin.h"
+#include "config/topology.h"
 #include "inproc/inproc.h"
 #include "placement/slot.h"
 #include "slotmap/slotmap_int.h"
-#include "builtin.h"
 #include "store.h"
 #include "testutil.h"
 

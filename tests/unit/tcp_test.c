@@ -21,6 +21,7 @@
 
 #include <peercache/pc_fabric.h>
 
+#include "config/topology.h"
 #include "tcp/tcp_frame.h"
 #include "tcp/tcp_proto.h"
 #include "testutil.h"

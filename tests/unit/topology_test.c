@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <peercache/pc_topology.h>
-
+#include "config/topology.h"
 #include "placement/slot.h"
 #include "testutil.h"
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <peercache/pc_topology.h>
+#include "config/topology.h"
 
 struct pcbench_modes {
 	const struct pc_topology *t;	/* ports and sizes; its mode is overridden */
