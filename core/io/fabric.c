@@ -15,6 +15,7 @@
 
 #include "base/log.h"
 #include "config/topology.h"
+#include "io/peer_backoff.h"
 
 /* ------------------------------------------------------------------ stubs */
 
@@ -126,11 +127,18 @@ int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_p
 	f->self = p->self;
 	f->nr_peers = p->topo->nr_nodes;
 	f->timeout_ms = p->timeout_ms ? p->timeout_ms : p->topo->store.timeout_ms;
+	f->peers = peer_backoff_create(f->nr_peers, p->topo->store.peer_backoff_ms,
+				       p->topo->store.peer_backoff_max_ms);
+	if (!f->peers) {
+		free(f);
+		return -ENOMEM;
+	}
 	do
 		f->incarnation = pc_env_random(f->env);
 	while (!f->incarnation);
 	ret = ops->open(f, p);
 	if (ret) {
+		peer_backoff_destroy(f->peers);
 		free(f);
 		return ret;
 	}
@@ -145,21 +153,100 @@ void pc_fabric_close(struct pc_fabric *f)
 	if (!f)
 		return;
 	f->ops->close(f);
+	peer_backoff_destroy(f->peers);
 	free(f);
 }
 
-int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
+/* ------------------------------------------------------------------ backoff */
+
+/*
+ * Ops and RPCs to a peer that is backing off fail at once with the error that put
+ * it there and never reach the backend; the rest go in one call. Only a batch in which some peer is
+ * skipped pays for it: its live entries are copied to a scratch array and back.
+ * The helpers below work on either array through the offsets of its peer and
+ * status fields.
+ */
+struct entries {
+	char *v;			/* n entries of size bytes */
+	size_t size, n, peer_off, status_off;
+};
+
+#define ENTRIES(arr, count) \
+	((struct entries){ .v = (char *)(arr), .size = sizeof(*(arr)), .n = (count), \
+			   .peer_off = offsetof(__typeof__(*(arr)), peer), \
+			   .status_off = offsetof(__typeof__(*(arr)), status) })
+
+static uint32_t entry_peer(const struct entries *e, size_t i)
 {
-	uint64_t rd = 0, wr = 0, nr = 0, nw = 0, nc = 0, errs = 0;
+	uint32_t peer;
+
+	memcpy(&peer, e->v + i * e->size + e->peer_off, sizeof(peer));
+	return peer;
+}
+
+static int *entry_status(const struct entries *e, size_t i)
+{
+	return (int *)(void *)(e->v + i * e->size + e->status_off);
+}
+
+static size_t count_skipped(struct pc_fabric *f, const struct entries *e, uint64_t now)
+{
+	size_t skipped = 0;
+
+	for (size_t i = 0; i < e->n; i++)
+		skipped += peer_backoff_skips(f->peers, entry_peer(e, i), now) != 0;
+	return skipped;
+}
+
+static void note_outcomes(struct pc_fabric *f, const struct entries *e)
+{
+	uint64_t now = pc_env_now(f->env);
+
+	for (size_t i = 0; i < e->n; i++)
+		peer_backoff_note(f->peers, f, entry_peer(e, i), *entry_status(e, i), now);
+}
+
+/* Fail the skipped entries of e and copy the others into *live (at[j]: where live
+ * entry j came from). 0, or -ENOMEM. */
+static int gather_live(struct pc_fabric *f, const struct entries *e, size_t skipped, uint64_t now,
+		       struct entries *live, size_t **at)
+{
+	*live = *e;
+	live->n = 0;
+	live->v = NULL;
+	*at = NULL;
+	if (skipped < e->n) {
+		live->v = malloc((e->n - skipped) * (e->size + sizeof(**at)));
+		if (!live->v)
+			return -ENOMEM;
+		*at = (size_t *)(void *)(live->v + (e->n - skipped) * e->size);
+	}
+	for (size_t i = 0; i < e->n; i++) {
+		int skip = peer_backoff_skips(f->peers, entry_peer(e, i), now);
+
+		if (skip) {
+			*entry_status(e, i) = skip;
+		} else {
+			(*at)[live->n] = i;
+			memcpy(live->v + live->n++ * e->size, e->v + i * e->size, e->size);
+		}
+	}
+	return 0;
+}
+
+static void scatter_live(const struct entries *e, struct entries *live, const size_t *at)
+{
+	for (size_t j = 0; j < live->n; j++)
+		memcpy(e->v + at[j] * e->size, live->v + j * e->size, e->size);
+	free(live->v);
+}
+
+static int post_all(struct pc_fabric *f, struct pc_op *ops, size_t n)
+{
 	int ret;
 
 	if (!n)
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		assert(ops[i].peer < f->nr_peers);
-		assert(ops[i].kind != PC_OP_CAS || (ops[i].len == 8 && !ops[i].head_len));
-		ops[i].status = 0;
-	}
 	if (f->fault) {
 		ret = f->fault(f->fault_arg, PC_FAULT_BEFORE, ops, n);
 		if (ret)
@@ -170,6 +257,42 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		return ret;
 	if (f->fault)
 		f->fault(f->fault_arg, PC_FAULT_AFTER, ops, n);
+	return 0;
+}
+
+static int call_all(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
+{
+	return n ? f->ops->call(f, rpcs, n) : 0;
+}
+
+int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
+{
+	uint64_t rd = 0, wr = 0, nr = 0, nw = 0, nc = 0, errs = 0, now;
+	struct entries e = ENTRIES(ops, n), live;
+	size_t skipped, *at;
+	int ret;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		assert(ops[i].peer < f->nr_peers);
+		assert(ops[i].kind != PC_OP_CAS || (ops[i].len == 8 && !ops[i].head_len));
+		ops[i].status = 0;
+	}
+	now = pc_env_now(f->env);
+	skipped = count_skipped(f, &e, now);
+	if (!skipped) {
+		ret = post_all(f, ops, n);
+	} else {
+		ret = gather_live(f, &e, skipped, now, &live, &at);
+		if (ret)
+			return ret;
+		ret = post_all(f, (struct pc_op *)(void *)live.v, live.n);
+		scatter_live(&e, &live, at);
+	}
+	if (ret)
+		return ret;
+	note_outcomes(f, &e);
 	for (size_t i = 0; i < n; i++) {
 		if (ops[i].status) {
 			errs++;
@@ -195,11 +318,16 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	pc_stat_add(&f->stats.bytes_read, rd);
 	pc_stat_add(&f->stats.bytes_written, wr);
 	pc_stat_add(&f->stats.op_errors, errs);
+	if (skipped)
+		pc_stat_add(&f->stats.skipped_ops, skipped);
 	return 0;
 }
 
 int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 {
+	struct entries e = ENTRIES(rpcs, n), live;
+	size_t skipped, *at;
+	uint64_t now;
 	int ret;
 
 	if (!n)
@@ -209,11 +337,24 @@ int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 		rpcs[i].status = 0;
 		rpcs[i].resp.len = 0;
 	}
-	ret = f->ops->call(f, rpcs, n);
+	now = pc_env_now(f->env);
+	skipped = count_skipped(f, &e, now);
+	if (!skipped) {
+		ret = call_all(f, rpcs, n);
+	} else {
+		ret = gather_live(f, &e, skipped, now, &live, &at);
+		if (ret)
+			return ret;
+		ret = call_all(f, (struct pc_rpc *)(void *)live.v, live.n);
+		scatter_live(&e, &live, at);
+	}
 	if (ret)
 		return ret;
+	note_outcomes(f, &e);
 	pc_stat_add(&f->stats.rpc_phases, 1);
-	pc_stat_add(&f->stats.rpcs, n);
+	pc_stat_add(&f->stats.rpcs, n - skipped);
+	if (skipped)
+		pc_stat_add(&f->stats.skipped_rpcs, skipped);
 	return 0;
 }
 

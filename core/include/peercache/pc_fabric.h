@@ -159,6 +159,8 @@ struct pc_fabric_stats {
 	uint64_t bad_frames;		/* malformed frames; each closed its connection */
 	uint64_t served_rpcs;
 	uint64_t reconnects;
+	uint64_t skipped_ops;		/* failed at once: their peer is backing off */
+	uint64_t skipped_rpcs;
 };
 
 enum pc_fault_when { PC_FAULT_BEFORE = 0, PC_FAULT_AFTER = 1 };
@@ -166,6 +168,8 @@ enum pc_fault_when { PC_FAULT_BEFORE = 0, PC_FAULT_AFTER = 1 };
 /* Fault injection for tests. Called before each post (return -errno to fail the
  * whole call unrun) and after it (rewrite statuses to fail single ops). */
 typedef int pc_fabric_fault_fn(void *arg, int when, struct pc_op *ops, size_t n);
+
+struct pc_fabric_peers;
 
 /* The base every fabric backend embeds first. */
 struct pc_fabric {
@@ -187,6 +191,7 @@ struct pc_fabric {
 					 * answer stands while it shows the value it showed
 					 * before the call */
 	struct pc_fabric_stats stats;
+	struct pc_fabric_peers *peers;	/* the wrappers' per-peer backoff (peer_backoff.h) */
 	pc_fabric_fault_fn *fault;
 	void *fault_arg;
 };

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <peercache/peercache.h>
 #include "inproc/inproc.h"
@@ -267,7 +268,16 @@ static void test_owner_down(void)
 	m = metrics(C->s[1]);
 	CU_ASSERT_EQUAL(m.miss_unreachable, (uint64_t)down_keys);
 	CU_ASSERT(down_keys > 0);
+	/* while it backs off, its keys fail at once with the same error, counted alike */
+	batch_for_get(b, 4096);
+	pc_batch_get(C->s[1], b->pg, 30);
+	for (int i = 0; i < 30; i++)
+		CU_ASSERT_EQUAL(b->pg[i].status, owner_of(C, b->keys[i]) == 2 ? -ECONNREFUSED : 0);
+	m = metrics(C->s[1]);
+	CU_ASSERT_EQUAL(m.miss_unreachable, 2 * (uint64_t)down_keys);
 	inproc_world_set_down(C->w, 2, false);
+	usleep(150 * 1000);		/* store.peer_backoff_ms: 100 */
+	batch_for_get(b, 4096);
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], b->pg, 30), 30);
 	batch_free(b);
 	down(C);
