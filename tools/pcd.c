@@ -8,14 +8,17 @@
  * store.tier_disk_blocks and nodes.nvme.path: a tiered pool of N host blocks that
  * spills to N disk blocks in an unlinked file in PATH.
  *
- * Logs to stderr. SIGTERM or SIGINT shuts it down cleanly (slots released,
- * connections closed, a last metrics line). A bad flag or topology is one line on
+ * Logs to stderr. SIGTERM or SIGINT shuts it down cleanly: with heartbeats on
+ * (store.heartbeat_ms) it first tells the cluster it leaves, then slots are
+ * released, connections closed, a last metrics line. A node drained by pcctl (taken
+ * out of the ring, its own included) shuts down the same way. A bad flag or topology is one line on
  * stderr and exit code 2; a node that cannot start (port taken, no memory) exits 1.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,9 +72,11 @@ int main(int argc, char **argv)
 	struct pc_store_opts o = { .size = sizeof(o), .err = err, .errlen = sizeof(err) };
 	struct pc_topology *t;
 	struct pc_store *s;
-	struct timespec every = { 0 };
+	struct timespec every = { 0 }, tick = { .tv_nsec = 100000000 };
+	long waited = 0;
+	bool drained = false;
 	sigset_t sigs;
-	int c, nsets = 0, sig, idx;
+	int c, nsets = 0, sig = 0, idx;
 
 	opterr = 0;	/* one line of our own instead of getopt's */
 	while ((c = getopt_long(argc, argv, "t:n:s:p:S:H:D:d:h", opts, NULL)) != -1) {
@@ -143,19 +148,32 @@ int main(int argc, char **argv)
 	fprintf(stderr, "pcd %s: serving on %s port %u; ready\n", node, t->nodes[idx].address,
 		t->nodes[idx].port);
 	for (;;) {
-		if (every.tv_sec) {
-			sig = sigtimedwait(&sigs, NULL, &every);
-			if (sig < 0) {
-				if (errno == EAGAIN)
-					log_metrics(node, s);
-				continue;
-			}
-		} else if (sigwait(&sigs, &sig)) {
+		enum pc_member_state ms;
+
+		sig = sigtimedwait(&sigs, NULL, &tick);
+		if (sig > 0)
+			break;
+		if (errno != EAGAIN)
 			continue;
+		if (!pc_store_member(s, node, &ms, NULL) && ms == PC_MEMBER_LEFT) {
+			drained = true;
+			break;
 		}
-		break;
+		waited += tick.tv_nsec / 1000000;
+		if (every.tv_sec && waited >= every.tv_sec * 1000) {
+			log_metrics(node, s);
+			waited = 0;
+		}
 	}
-	fprintf(stderr, "pcd %s: %s; shutting down\n", node, strsignal(sig));
+	if (drained) {
+		fprintf(stderr, "pcd %s: drained (taken out of the ring); shutting down\n", node);
+	} else {
+		fprintf(stderr, "pcd %s: %s; shutting down\n", node, strsignal(sig));
+		/* with heartbeats the others keep this run out once told; without, a
+		 * restart under this name could not come back by itself */
+		if (t->store.heartbeat_ms && pc_store_set_member(s, node, false) == 0)
+			fprintf(stderr, "pcd %s: told the cluster it leaves\n", node);
+	}
 	log_metrics(node, s);
 	pc_store_close(s);
 	pc_topology_free(t);

@@ -643,6 +643,8 @@ static void test_large(void)
 		ops[i] = (struct pc_op){ .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
 					 .raddr = at(N, 1, (size_t)i * len), .local = dst + (size_t)i * len,
 					 .len = len };
+	/* 16 MiB in one phase: more than the 400 ms the stall tests use, under valgrind */
+	N->f[0]->timeout_ms = 10000;
 	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], ops, n), 0);
 	for (uint32_t i = 0; i < n; i++)
 		CU_ASSERT_EQUAL(ops[i].status, 0);
