@@ -230,7 +230,7 @@ static int put_view(struct members *m, bool whole, struct pc_msg *resp)
 		uint64_t at = __atomic_load_n(&m->p[i].heard_ns, __ATOMIC_RELAXED);
 		struct proto_view_node e = {
 			.incarnation = __atomic_load_n(&m->p[i].incarnation, __ATOMIC_RELAXED),
-			.silent_ms = at ? (now - at) / 1000000 : UINT64_MAX,
+			.silent_ms = !at ? UINT64_MAX : at < now ? (now - at) / 1000000 : 0,
 			.state = (uint8_t)state_of(m, r, i), .port = n->port,
 		};
 
@@ -310,18 +310,20 @@ static void node_tick(struct members *m)
 		struct member_peer *p = &m->p[i];
 		uint64_t at = __atomic_load_n(&p->heard_ns, __ATOMIC_RELAXED);
 		uint64_t inc = __atomic_load_n(&p->incarnation, __ATOMIC_RELAXED);
+		uint64_t since = at ? at : m->opened_ns;
+		uint64_t silent = since < now ? now - since : 0;	/* heard after now was read */
 		bool member = ring_contains(store_ring(sv), i), back;
 
 		if (i == sv->self)
 			continue;
-		if (member && now - (at ? at : m->opened_ns) > m->failure_ns) {
+		if (member && silent > m->failure_ns) {
 			pc_warn("node %s (%s:%u): no heartbeat for %llu ms: taken out of the ring",
 				node_name(m, i), sv->topo->nodes[i].address, sv->topo->nodes[i].port,
-				(unsigned long long)((now - (at ? at : m->opened_ns)) / 1000000));
+				(unsigned long long)(silent / 1000000));
 			members_set(m, i, false, false);
 			continue;
 		}
-		if (member || !at || now - at > m->failure_ns)
+		if (member || !at || silent > m->failure_ns)
 			continue;
 		pthread_mutex_lock(&m->st->member_lock);
 		if (p->left && !p->left_inc)
