@@ -159,6 +159,14 @@ struct pc_fabric_stats {
 	uint64_t bad_frames;		/* malformed frames; each closed its connection */
 	uint64_t served_rpcs;
 	uint64_t reconnects;
+	/* server side: peers refused or cut off (docs/security.md); each is logged at
+	 * warn, at most once per 10 s per kind */
+	uint64_t auth_refused;		/* handshakes refused: secret, identity, fingerprint */
+	uint64_t conns_refused;		/* connections over store.max_connections */
+	uint64_t idle_closed;		/* no complete frame for store.idle_timeout_s */
+	uint64_t oversize_refused;	/* requests larger than their opcode allows */
+	uint64_t buffer_refused;	/* requests over store.max_buffered_bytes in all */
+	uint64_t accept_backoffs;	/* out of file descriptors: accepting paused */
 };
 
 enum pc_fault_when { PC_FAULT_BEFORE = 0, PC_FAULT_AFTER = 1 };
@@ -180,6 +188,12 @@ struct pc_fabric {
 	uint64_t quick_rpcs;		/* bit o: RPC opcode o (< 64) never blocks, so a
 					 * backend may answer it on its event thread
 					 * (set by the serving side before serve) */
+	/* The largest request body RPC opcode takes, or 0 for one this node does not
+	 * serve (set by the serving side before serve; NULL: any up to the backend's
+	 * own limit), called with rpc_max_arg. A backend refuses a larger request
+	 * before buffering its body. */
+	size_t (*rpc_max_req)(void *arg, uint16_t opcode);
+	void *rpc_max_arg;
 	bool maps;			/* map() gives peers' memory (set by the backend) */
 	const uint64_t *map_epoch;	/* with maps: a counter the backend advances whenever
 					 * an address map() gave may have stopped being good
