@@ -364,17 +364,27 @@ static void test_refusals_keep_connection(void)
 
 /* ------------------------------------------------------------ malformed frames */
 
-static void raw_hello(int fd, uint32_t expect)
+/* Say HELLO on a raw connection as a client with the net's settings and no secret;
+ * returns the HELLO_ACK's status. */
+static int raw_hello(int fd, uint32_t expect)
 {
-	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
-			     .body_len = sizeof(struct tcp_hello) };
+	char text[TOPOLOGY_PLACEMENT_TEXT_MAX];
+	struct tcp_hdr h;
 	struct tcp_hello hello = { .node = PC_PEER_NONE, .expect_node = expect };
-	struct tcp_hello_ack ack;
+	uint8_t ack[sizeof(struct tcp_hello_ack) + TCP_TEXT_MAX];
 
+	CU_ASSERT_EQUAL(topology_placement_text(the_net->topo, text, sizeof(text)), 0);
+	hello.fingerprint = topology_fingerprint(the_net->topo);
+	hello.text_len = (uint32_t)strlen(text);
+	h = (struct tcp_hdr){ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
+			      .body_len = sizeof(hello) + hello.text_len };
 	CU_ASSERT_EQUAL(send(fd, &h, sizeof(h), 0), sizeof(h));
 	CU_ASSERT_EQUAL(send(fd, &hello, sizeof(hello), 0), sizeof(hello));
-	CU_ASSERT_EQUAL(recv(fd, &h, sizeof(h), MSG_WAITALL), sizeof(h));
-	CU_ASSERT_EQUAL(recv(fd, &ack, sizeof(ack), MSG_WAITALL), sizeof(ack));
+	CU_ASSERT_EQUAL(send(fd, text, hello.text_len, 0), hello.text_len);
+	CU_ASSERT_EQUAL_FATAL(recv(fd, &h, sizeof(h), MSG_WAITALL), sizeof(h));
+	CU_ASSERT_FATAL(h.body_len >= sizeof(struct tcp_hello_ack) && h.body_len <= sizeof(ack));
+	CU_ASSERT_EQUAL(recv(fd, ack, h.body_len, MSG_WAITALL), (ssize_t)h.body_len);
+	return h.status;
 }
 
 /* The server hangs up: recv sees EOF (or a reset) within a second. */
@@ -409,31 +419,38 @@ struct bad {
 /* Every way a request can be malformed; each closes its connection. A case without
  * extra is refused on its header alone. */
 static const struct bad bad_frames[] = {
-	{ .what = "bad magic", .hello = 1, .h = { .magic = 0xdeadbeef, .version = 1, .type = TCP_RPC } },
+	{ .what = "bad magic", .hello = 1, .h = { .magic = 0xdeadbeef, .version = TCP_VERSION, .type = TCP_RPC } },
 	{ .what = "bad version", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 9, .type = TCP_RPC } },
-	{ .what = "unknown type", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = 77 } },
-	{ .what = "a response type", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS_RESP } },
-	{ .what = "flags", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC, .flags = 1 } },
-	{ .what = "frame before HELLO", .hello = 0, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC } },
-	{ .what = "second HELLO", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_HELLO, .body_len = 16 } },
-	{ .what = "oversized RPC", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC, .body_len = (uint64_t)TCP_MAX_RPC_BODY + 1 } },
-	{ .what = "oversized OPS", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1,
+	{ .what = "unknown type", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = 77 } },
+	{ .what = "a response type", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS_RESP } },
+	{ .what = "flags", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_RPC, .flags = 1 } },
+	{ .what = "frame before HELLO", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_RPC } },
+	{ .what = "second HELLO", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 64 } },
+	{ .what = "AUTH without a secret", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_AUTH, .body_len = 32 } },
+	{ .what = "HELLO with too much text", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
+				     .body_len = 64 + TCP_TEXT_MAX + 1 } },
+	{ .what = "oversized RPC", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_RPC, .body_len = (uint64_t)TCP_MAX_RPC_BODY + 1 } },
+	{ .what = "oversized OPS", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1,
 				.body_len = TCP_MAX_OPS_BODY + 1 } },
-	{ .what = "zero ops", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 0, .body_len = 0 } },
-	{ .what = "too many ops", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = TCP_MAX_OPS + 1,
+	{ .what = "zero ops", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 0, .body_len = 0 } },
+	{ .what = "too many ops", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = TCP_MAX_OPS + 1,
 			       .body_len = (uint64_t)(TCP_MAX_OPS + 1) * 40 } },
 	{ .what = "OPS body shorter than its descriptors", .hello = 1,
-	  .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 2, .body_len = 40 } },
+	  .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 2, .body_len = 40 } },
 	{ .what = "OPS body not matching its writes", .hello = 1,
-	  .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = PC_OP_WRITE, .len = 100 } },
-	{ .what = "unknown op kind", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = 9, .len = 8 } },
-	{ .what = "CAS of 4 bytes", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = PC_OP_CAS, .len = 4 } },
-	{ .what = "op over the length limit", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1,
+	  .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = PC_OP_WRITE, .len = 100 } },
+	{ .what = "unknown op kind", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = 9, .len = 8 } },
+	{ .what = "CAS of 4 bytes", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = PC_OP_CAS, .len = 4 } },
+	{ .what = "op over the length limit", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1,
 					   .body_len = 40 }, .extra = 40, .b.d = { .kind = PC_OP_READ, .len = TCP_MAX_OP_LEN + 1 } },
-	{ .what = "HELLO with a short body", .hello = 0, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_HELLO, .body_len = 8 } },
-	{ .what = "HELLO from an unknown node", .hello = 0, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_HELLO, .body_len = 16 },
-	  .extra = 16, .b.hello = { .node = NODES, .expect_node = 1 } },
-	{ .what = "RPC opcode over 16 bits", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC, .count = 1u << 16 } },
+	{ .what = "HELLO with a short body", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 8 } },
+	{ .what = "HELLO from an unknown node", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 64 },
+	  .extra = 64, .b.hello = { .node = NODES, .expect_node = 1 } },
+	{ .what = "HELLO whose text is not its body", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 64 },
+	  .extra = 64, .b.hello = { .node = PC_PEER_NONE, .expect_node = 1, .text_len = 5 } },
+	{ .what = "HELLO with unknown flags", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 64 },
+	  .extra = 64, .b.hello = { .node = PC_PEER_NONE, .expect_node = 1, .flags = 6 } },
+	{ .what = "RPC opcode over 16 bits", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_RPC, .count = 1u << 16 } },
 };
 
 #define NBAD (sizeof(bad_frames) / sizeof(bad_frames[0]))
@@ -467,9 +484,11 @@ static void test_bad_frames(void)
 		CU_ASSERT_EQUAL(good.status, 0);
 	}
 	pc_fabric_get_stats(N->f[1], &st);
-	printf("  %u of %zu malformed frames closed their connection; server counted %llu\n",
-	       closed, NBAD, (unsigned long long)st.bad_frames);
-	CU_ASSERT_EQUAL(st.bad_frames, NBAD);
+	printf("  %u of %zu malformed frames closed their connection; server counted %llu, and %llu over a size limit\n",
+	       closed, NBAD, (unsigned long long)st.bad_frames,
+	       (unsigned long long)st.oversize_refused);
+	CU_ASSERT_EQUAL(st.bad_frames, NBAD - 1);
+	CU_ASSERT_EQUAL(st.oversize_refused, 1);	/* the oversized RPC */
 	net_down(N);
 }
 
@@ -477,7 +496,7 @@ static void test_bad_frames(void)
 static void test_truncated(void)
 {
 	struct net *N = net_up(0);
-	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1,
+	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1,
 			     .body_len = 40 + 1000 };
 	struct tcp_opdesc d = { .kind = PC_OP_WRITE, .rkey = N->r[1].key, .raddr = at(N, 1, 0),
 				.len = 1000 };
@@ -705,13 +724,13 @@ static void test_parse_valid(void)
 	h.type = TCP_HELLO;
 	h.body_len = sizeof(hello);
 	len = frame_of(buf, &h, &hello, sizeof(hello));
-	CU_ASSERT_EQUAL(feed(&fresh, buf, len, &fr, &at), 48);
-	CU_ASSERT_EQUAL(at, 48);
+	CU_ASSERT_EQUAL(feed(&fresh, buf, len, &fr, &at), 96);
+	CU_ASSERT_EQUAL(at, 96);
 	CU_ASSERT_EQUAL(fr.hdr.type, TCP_HELLO);
 	CU_ASSERT(fr.hello.node == 2 && fr.hello.expect_node == 1 && fr.hello.incarnation == 9);
 	hello.node = PC_PEER_NONE;
 	len = frame_of(buf, &h, &hello, sizeof(hello));
-	CU_ASSERT_EQUAL(feed(&fresh, buf, len, &fr, &at), 48);
+	CU_ASSERT_EQUAL(feed(&fresh, buf, len, &fr, &at), 96);
 	CU_ASSERT_EQUAL(fr.hello.node, PC_PEER_NONE);
 
 	/* RPC with a body, and without */
@@ -757,7 +776,8 @@ static void test_parse_malformed(void)
 		size_t len = frame_of(buf, &b->h, &b->b, b->extra), at;
 		struct tcp_frame fr;
 
-		CU_ASSERT_EQUAL(feed(&ctx, buf, len, &fr, &at), -EPROTO);
+		CU_ASSERT_EQUAL(feed(&ctx, buf, len, &fr, &at),
+				b->h.type == TCP_RPC && b->h.body_len > TCP_MAX_RPC_BODY ? -EMSGSIZE : -EPROTO);
 		CU_ASSERT_EQUAL(at, len);
 		CU_ASSERT_PTR_NOT_NULL(fr.why);
 		if (at != len || !fr.why)
@@ -795,7 +815,7 @@ static void test_parse_limits(void)
 	CU_ASSERT_EQUAL(tcp_frame_parse(&after_hello, (const uint8_t *)&h, sizeof(h), &fr), 0);
 	CU_ASSERT_EQUAL(fr.need, TCP_FRAME_HEAD_MAX);
 	h.body_len++;
-	CU_ASSERT_EQUAL(tcp_frame_parse(&after_hello, (const uint8_t *)&h, sizeof(h), &fr), -EPROTO);
+	CU_ASSERT_EQUAL(tcp_frame_parse(&after_hello, (const uint8_t *)&h, sizeof(h), &fr), -EMSGSIZE);
 }
 
 /* Random bytes over a valid frame and random cuts, each parse on an exact-size
@@ -840,7 +860,7 @@ static void test_parse_mutated(void)
 			CU_ASSERT(fr.need > len && fr.need <= TCP_FRAME_HEAD_MAX);
 		} else {
 			refused++;
-			CU_ASSERT(r == -EPROTO && fr.why);
+			CU_ASSERT((r == -EPROTO || r == -EMSGSIZE) && fr.why);
 		}
 		free(b);
 	}
