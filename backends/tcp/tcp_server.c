@@ -73,6 +73,7 @@ struct sconn {
 	bool auth_pending;		/* HELLO answered; AUTH must come next */
 	bool ready;			/* the handshake is through: ops and RPCs are served */
 	bool closing;			/* close once the queued response is out */
+	bool doomed;			/* closed to make room: freed after this loop pass */
 	uint32_t peer;			/* what it proved (PC_PEER_NONE until then, or a client) */
 	uint64_t last_frame_ns;		/* when its last frame was complete (or it connected) */
 	char addr[64];			/* the peer's address, for log lines */
@@ -102,7 +103,8 @@ struct tcp_server {
 	int lfd, epfd, wakefd;
 	pthread_t thread;
 	struct sconn *conns;
-	uint32_t nr_conns, max_conns;
+	uint32_t nr_conns, max_conns;	/* connections not doomed, and the cap */
+	uint32_t nr_doomed;
 	uint64_t buffered, max_buffered;	/* receive buffers' bytes, all connections */
 	uint64_t next_tick_ns;
 	uint64_t accept_resume_ns;	/* accepting paused until then (0: accepting) */
@@ -135,12 +137,29 @@ static uint64_t now_ns(struct tcp_server *s)
 				__VA_ARGS__, (unsigned long long)_skipped);              \
 	} while (0)
 
-static void conn_close(struct tcp_server *s, struct sconn *c)
+/* Close c's socket and count it gone, but keep the object: the events of this
+ * loop pass may still name it (they are skipped), conn_reap frees it after. */
+static void conn_doom(struct tcp_server *s, struct sconn *c)
 {
+	if (c->doomed)
+		return;
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
-	s->buffered -= c->head.cap;
+	c->doomed = true;
+	s->nr_doomed++;
 	s->nr_conns--;
+}
+
+static void conn_close(struct tcp_server *s, struct sconn *c)
+{
+	if (c->doomed) {
+		s->nr_doomed--;
+	} else {
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		s->nr_conns--;
+	}
+	s->buffered -= c->head.cap;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -424,7 +443,7 @@ static void rpc_answer_done(struct tcp_server *s)
 
 		next = j->next;
 		if (watch_add(s, c->fd, c) || rpc_respond(s, c))
-			conn_close(s, c);
+			conn_doom(s, c);
 	}
 }
 
@@ -638,16 +657,24 @@ static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
 	snprintf(buf, len, "%s:%u", host, port);
 }
 
+/* The connection that has waited longest in its handshake, or NULL. */
+static struct sconn *oldest_unready(struct tcp_server *s)
+{
+	struct sconn *c, *oldest = NULL;
+
+	for (c = s->conns; c; c = c->next)
+		if (!c->ready && !c->doomed)
+			oldest = c;	/* the list is newest first */
+	return oldest;
+}
+
 /* At the connection cap: the oldest connection still in its handshake makes room
  * (a flood of connections that never authenticate cannot keep peers out), else
  * the newcomer is refused. Whether there is room now. */
 static bool make_room(struct tcp_server *s, struct sconn *newcomer)
 {
-	struct sconn *c, *oldest = NULL;
+	struct sconn *oldest = oldest_unready(s);
 
-	for (c = s->conns; c; c = c->next)
-		if (!c->ready && c != newcomer)
-			oldest = c;	/* the list is newest first */
 	pc_stat_add(&stats(s)->conns_refused, 1);
 	if (!oldest) {
 		peer_warn(s, &s->lim_conns, newcomer, "store.max_connections (%u) reached; connection refused",
@@ -656,7 +683,7 @@ static bool make_room(struct tcp_server *s, struct sconn *newcomer)
 	}
 	peer_warn(s, &s->lim_conns, oldest, "store.max_connections (%u) reached; closed this connection, still in its handshake, to make room",
 		  s->max_conns);
-	conn_close(s, oldest);
+	conn_doom(s, oldest);
 	return true;
 }
 
@@ -685,9 +712,20 @@ static void on_accept(struct tcp_server *s)
 		struct sconn *c;
 
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-				accept_pause(s, errno);
-			else if (errno == EAGAIN || errno == EWOULDBLOCK)
+			int err = errno;
+
+			/* out of descriptors: one held by a handshake that has not finished
+			 * goes first, as at the connection cap; with none, pause */
+			if ((err == EMFILE || err == ENFILE) && (c = oldest_unready(s))) {
+				pc_stat_add(&stats(s)->conns_refused, 1);
+				peer_warn(s, &s->lim_conns, c, "accept: %s; closed this connection, still in its handshake, to make room",
+					  strerror(err));
+				conn_doom(s, c);
+				continue;
+			}
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+				accept_pause(s, err);
+			else if (err == EAGAIN || err == EWOULDBLOCK)
 				s->accept_pause_ns = 0;
 			return;
 		}
@@ -736,12 +774,19 @@ static void on_tick(struct tcp_server *s)
 		return;
 	for (c = s->conns; c; c = next) {
 		next = c->next;
-		if (c->rx == RX_PARKED || now - c->last_frame_ns < idle)
+		if (c->doomed || c->rx == RX_PARKED || now - c->last_frame_ns < idle)
 			continue;
 		pc_stat_add(&stats(s)->idle_closed, 1);
-		peer_warn(s, &s->lim_idle, c, "no complete frame for %llu s (store.idle_timeout_s); connection closed",
-			  (unsigned long long)(idle / 1000000000ULL));
-		conn_close(s, c);
+		/* an authenticated peer between frames is only idle (it reconnects when
+		 * it needs to); one that never finished its handshake or stalls inside a
+		 * frame is what the limit is for */
+		if (!c->ready || c->head.len || c->rx != RX_HEAD)
+			peer_warn(s, &s->lim_idle, c, "no complete frame for %llu s (store.idle_timeout_s); connection closed",
+				  (unsigned long long)(idle / 1000000000ULL));
+		else
+			pc_dbg("tcp server: %s: idle for %llu s; connection closed", c->addr,
+			       (unsigned long long)(idle / 1000000000ULL));
+		conn_doom(s, c);
 	}
 }
 
@@ -762,6 +807,18 @@ static int next_events(struct tcp_server *s, struct epoll_event *evs, int max, b
 	return epoll_wait(s->epfd, evs, max, TICK_MS);
 }
 
+/* Free the connections this pass doomed. */
+static void conn_reap(struct tcp_server *s)
+{
+	struct sconn *c, *next;
+
+	for (c = s->conns; s->nr_doomed && c; c = next) {
+		next = c->next;
+		if (c->doomed)
+			conn_close(s, c);
+	}
+}
+
 static void *server_main(void *arg)
 {
 	struct tcp_server *s = arg;
@@ -771,8 +828,6 @@ static void *server_main(void *arg)
 	pthread_setname_np(pthread_self(), "pc-tcp-server");
 	for (;;) {
 		n = next_events(s, evs, 64, n > 0);
-		if (now_ns(s) >= s->next_tick_ns)
-			on_tick(s);
 
 		for (int i = 0; i < n; i++) {
 			struct sconn *c = evs[i].data.ptr;
@@ -788,6 +843,8 @@ static void *server_main(void *arg)
 				on_accept(s);
 				continue;
 			}
+			if (c->doomed)
+				continue;	/* closed earlier in this pass */
 			if (evs[i].events & EPOLLOUT) {
 				ret = flush(s, c);
 				if (!ret && c->closing)
@@ -805,8 +862,11 @@ static void *server_main(void *arg)
 					  role_of(c->hello_msg.node, who, sizeof(who)));
 			}
 			if (ret)
-				conn_close(s, c);
+				conn_doom(s, c);
 		}
+		if (now_ns(s) >= s->next_tick_ns)
+			on_tick(s);
+		conn_reap(s);
 	}
 }
 
