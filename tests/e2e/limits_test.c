@@ -75,27 +75,6 @@ static double served(struct pc_store *s)
 	return now_s() - t0;
 }
 
-static bool pcd_logged(const char *node, const char *what)
-{
-	char path[600], *buf = calloc(1, 1 << 20);
-	FILE *f;
-	size_t n = 0;
-	bool yes;
-
-	snprintf(path, sizeof(path), "%s/pcd-%s.log", pc_test_tmpdir(), node);
-	f = fopen(path, "r");
-	if (f) {
-		n = fread(buf, 1, (1 << 20) - 1, f);
-		fclose(f);
-	}
-	buf[n] = 0;
-	yes = strstr(buf, what) != NULL;
-	if (!yes)
-		printf("\n  pcd %s did not log \"%s\"", node, what);
-	free(buf);
-	return yes;
-}
-
 /* Whether the server has closed fd (EOF or reset), without waiting. */
 static bool is_closed(int fd)
 {
@@ -169,8 +148,8 @@ static void test_slowloris(void)
 			close(fd[i]);
 	pc_store_close(good);
 	ecl_down(E);
-	CU_ASSERT_TRUE(pcd_logged("n1", "store.idle_timeout_s"));
-	CU_ASSERT_TRUE(pcd_logged("n1", "store.max_connections (24) reached"));
+	CU_ASSERT_TRUE(ecl_logged("n1", "store.idle_timeout_s"));
+	CU_ASSERT_TRUE(ecl_logged("n1", "store.max_connections (24) reached"));
 }
 
 /* Push up to n bytes of junk into fd without blocking; what went out. */
@@ -244,8 +223,8 @@ static void test_big_bodies(void)
 	tcp_auth_clear(&a);
 	pc_store_close(good);
 	ecl_down(E);
-	CU_ASSERT_TRUE(pcd_logged("n1", "is larger than the opcode takes"));
-	CU_ASSERT_TRUE(pcd_logged("n1", "store.max_buffered_bytes"));
+	CU_ASSERT_TRUE(ecl_logged("n1", "is larger than the opcode takes"));
+	CU_ASSERT_TRUE(ecl_logged("n1", "store.max_buffered_bytes"));
 }
 
 /* pcd n2 with RLIMIT_NOFILE 48 (soft and hard) and no connection cap to speak of;
@@ -308,8 +287,8 @@ static void test_fd_limit(void)
 		close(fd[i]);
 	pc_store_close(good);
 	ecl_down(E);
-	CU_ASSERT_TRUE(pcd_logged("n2", "accept: Too many open files"));
-	CU_ASSERT_TRUE(pcd_logged("n2", "file descriptor limit 48"));
+	CU_ASSERT_TRUE(ecl_logged("n2", "accept: Too many open files"));
+	CU_ASSERT_TRUE(ecl_logged("n2", "file descriptor limit 48"));
 }
 
 /* p2p: 20 DIR_UPDATEs of 65536 forged entries each, naming node n1, sent to n0 by a

@@ -76,27 +76,6 @@ static bool logged_has(const char *what)
 	return yes;
 }
 
-static bool pcd_logged(const char *node, const char *what)
-{
-	char path[600], *buf = calloc(1, 1 << 20);
-	FILE *f;
-	size_t n = 0;
-	bool yes;
-
-	snprintf(path, sizeof(path), "%s/pcd-%s.log", pc_test_tmpdir(), node);
-	f = fopen(path, "r");
-	if (f) {
-		n = fread(buf, 1, (1 << 20) - 1, f);
-		fclose(f);
-	}
-	buf[n] = 0;
-	yes = strstr(buf, what) != NULL;
-	if (!yes)
-		printf("\n  pcd %s did not log \"%s\"; its log:\n%s", node, what, buf);
-	free(buf);
-	return yes;
-}
-
 /* A client store on topology t (NULL: the cluster's). */
 static struct pc_store *client(struct ecl *E, struct pc_topology *t)
 {
@@ -305,8 +284,8 @@ static void test_wrong_secret(void)
 	pc_log_set_sink(NULL, NULL);
 	CU_ASSERT_TRUE(logged_has("did not prove it holds the cluster secret"));
 	ecl_down(E);	/* the pcds flush their logs */
-	CU_ASSERT_TRUE(pcd_logged("n1", "has no cluster secret but this node has one"));
-	CU_ASSERT_TRUE(pcd_logged("n1", "went away before authenticating"));
+	CU_ASSERT_TRUE(ecl_logged("n1", "has no cluster secret but this node has one"));
+	CU_ASSERT_TRUE(ecl_logged("n1", "went away before authenticating"));
 	pc_topology_free(none);
 	pc_topology_free(other);
 }
@@ -335,8 +314,8 @@ static void test_fingerprint(void)
 	pc_log_set_sink(NULL, NULL);
 	CU_ASSERT_TRUE(logged_has("store.mode is p2p here, slotmap there"));
 	ecl_down(E);
-	CU_ASSERT_TRUE(pcd_logged("n1", "store.vnodes is 128 here, 64 there"));
-	CU_ASSERT_TRUE(pcd_logged("n1", "store.mode is slotmap here, p2p there"));
+	CU_ASSERT_TRUE(ecl_logged("n1", "store.vnodes is 128 here, 64 there"));
+	CU_ASSERT_TRUE(ecl_logged("n1", "store.mode is slotmap here, p2p there"));
 	pc_topology_free(vn);
 	pc_topology_free(md);
 }

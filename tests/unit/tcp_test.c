@@ -16,12 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <peercache/pc_fabric.h>
 
 #include "config/topology.h"
+#include "tcp/tcp_auth.h"
 #include "tcp/tcp_frame.h"
 #include "tcp/tcp_proto.h"
 #include "testutil.h"
@@ -48,6 +50,7 @@ struct pull_req {
 
 static struct net *the_net;
 static uint32_t poll_us = 50;	/* store.tcp_poll_us of the nets brought up */
+static char net_extra[700];	/* more store settings of the nets brought up */
 
 static int echo(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
 		struct pc_msg *resp)
@@ -139,7 +142,7 @@ static void node_down(struct net *N, uint32_t i)
 static struct net *net_up(int all)
 {
 	struct net *N = calloc(1, sizeof(*N));
-	char text[512], err[PC_ERR_MAX];
+	char text[1536], err[PC_ERR_MAX];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(N);
 	the_net = N;
@@ -152,11 +155,11 @@ static struct net *net_up(int all)
 
 		N->port0 = pc_test_port_base(attempt);
 		snprintf(text, sizeof(text),
-			 "store: {timeout_ms: 400, tcp_poll_us: %u}\nnodes:\n"
+			 "store: {timeout_ms: 400, tcp_poll_us: %u%s}\nnodes:\n"
 			 "  - {name: a, address: 127.0.0.1, port: %u}\n"
 			 "  - {name: b, address: 127.0.0.1, port: %u}\n"
 			 "  - {name: c, address: 127.0.0.1, port: %u}\n",
-			 poll_us, N->port0, N->port0 + 1, N->port0 + 2);
+			 poll_us, net_extra, N->port0, N->port0 + 1, N->port0 + 2);
 		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "net", &N->topo, err,
 							sizeof(err)), 0);
 		for (uint32_t i = 0; i < (all ? 3u : 2u) && !ret; i++)
@@ -879,6 +882,181 @@ static void test_no_polling(void)
 	poll_us = 50;
 }
 
+/* ------------------------------------------------------------ authentication */
+
+/* A secret file in the test's directory; its path. */
+static const char *secret_file(const char *name, const char *text)
+{
+	static char paths[2][600];
+	char *path = paths[name[0] == 'o'];
+	FILE *f;
+
+	snprintf(path, 600, "%s/%s", pc_test_tmpdir(), name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "%s\n", text);
+	fclose(f);
+	chmod(path, 0600);
+	return path;
+}
+
+/* The suites' batches, RPCs (with pulls from the authenticated caller), restarts
+ * and wrong nodes, every node holding the secret. */
+static void test_auth_net(void)
+{
+	snprintf(net_extra, sizeof(net_extra), ", auth_secret_file: \"%s\"",
+		 secret_file("secret", "the fabric test's cluster secret"));
+	test_batch();
+	test_rpc();
+	test_rpc_pulls();
+	test_restart();
+	test_wrong_node();
+	net_extra[0] = 0;
+}
+
+/* A fabric (client or node n2) without the secret, or with another one, reaches no
+ * one: every op and RPC fails with -EACCES, and the servers count the refusals. */
+static void test_auth_refused(void)
+{
+	const char *other = secret_file("other", "some other cluster's secret");
+	struct net *N;
+	struct pc_fabric_stats st;
+	char err[PC_ERR_MAX], set[700];
+	const char *sets[2] = { "store.auth_secret_file=", set };
+
+	snprintf(net_extra, sizeof(net_extra), ", auth_secret_file: \"%s\"",
+		 secret_file("secret", "the fabric test's cluster secret"));
+	snprintf(set, sizeof(set), "store.auth_secret_file=%s", other);
+	N = net_up(0);
+	for (int k = 0; k < 2; k++) {
+		struct pc_topology *t = pc_topology_dup(N->topo);
+		struct pc_fabric_params p = { .size = sizeof(p), .topo = t, .self = k ? 2 : PC_PEER_NONE };
+		struct pc_fabric *f;
+		uint8_t rd[16];
+		struct pc_op op = { .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
+				    .raddr = at(N, 1, 0), .local = rd, .len = 16 };
+		struct pc_rpc r = { .peer = 0, .opcode = 7, .req = "hi", .req_len = 2 };
+
+		CU_ASSERT_EQUAL_FATAL(pc_topology_set(t, sets[k], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(pc_fabric_open(fabric_name, &p, &f), 0);
+		CU_ASSERT_EQUAL(pc_fabric_post(f, &op, 1), 0);
+		CU_ASSERT_EQUAL(op.status, -EACCES);
+		CU_ASSERT_EQUAL(pc_fabric_call(f, &r, 1), 0);
+		CU_ASSERT_EQUAL(r.status, -EACCES);
+		printf("\n  %s: READ %s, RPC %s", k ? "node c with another secret" : "a client without one",
+		       strerror(-op.status), strerror(-r.status));
+		pc_fabric_close(f);
+		pc_topology_free(t);
+	}
+	usleep(200000);	/* the servers see the last connection go */
+	pc_fabric_get_stats(N->f[1], &st);
+	CU_ASSERT(st.auth_refused >= 2);
+	pc_fabric_get_stats(N->f[0], &st);
+	CU_ASSERT(st.auth_refused >= 2);
+	net_down(N);
+	net_extra[0] = 0;
+	printf("\n");
+}
+
+/* The MACs: each side's depends on every field of the transcript and on the key,
+ * and one direction's never passes for the other's. */
+static void test_auth_macs(void)
+{
+	struct net *N = net_up(0);
+	char err[PC_ERR_MAX];
+	struct pc_topology *t = pc_topology_dup(N->topo);
+	struct tcp_auth a, b;
+	struct tcp_hello h = { .node = 1, .expect_node = 0, .incarnation = 5, .fingerprint = 9 };
+	struct tcp_hello_ack k = { .node = 0, .incarnation = 6, .fingerprint = 9 };
+	uint8_t mac[TCP_MAC_BYTES], cmac[TCP_MAC_BYTES];
+	char set[700];
+
+	snprintf(set, sizeof(set), "store.auth_secret_file=%s",
+		 secret_file("secret", "the fabric test's cluster secret"));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_set(t, set, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(tcp_auth_load(t, &a, err, sizeof(err)), 0);
+	snprintf(set, sizeof(set), "store.auth_secret_file=%s", secret_file("other", "another one, long enough"));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_set(t, set, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(tcp_auth_load(t, &b, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(tcp_auth_nonce(h.nonce, sizeof(h.nonce)), 0);
+	CU_ASSERT_EQUAL(tcp_auth_nonce(k.nonce, sizeof(k.nonce)), 0);
+	tcp_auth_mac(&a, TCP_AUTH_SERVER, &h, &k, mac);
+	tcp_auth_mac(&a, TCP_AUTH_CLIENT, &h, &k, cmac);
+	CU_ASSERT_TRUE(tcp_auth_check(&a, TCP_AUTH_SERVER, &h, &k, mac));
+	CU_ASSERT_TRUE(tcp_auth_check(&a, TCP_AUTH_CLIENT, &h, &k, cmac));
+	CU_ASSERT_FALSE(tcp_auth_check(&a, TCP_AUTH_CLIENT, &h, &k, mac));	/* reflected */
+	CU_ASSERT_FALSE(tcp_auth_check(&b, TCP_AUTH_SERVER, &h, &k, mac));	/* another key */
+	for (int f = 0; f < 9; f++) {
+		struct tcp_hello h2 = h;
+		struct tcp_hello_ack k2 = k;
+
+		switch (f) {
+		case 0: h2.node = 2; break;
+		case 1: h2.node = PC_PEER_NONE; break;
+		case 2: h2.expect_node = 1; break;
+		case 3: h2.incarnation++; break;
+		case 4: h2.fingerprint++; break;
+		case 5: h2.nonce[31] ^= 1; break;
+		case 6: k2.incarnation++; break;
+		case 7: k2.nonce[0] ^= 0x80; break;
+		default: k2.node = 2; break;
+		}
+		CU_ASSERT_FALSE(tcp_auth_check(&a, TCP_AUTH_CLIENT, &h2, &k2, cmac));
+		CU_ASSERT_FALSE(tcp_auth_check(&a, TCP_AUTH_SERVER, &h2, &k2, mac));
+	}
+	mac[7] ^= 4;
+	CU_ASSERT_FALSE(tcp_auth_check(&a, TCP_AUTH_SERVER, &h, &k, mac));
+	/* a short secret is refused with a line saying how to make one */
+	snprintf(set, sizeof(set), "store.auth_secret_file=%s", secret_file("other", "short"));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_set(t, set, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(tcp_auth_load(t, &b, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "head -c 32 /dev/urandom"));
+	printf("\n  %s\n", err);
+	tcp_auth_clear(&a);
+	tcp_auth_clear(&b);
+	pc_topology_free(t);
+	net_down(N);
+}
+
+/* AUTH is taken only right after HELLO on a server that waits for it, and then
+ * nothing else is; an RPC larger than its opcode takes is refused on its header. */
+static size_t op7_max(void *arg, uint16_t op)
+{
+	(void)arg;
+	return op == 7 ? 100 : 0;
+}
+
+static void test_parse_auth_and_sizes(void)
+{
+	const struct tcp_frame_ctx waiting = { .hello = true, .auth_pending = true, .nr_nodes = NODES };
+	const struct tcp_frame_ctx sized = { .hello = true, .nr_nodes = NODES, .rpc_max = op7_max };
+	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_AUTH,
+			     .body_len = TCP_MAC_BYTES };
+	uint8_t buf[128] = { 0 };
+	struct tcp_frame fr;
+	size_t at;
+
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(feed(&waiting, buf, sizeof(h) + TCP_MAC_BYTES, &fr, &at), 64);
+	CU_ASSERT_EQUAL(tcp_frame_parse(&after_hello, buf, 64, &fr), -EPROTO);	/* not waiting */
+	h.type = TCP_RPC;
+	h.count = 7;
+	h.body_len = 0;
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(tcp_frame_parse(&waiting, buf, 32, &fr), -EPROTO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(fr.why, "before AUTH"));
+	h.body_len = 100;
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(tcp_frame_parse(&sized, buf, 32, &fr), 0);
+	h.body_len = 101;
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(tcp_frame_parse(&sized, buf, 32, &fr), -EMSGSIZE);
+	h.count = 8;
+	h.body_len = 1;
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(tcp_frame_parse(&sized, buf, 32, &fr), -EMSGSIZE);
+}
+
 static CU_TestInfo tests[] = {
 	{ "one batch across peers: READ, WRITE, CAS", test_batch },
 	{ "RPC: body, handler error, empty body", test_rpc },
@@ -895,6 +1073,13 @@ static CU_TestInfo tests[] = {
 	CU_TEST_INFO_NULL,
 };
 
+static CU_TestInfo auth_tests[] = {
+	{ "every node with the secret: batches, RPCs, pulls, restarts", test_auth_net },
+	{ "no secret, another secret: refused", test_auth_refused },
+	{ "the handshake MACs bind every field", test_auth_macs },
+	CU_TEST_INFO_NULL,
+};
+
 static CU_TestInfo wire_tests[] = {
 	{ "every malformed frame closes its connection only", test_bad_frames },
 	{ "a truncated frame", test_truncated },
@@ -906,6 +1091,7 @@ static CU_TestInfo parser_tests[] = {
 	{ "malformed frames refused at their first bad byte", test_parse_malformed },
 	{ "frames at the size limits", test_parse_limits },
 	{ "mutated and cut frames", test_parse_mutated },
+	{ "AUTH after HELLO only, RPCs within their opcode's size", test_parse_auth_and_sizes },
 	CU_TEST_INFO_NULL,
 };
 
@@ -913,6 +1099,7 @@ int main(int argc, char **argv)
 {
 	CU_SuiteInfo suites[] = {
 		{ "fabric on loopback", NULL, NULL, NULL, NULL, tests },
+		{ "authenticated peers", NULL, NULL, NULL, NULL, auth_tests },
 		{ "tcp wire format", NULL, NULL, NULL, NULL, wire_tests },
 		{ "tcp frame parser, on buffers", NULL, NULL, NULL, NULL, parser_tests },
 		CU_SUITE_INFO_NULL,
@@ -922,6 +1109,6 @@ int main(int argc, char **argv)
 		fabric_name = argv[1];
 	printf("fabric under test: %s\n", fabric_name);
 	if (!is_tcp())
-		suites[1] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
+		suites[2] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
 	return pc_test_main(argc, argv, suites);
 }
