@@ -323,6 +323,48 @@ static void test_rpc_does_not_block_ops(void)
 	net_down(N);
 }
 
+/* Eight calls from node a whose handlers wait (as a handler pulling from a stalled
+ * caller would) hold two of the workers; another caller's RPC is answered at once. */
+static void *call_waits(void *arg)
+{
+	struct net *N = arg;
+	struct pc_rpc *r = calloc(8, sizeof(*r));
+
+	for (int i = 0; i < 8; i++)
+		r[i] = (struct pc_rpc){ .peer = 1, .opcode = OP_WAIT, .req = "", .req_len = 0 };
+	pc_fabric_call(N->f[0], r, 8);
+	return r;
+}
+
+static void test_rpc_workers_shared(void)
+{
+	struct net *N = net_up(1);
+	struct pc_rpc who = { .peer = 1, .opcode = OP_WHO, .req = "", .req_len = 0 }, *r;
+	uint64_t t0, dt;
+	pthread_t t;
+	int answered = 0;
+
+	N->released = 0;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, call_waits, N), 0);
+	usleep(100000);		/* a's handlers are waiting now */
+	t0 = now_ms();
+	CU_ASSERT_EQUAL(pc_fabric_call(N->f[2], &who, 1), 0);
+	dt = now_ms() - t0;
+	N->released = 1;
+	pthread_join(t, (void **)&r);
+	for (int i = 0; i < 8; i++) {
+		answered += !r[i].status;
+		pc_msg_free(&r[i].resp);
+	}
+	printf("\n  8 waiting calls from a: %d answered within the timeout; c's call in the meantime: %s in %llu ms\n",
+	       answered, strerror(-who.status), (unsigned long long)dt);
+	CU_ASSERT_EQUAL(who.status, 0);
+	CU_ASSERT(dt < 200);
+	pc_msg_free(&who.resp);
+	free(r);
+	net_down(N);
+}
+
 static void test_refusals_keep_connection(void)
 {
 	struct net *N = net_up(0);
@@ -1064,6 +1106,7 @@ static CU_TestInfo tests[] = {
 	{ "quick RPCs on the event thread, the rest on workers", test_rpc_quick },
 	{ "one-sided ops are served while a handler runs", test_rpc_does_not_block_ops },
 	{ "refused ops, then served again", test_refusals_keep_connection },
+	{ "one caller's waiting handlers leave workers for the others", test_rpc_workers_shared },
 	{ "dead and stalled peers fail within the timeout", test_dead_and_stalled },
 	{ "a stalled peer mid-batch fails only its ops", test_stalled_mid_batch },
 	{ "restart: stale addresses refused, the peer used again", test_restart },
