@@ -29,6 +29,13 @@
 #include "store.h"
 #include "testutil.h"
 
+/* Under ASan freed memory sits in its quarantine: resident sizes say nothing then. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
 #define PAGES 32
 #define PAGE 12288
 #define MiB (1024.0 * 1024.0)
@@ -199,9 +206,10 @@ static void test_big_bodies(void)
 		raw_auth(&p[i], &a);
 		send(p[i].fd, &h, sizeof(h), MSG_NOSIGNAL);
 	}
-	for (int round = 0; round < 40; round++) {
+	/* the 200 MiB ones as much as goes, the 7 MiB ones 6 MiB: short of their end */
+	for (int round = 0; round < 24; round++) {
 		for (int i = 0; i < 12; i++)
-			held += push(p[i].fd, 1u << 20);
+			held += push(p[i].fd, i < 6 ? 1u << 20 : 256u << 10);
 		usleep(20000);
 	}
 	usleep(200000);
@@ -215,8 +223,9 @@ static void test_big_bodies(void)
 	printf("\n  6 x 200 MiB bodies: %d closed on the header; 6 x 7 MiB DIR_UPDATEs stalled: %d closed at the budget; %.0f MiB sent; pcd n1 resident %.1f -> %.1f MiB",
 	       closed_big, closed_budget, (double)held / MiB, (double)rss0 / MiB, (double)rss1 / MiB);
 	CU_ASSERT_EQUAL(closed_big, 6);
-	CU_ASSERT(closed_budget >= 2);		/* 6 x 7 MiB > 32 MiB */
-	CU_ASSERT(rss1 < rss0 + (uint64_t)(32 + 12) * (1u << 20));
+	CU_ASSERT(closed_budget >= 2);		/* 6 x 8 MiB buffers > 32 MiB */
+	CU_ASSERT(closed_budget < 6);		/* the budget holds some */
+	CU_ASSERT(rss1 < rss0 + (uint64_t)(32 + 12) * (1u << 20) || SANITIZED);
 	CU_ASSERT(served(good) < 1.0);
 	for (int i = 0; i < 12; i++)
 		close(p[i].fd);
@@ -338,7 +347,7 @@ static void test_directory_flood(void)
 	CU_ASSERT_EQUAL(answered, 20);
 	CU_ASSERT(m.dir_entries <= 2 * 2 * 256 + PAGES);	/* n1's bound, n0's own pages */
 	CU_ASSERT(m.dir_refused > 1000000);
-	CU_ASSERT(rss1 < rss0 + (uint64_t)(64u << 20));
+	CU_ASSERT(rss1 < rss0 + (uint64_t)(64u << 20) || SANITIZED);
 	CU_ASSERT(worst < 1.0);
 	close(p.fd);
 	free(req);
