@@ -127,7 +127,7 @@ static uint64_t now_ns(struct tcp_server *s)
 	return pc_env_now(s->tf->base.env);
 }
 
-/* A warn line about a peer, at most one per 10 s per kind (log.h). */
+/* A warn line about a peer, at most LOG_LIMIT_BURST per 10 s per kind (log.h). */
 #define peer_warn(s, lim, c, fmt, ...)                                                   \
 	do {                                                                             \
 		uint64_t _skipped;                                                       \
