@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <peercache/pc_fabric.h>
+#include <peercache/peercache.h>
 
 #include "config/topology.h"
 #include "tcp/tcp_auth.h"
@@ -51,6 +52,7 @@ struct pull_req {
 static struct net *the_net;
 static uint32_t poll_us = 50;	/* store.tcp_poll_us of the nets brought up */
 static char net_extra[700];	/* more store settings of the nets brought up */
+static const char *b_extra = "";	/* more settings of their node b */
 
 static int echo(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
 		struct pc_msg *resp)
@@ -157,9 +159,9 @@ static struct net *net_up(int all)
 		snprintf(text, sizeof(text),
 			 "store: {timeout_ms: 400, tcp_poll_us: %u%s}\nnodes:\n"
 			 "  - {name: a, address: 127.0.0.1, port: %u}\n"
-			 "  - {name: b, address: 127.0.0.1, port: %u}\n"
+			 "  - {name: b, address: 127.0.0.1, port: %u%s}\n"
 			 "  - {name: c, address: 127.0.0.1, port: %u}\n",
-			 poll_us, net_extra, N->port0, N->port0 + 1, N->port0 + 2);
+			 poll_us, net_extra, N->port0, N->port0 + 1, b_extra, N->port0 + 2);
 		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "net", &N->topo, err,
 							sizeof(err)), 0);
 		for (uint32_t i = 0; i < (all ? 3u : 2u) && !ret; i++)
@@ -1116,6 +1118,58 @@ static CU_TestInfo tests[] = {
 	CU_TEST_INFO_NULL,
 };
 
+static char bind_log[4096];
+
+static void bind_sink(void *arg, enum pc_log_level level, const char *line)
+{
+	(void)arg;
+	if (level <= PC_LOG_WARN && strlen(bind_log) + strlen(line) + 2 < sizeof(bind_log)) {
+		strcat(bind_log, line);
+		strcat(bind_log, "\n");
+	}
+}
+
+/* Can a connection to host:port be made? */
+static bool reachable(const char *host, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	bool ok;
+
+	inet_pton(AF_INET, host, &sa.sin_addr);
+	ok = !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return ok;
+}
+
+/* bind_address: node b listens on every interface (127.0.0.2 reaches it) while peers
+ * dial its address; without a secret it says so in one line. Node a, on loopback,
+ * says nothing. */
+static void test_bind_address(void)
+{
+	struct net *N;
+	uint8_t rd[8];
+	struct pc_op op = { .kind = PC_OP_READ, .peer = 1, .local = rd, .len = 8 };
+
+	bind_log[0] = 0;
+	pc_log_set_sink(bind_sink, NULL);
+	b_extra = ", bind_address: 0.0.0.0";
+	N = net_up(0);
+	b_extra = "";
+	pc_log_set_sink(NULL, NULL);
+	op.rkey = N->r[1].key;
+	op.raddr = at(N, 1, 0);
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, 0);
+	CU_ASSERT_TRUE(reachable("127.0.0.2", (uint16_t)(N->port0 + 1)));
+	CU_ASSERT_FALSE(reachable("127.0.0.2", N->port0));
+	printf("\n  %s", bind_log);
+	CU_ASSERT_PTR_NOT_NULL(strstr(bind_log, "tcp server b: listening on 0.0.0.0 port"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(bind_log, "without a cluster secret"));
+	CU_ASSERT_PTR_NULL(strstr(bind_log, "tcp server a:"));
+	net_down(N);
+}
+
 static CU_TestInfo auth_tests[] = {
 	{ "every node with the secret: batches, RPCs, pulls, restarts", test_auth_net },
 	{ "no secret, another secret: refused", test_auth_refused },
@@ -1126,6 +1180,7 @@ static CU_TestInfo auth_tests[] = {
 static CU_TestInfo wire_tests[] = {
 	{ "every malformed frame closes its connection only", test_bad_frames },
 	{ "a truncated frame", test_truncated },
+	{ "bind_address 0.0.0.0, address 127.0.0.1", test_bind_address },
 	CU_TEST_INFO_NULL,
 };
 
