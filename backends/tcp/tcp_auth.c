@@ -101,6 +101,14 @@ int tcp_auth_load(const struct pc_topology *t, struct tcp_auth *a, char *err, si
 	hmac(buf, (size_t)n, "peercache node key", 18, a->node_key);
 	hmac(buf, (size_t)n, "peercache client key", 20, a->client_key);
 	OPENSSL_cleanse(buf, TCP_SECRET_MAX);
+	/* the random source is seeded here, once, and not in the first handshake's
+	 * round trip; a process without one learns it now */
+	if (tcp_auth_nonce(buf, TCP_NONCE_BYTES)) {
+		free(buf);
+		snprintf(err, errlen, "%s %s: no random source for the handshake's nonces (OpenSSL RAND_bytes failed)",
+			 what, path);
+		return -EIO;
+	}
 	free(buf);
 	snprintf(a->path, sizeof(a->path), "%s", path);
 	a->on = true;
