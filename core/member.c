@@ -142,8 +142,8 @@ int pc_store_set_member(struct pc_store *st, const char *node, bool member)
 	if (idx < 0)
 		return st ? -ENXIO : -EINVAL;
 	ret = members_set(st->members, (uint32_t)idx, member, true);
-	if (ret)
-		return ret;
+	if (ret || sv->self == PC_PEER_NONE)
+		return ret;	/* a client changes its own view: nodes take MEMBER from nodes */
 	/* tell every other node that is up here (the joining one too); a node leaving is
 	 * not asked (it may be dead) */
 	rpcs = calloc(sv->topo->nr_nodes, sizeof(*rpcs));
@@ -166,8 +166,9 @@ int pc_store_set_member(struct pc_store *st, const char *node, bool member)
 	return 0;
 }
 
-int members_rpc_member(struct members *m, const void *req, size_t len)
+int members_rpc_member(struct members *m, uint32_t from, const void *req, size_t len)
 {
+	struct store_svc *sv = &m->st->svc;
 	struct proto_member msg;
 
 	if (len != sizeof(msg))
@@ -175,7 +176,12 @@ int members_rpc_member(struct members *m, const void *req, size_t len)
 	memcpy(&msg, req, sizeof(msg));
 	if (msg.member > 1 || msg.node >= m->nr)
 		return -EPROTO;
-	return members_set(m, msg.node, msg.member, true);
+	if (from != PC_PEER_TOOL)
+		return members_set(m, msg.node, msg.member, true);
+	if (msg.node != sv->self)
+		return -EPERM;		/* a tool drains or joins the node it reached */
+	pc_info("told by a tool to %s the ring", msg.member ? "join" : "leave");
+	return pc_store_set_member(m->st, sv->topo->nodes[sv->self].name, msg.member);
 }
 
 /* ------------------------------------------------------------------ the view */

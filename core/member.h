@@ -30,8 +30,10 @@ void members_close(struct members *m);
 int members_rpc_heartbeat(struct members *m, uint32_t from, const void *req, size_t len,
 			  struct pc_msg *resp);
 
-/* PC_RPC_MEMBER: node joined (member) or left the ring on purpose. */
-int members_rpc_member(struct members *m, const void *req, size_t len);
+/* PC_RPC_MEMBER: node joined (member) or left the ring on purpose. From a node:
+ * this store changes its ring. From a tool (PC_PEER_TOOL: pcctl drain/join), about
+ * this very node only: it joins or leaves and tells the others. */
+int members_rpc_member(struct members *m, uint32_t from, const void *req, size_t len);
 
 /* Add node to this store's ring or take it out, here only (pc_store_set_member also
  * tells the peers). A leave asked for (told) keeps the node out while it runs with

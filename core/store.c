@@ -199,6 +199,7 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 		goto err;
 	if (sv->self != PC_PEER_NONE) {
 		sv->fabric->quick_rpcs = PROTO_QUICK_RPCS;
+		sv->fabric->rpc_max_req = store_rpc_max_req;
 		ret = pc_fabric_serve(sv->fabric, store_rpc, st);
 		if (ret) {
 			const struct pc_node *n = &sv->topo->nodes[sv->self];

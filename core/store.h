@@ -77,6 +77,15 @@ static inline struct ring *store_ring_of(struct pc_store *st)
 int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
 	      struct pc_msg *resp);
 
+/* Whether from may send opcode with a body of len bytes: 0, -EPERM (a node's
+ * request from a client or a tool), -EMSGSIZE (larger than the opcode allows) or
+ * -EOPNOTSUPP (no such request). */
+int store_rpc_allowed(uint32_t from, uint16_t opcode, size_t len);
+
+/* The largest request body opcode takes (0 for one that takes none or is unknown):
+ * what a backend may buffer for it (pc_fabric.rpc_max_req; arg unused). */
+size_t store_rpc_max_req(void *arg, uint16_t opcode);
+
 /* ---- member.c */
 
 /* Add a node to this store's ring or take it out (join, leave) as if told, in this

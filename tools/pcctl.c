@@ -1,16 +1,18 @@
 /*
  * pcctl - look at a running cluster and change its membership.
  *
- *   pcctl --discovery HOST:PORT [--timeout-ms N] status
- *   pcctl --discovery HOST:PORT [--timeout-ms N] drain NAME
- *   pcctl --discovery HOST:PORT [--timeout-ms N] join NAME
+ *   pcctl --discovery HOST:PORT [--secret-file F] [--timeout-ms N] status
+ *   pcctl --discovery HOST:PORT [--secret-file F] [--timeout-ms N] drain NAME
+ *   pcctl --discovery HOST:PORT [--secret-file F] [--timeout-ms N] join NAME
  *
  * HOST:PORT is any node of the cluster (store.discovery_addr). status prints one
  * line per node as that node sees it, `NAME ADDRESS:PORT up|down|left
- * incarnation=N silent_ms=N`, then the generation of its view. drain takes NAME out
- * of the ring of every node that answers, NAME's own included (a pcd then stops);
- * join puts it back. Exit code 0; 1 when the cluster cannot be reached or a node
- * did not take the change; 2 for a bad command line.
+ * incarnation=N silent_ms=N`, then the generation of its view. drain asks NAME to
+ * leave: it takes itself out of its ring and tells the others (a pcd then stops);
+ * join asks it to come back. A cluster with a secret needs it (--secret-file, or
+ * $PEERCACHE_SECRET_FILE). pcctl connects as a tool: it may ask for views and drain
+ * or join the node it asks, nothing else. Exit code 0; 1 when the cluster or the
+ * node cannot be reached or refuses; 2 for a bad command line.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,7 +26,8 @@
 #include "tool/tool_common.h"
 
 static const char usage[] =
-	"usage: pcctl --discovery HOST:PORT [--timeout-ms N] status | drain NAME | join NAME\n";
+	"usage: pcctl --discovery HOST:PORT [--secret-file F] [--timeout-ms N]\n"
+	"             status | drain NAME | join NAME\n";
 
 static const char *const state_names[] = { "up", "down", "left" };
 
@@ -33,17 +36,21 @@ struct view {
 	struct proto_view_node *nodes;
 };
 
-/* A tcp fabric of a client that reaches the nodes of text (a topology); any_node:
- * whichever node answers at an address. */
-static struct pc_fabric *client_fabric(const char *text, uint32_t timeout_ms, bool any_node,
-				       struct pc_topology **t)
+static const char *secret_file;
+
+/* A tcp fabric of a tool that reaches whichever node answers at host:port. */
+static struct pc_fabric *tool_fabric(const char *host, const char *port, uint32_t timeout_ms,
+				     struct pc_topology **t)
 {
-	char err[PC_ERR_MAX];
+	char err[PC_ERR_MAX], text[PC_PATH_MAX + 512];
 	struct pc_fabric_params p = { .size = sizeof(p), .self = PC_PEER_NONE, .timeout_ms = timeout_ms,
-				      .flags = any_node ? PC_FABRIC_ANY_NODE : 0 };
+				      .flags = PC_FABRIC_ANY_NODE };
 	struct pc_fabric *f;
 	int ret;
 
+	snprintf(text, sizeof(text), "name: pcctl\nstore: {auth_secret_file: \"%s\"}\n"
+		 "nodes:\n  - {name: node, address: \"%s\", port: %s}\n",
+		 secret_file ? secret_file : "", host, port);
 	if (pc_topology_parse(text, strlen(text), "pcctl", t, err, sizeof(err)))
 		tool_die("pcctl", "%s", err);
 	p.topo = *t;
@@ -84,25 +91,6 @@ static int ask_view(struct pc_fabric *f, uint32_t peer, struct view *v)
 	return ret;
 }
 
-/* The cluster's topology as the view lists it, in its order (node indices). */
-static char *topology_of(const struct view *v)
-{
-	size_t cap = 128 + (size_t)v->hdr.nr * 200, len;
-	char *text = malloc(cap);
-
-	if (!text)
-		tool_die("pcctl", "out of memory");
-	len = (size_t)snprintf(text, cap, "name: pcctl\nnodes:\n");
-	for (uint32_t i = 0; i < v->hdr.nr; i++) {
-		const struct proto_view_node *n = &v->nodes[i];
-
-		len += (size_t)snprintf(text + len, cap - len, "  - {name: \"%.*s\", address: \"%.*s\", port: %u}\n",
-					(int)strnlen(n->name, sizeof(n->name)), n->name,
-					(int)strnlen(n->address, sizeof(n->address)), n->address, n->port);
-	}
-	return text;
-}
-
 static int status(const struct view *v)
 {
 	for (uint32_t i = 0; i < v->hdr.nr; i++) {
@@ -123,44 +111,40 @@ static int status(const struct view *v)
 	return 0;
 }
 
-/* Tell every node the view lists that name joined or left; 0 when all that are up
- * took it. */
+/* Ask node name (as the view lists it) to join or leave: it changes its own ring
+ * and tells the others. 0, or 1 when it cannot be reached or refuses. */
 static int set_member(const struct view *v, const char *name, bool member, uint32_t timeout_ms)
 {
-	struct pc_topology *t;
-	char *text = topology_of(v);
-	struct pc_fabric *f = client_fabric(text, timeout_ms, false, &t);
-	struct pc_rpc *rpcs = calloc(v->hdr.nr, sizeof(*rpcs));
+	const struct proto_view_node *e = NULL;
 	struct proto_member m = { .member = member };
-	int idx = pc_topology_find_node(t, name), bad = 0;
-	uint32_t n = 0;
+	struct pc_rpc r = { .peer = 0, .opcode = PC_RPC_MEMBER, .req = &m, .req_len = sizeof(m) };
+	struct pc_topology *t;
+	struct pc_fabric *f;
+	char port[8];
+	int ret;
 
-	free(text);
-	if (idx < 0)
-		tool_die("pcctl", "no node named '%s' in the cluster; pcctl status lists them", name);
-	if (!rpcs)
-		tool_die("pcctl", "out of memory");
-	m.node = (uint32_t)idx;
-	for (uint32_t i = 0; i < v->hdr.nr; i++)
-		if (v->nodes[i].state == PROTO_UP || i == (uint32_t)idx)
-			rpcs[n++] = (struct pc_rpc){ .peer = i, .opcode = PC_RPC_MEMBER, .req = &m,
-						     .req_len = sizeof(m) };
-	pc_fabric_call(f, rpcs, n);
-	for (uint32_t k = 0; k < n; k++) {
-		const struct proto_view_node *e = &v->nodes[rpcs[k].peer];
-
-		if (rpcs[k].status) {
-			bad += rpcs[k].peer != (uint32_t)idx || member;
-			fprintf(stderr, "pcctl: %.*s did not take it: %s\n", (int)strnlen(e->name, sizeof(e->name)),
-				e->name, strerror(-rpcs[k].status));
+	for (uint32_t i = 0; i < v->hdr.nr && !e; i++)
+		if (!strncmp(v->nodes[i].name, name, sizeof(v->nodes[i].name))) {
+			e = &v->nodes[i];
+			m.node = i;
 		}
-		pc_msg_free(&rpcs[k].resp);
-	}
-	printf("%s %s: told %u node(s), %d failed\n", name, member ? "joined" : "drained", n, bad);
-	free(rpcs);
+	if (!e)
+		tool_die("pcctl", "no node named '%s' in the cluster; pcctl status lists them", name);
+	snprintf(port, sizeof(port), "%u", e->port);
+	f = tool_fabric(e->address, port, timeout_ms, &t);
+	ret = pc_fabric_call(f, &r, 1);
+	ret = ret ? ret : r.status;
+	pc_msg_free(&r.resp);
 	pc_fabric_close(f);
 	pc_topology_free(t);
-	return bad ? 1 : 0;
+	if (ret) {
+		fprintf(stderr, "pcctl: %s (%.*s:%u) did not %s: %s\n", name,
+			(int)strnlen(e->address, sizeof(e->address)), e->address, e->port,
+			member ? "join" : "leave", strerror(-ret));
+		return 1;
+	}
+	printf("%s %s the ring and told the others\n", name, member ? "joined" : "left");
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -168,25 +152,29 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "discovery", required_argument, NULL, 'd' },
 		{ "timeout-ms", required_argument, NULL, 'T' },
+		{ "secret-file", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *disc = NULL, *cmd, *colon;
 	uint32_t timeout_ms = 2000;
-	char text[512];
+	char host[256];
 	struct pc_topology *t;
 	struct pc_fabric *f;
 	struct view v = { 0 };
 	int c, ret;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "d:T:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:T:k:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			disc = optarg;
 			break;
 		case 'T':
 			timeout_ms = (uint32_t)tool_uint("pcctl", "--timeout-ms", optarg);
+			break;
+		case 'k':
+			secret_file = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -209,9 +197,8 @@ int main(int argc, char **argv)
 		tool_die("pcctl", "%s: wrong arguments; see --help", cmd);
 	tool_log_to_stderr("pcctl");
 
-	snprintf(text, sizeof(text), "name: pcctl\nnodes:\n  - {name: discovery, address: \"%.*s\", port: %s}\n",
-		 (int)(colon - disc), disc, colon + 1);
-	f = client_fabric(text, timeout_ms, true, &t);
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - disc), disc);
+	f = tool_fabric(host, colon + 1, timeout_ms, &t);
 	ret = ask_view(f, 0, &v);
 	pc_fabric_close(f);
 	pc_topology_free(t);

@@ -22,13 +22,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
+#include "base/log.h"
 #include "tool/tool_common.h"
 
 static const char usage[] =
 	"usage: pcd --topology FILE --node NAME [--set key=value ...] [--protocol tcp|rdma|rxe]\n"
 	"           [--host-blocks N] [--disk-blocks N] [--disk-dir PATH] [--stats SECONDS]\n";
+
+/* Every connection takes a descriptor: raise the soft limit to the hard one (the
+ * server still caps connections at store.max_connections and backs off when the
+ * descriptors run out), and say what it is. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t was = rl.rlim_cur;
+
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			rl.rlim_cur = was;
+	}
+	pc_info("file descriptor limit %llu (hard limit %llu)", (unsigned long long)rl.rlim_cur,
+		(unsigned long long)rl.rlim_max);
+}
 
 static void log_metrics(const char *node, struct pc_store *s)
 {
@@ -138,6 +160,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	raise_fd_limit();
 	o.topo = t;
 	o.node = node;
 	if (pc_store_open(&o, &s)) {
@@ -145,8 +168,9 @@ int main(int argc, char **argv)
 		pc_topology_free(t);
 		return 1;
 	}
-	fprintf(stderr, "pcd %s: serving on %s port %u; ready\n", node, t->nodes[idx].address,
-		t->nodes[idx].port);
+	fprintf(stderr, "pcd %s: serving on %s port %u%s%s; ready\n", node, t->nodes[idx].address,
+		t->nodes[idx].port, t->nodes[idx].bind_address[0] ? ", listening on " : "",
+		t->nodes[idx].bind_address);
 	for (;;) {
 		enum pc_member_state ms;
 

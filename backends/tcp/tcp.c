@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config/topology.h"
 #include "tcp_client.h"
@@ -14,15 +15,32 @@
 static int tcp_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 {
 	struct tcp_fabric *tf = to_tcp(f);
+	char err[PC_ERR_MAX];
 	int ret;
 
 	tf->poll_ns = (uint64_t)p->topo->store.tcp_poll_us * 1000;
+	tf->idle_ns = (uint64_t)p->topo->store.idle_timeout_s * 1000000000ULL;
+	ret = tcp_auth_load(p->topo, &tf->auth, err, sizeof(err));
+	if (ret) {
+		pc_err("%s", err);
+		return ret;
+	}
+	ret = topology_placement_text(p->topo, tf->placement, sizeof(tf->placement));
+	if (ret)
+		goto err_auth;
+	tf->placement_len = (uint32_t)strlen(tf->placement);
+	tf->fingerprint = topology_fingerprint(p->topo);
 	ret = region_table_init(&tf->regions);
 	if (ret)
-		return ret;
+		goto err_auth;
 	ret = tcp_peers_init(tf);
 	if (ret)
-		region_table_fini(&tf->regions);
+		goto err_regions;
+	return 0;
+err_regions:
+	region_table_fini(&tf->regions);
+err_auth:
+	tcp_auth_clear(&tf->auth);
 	return ret;
 }
 
@@ -34,6 +52,7 @@ static void tcp_close(struct pc_fabric *f)
 		tcp_server_stop(tf->server);
 	tcp_peers_fini(tf);
 	region_table_fini(&tf->regions);
+	tcp_auth_clear(&tf->auth);
 }
 
 static int tcp_reg(struct pc_fabric *f, struct pc_region *r)

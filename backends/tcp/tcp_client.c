@@ -10,12 +10,21 @@
  * reconnects (the core's per-peer backoff keeps a dead peer from costing every
  * batch a connect).
  *
+ * A new connection's handshake (tcp_proto.h) is part of its first flight: HELLO
+ * goes out with the connect, and with a cluster secret the server's MAC is checked
+ * and AUTH sent right before the first request, so authenticating costs no round
+ * trip beyond HELLO's. A server that cannot prove the secret, or that refuses this
+ * process's secret or placement settings, fails that peer's ops with one log line
+ * saying why (rate-limited).
+ *
  * Not for: serving (tcp_server.c).
  */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +43,7 @@ struct tcp_conn {
 	int fd;
 	uint64_t server_inc;		/* the server's incarnation, from HELLO_ACK */
 	uint64_t seq;
+	uint64_t idle_since;		/* when it went back on the idle list */
 	struct tcp_conn *next;		/* idle list */
 };
 
@@ -127,12 +137,15 @@ static bool conn_alive(struct tcp_conn *c)
 static int conn_get(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **out, bool *fresh)
 {
 	struct tcp_peer *p = &tf->peers[peer];
+	uint64_t now = pc_env_now(tf->base.env);
 	struct tcp_conn *c;
 
 	pthread_mutex_lock(&p->lock);
 	while ((c = p->idle)) {
 		p->idle = c->next;
-		if (conn_alive(c))
+		/* the server closes connections idle for store.idle_timeout_s: one idle
+		 * half as long is not taken, lest the close cross the request */
+		if ((!tf->idle_ns || now - c->idle_since < tf->idle_ns / 2) && conn_alive(c))
 			break;
 		conn_drop(c);
 	}
@@ -150,6 +163,7 @@ static void conn_put(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn *c)
 {
 	struct tcp_peer *p = &tf->peers[peer];
 
+	c->idle_since = pc_env_now(tf->base.env);
 	pthread_mutex_lock(&p->lock);
 	c->next = p->idle;
 	p->idle = c;
@@ -158,7 +172,9 @@ static void conn_put(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn *c)
 
 /* ------------------------------------------------------------------ flights */
 
-enum { HS_CONNECT, HS_SEND, HS_RECV, HS_READY };
+enum { HS_CONNECT, HS_SEND, HS_RECV_HDR, HS_RECV_BODY, HS_AUTH, HS_READY };
+
+#define HS_BUF (sizeof(struct tcp_hdr) + sizeof(struct tcp_hello_ack) + TCP_TEXT_MAX)
 enum { ST_HDR, ST_META, ST_DATA, ST_DONE };
 
 struct flight;
@@ -174,14 +190,9 @@ struct flight {
 	int hs;
 	int stage;
 	short revents;			/* from the last poll */
-	struct {
-		struct tcp_hdr h;
-		union {
-			struct tcp_hello hello;
-			struct tcp_hello_ack ack;
-		};
-	} hs_msg;			/* the HELLO out, then the ACK in */
-	size_t hs_got;
+	struct tcp_hello hello;		/* what this side said, for the MACs */
+	uint8_t *hs_buf;		/* HS_BUF bytes: HELLO out, HELLO_ACK in, AUTH out */
+	size_t hs_len, hs_got;
 	build_fn *build;		/* makes the request once the peer is known */
 	uint8_t expect_type;
 	/* request */
@@ -204,7 +215,6 @@ struct flight {
 	struct pc_rpc *rpc;
 };
 
-_Static_assert(sizeof(struct tcp_hello) == sizeof(struct tcp_hello_ack), "HELLO and ACK sizes match");
 
 static bool would_block(void)
 {
@@ -247,6 +257,16 @@ static int check_resp_hdr(struct flight *fl)
 {
 	const struct tcp_hdr *h = &fl->resp;
 
+	if (h->magic == TCP_MAGIC && h->version == TCP_VERSION && h->type == TCP_REFUSED) {
+		uint64_t skipped;
+
+		if (log_limit_ok(&fl->tf->warn_handshake, pc_env_now(fl->tf->base.env), &skipped))
+			pc_warn("tcp: node %s refused this process's authentication: %s; every node and client of a cluster needs the same store.auth_secret_file (%llu more like it not shown)",
+				fl->tf->base.topo->nodes[fl->peer].name,
+				strerror(h->status < 0 ? -h->status : EACCES),
+				(unsigned long long)skipped);
+		return h->status < 0 && h->status >= -4095 ? h->status : -EACCES;
+	}
 	if (h->magic != TCP_MAGIC || h->version != TCP_VERSION || h->type != fl->expect_type ||
 	    h->seq != fl->req.seq)
 		return -EPROTO;
@@ -321,17 +341,133 @@ static int flight_rx(struct flight *fl)
 	}
 }
 
-/* Connect and HELLO for a new connection. 1: ready; 0: waiting; <0: error. */
-static int flight_handshake(struct flight *fl)
+/* One line about a refused handshake, rate-limited; returns err. */
+__attribute__((format(printf, 3, 4)))
+static int hs_refused(struct flight *fl, int err, const char *fmt, ...)
 {
 	struct tcp_fabric *tf = fl->tf;
-	struct tcp_hdr *h = &fl->hs_msg.h;
-	char *buf = (char *)&fl->hs_msg;
-	const size_t len = sizeof(fl->hs_msg);
-	ssize_t r;
+	const struct pc_node *n = &tf->base.topo->nodes[fl->peer];
+	uint64_t skipped;
+	char why[512];
+	va_list ap;
+
+	if (!log_limit_ok(&tf->warn_handshake, pc_env_now(tf->base.env), &skipped))
+		return err;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	pc_warn("tcp: node %s (%s port %u): %s (%llu more like it not shown)", n->name, n->address,
+		n->port, why, (unsigned long long)skipped);
+	return err;
+}
+
+static void hs_start(struct flight *fl)
+{
+	struct tcp_fabric *tf = fl->tf;
+	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
+			     .body_len = sizeof(fl->hello) + tf->placement_len };
+
+	fl->hello = (struct tcp_hello){ .node = tf->base.any_node ? PC_PEER_TOOL : tf->base.self,
+					.expect_node = tf->base.any_node ? PC_PEER_NONE : fl->peer,
+					.incarnation = tf->base.incarnation,
+					.fingerprint = tf->fingerprint,
+					.flags = tf->auth.on ? TCP_HELLO_AUTH : 0,
+					.text_len = tf->placement_len };
+	memcpy(fl->hs_buf, &h, sizeof(h));
+	memcpy(fl->hs_buf + sizeof(h), &fl->hello, sizeof(fl->hello));
+	memcpy(fl->hs_buf + sizeof(h) + sizeof(fl->hello), tf->placement, tf->placement_len);
+	fl->hs_len = sizeof(h) + (size_t)h.body_len;
+	fl->hs_got = 0;
+}
+
+/* The HELLO_ACK is in: is the server the node we meant, with our settings, and (with
+ * a secret) does it prove the secret? Then queue AUTH. 0 or -errno. */
+static int hs_check_ack(struct flight *fl)
+{
+	struct tcp_fabric *tf = fl->tf;
+	struct tcp_hdr h;
+	struct tcp_hello_ack ack;
+	const char *text = (const char *)fl->hs_buf + sizeof(h) + sizeof(ack);
+	char diff[256];
+
+	memcpy(&h, fl->hs_buf, sizeof(h));
+	memcpy(&ack, fl->hs_buf + sizeof(h), sizeof(ack));
+	if (ack.text_len != h.body_len - sizeof(ack))
+		return -EPROTO;
+	/* Something else answers at that address: not the node we meant. */
+	if (h.status == -EADDRNOTAVAIL || (ack.node != fl->peer && !tf->base.any_node))
+		return -EADDRNOTAVAIL;
+	if (h.status == -EACCES)
+		return hs_refused(fl, -EACCES, "refused this process: %s; every node and client of a cluster needs the same store.auth_secret_file",
+				  tf->auth.on ? "it has no cluster secret but this process has one" :
+						"it has a cluster secret but this process has none");
+	/* a tool (PC_FABRIC_ANY_NODE) knows no placement settings: it is not asked */
+	if (h.status == -EBADE ||
+	    (!h.status && ack.fingerprint != tf->fingerprint && !tf->base.any_node)) {
+		if (!topology_placement_diff(tf->placement, tf->placement_len, text, ack.text_len,
+					     diff, sizeof(diff)))
+			snprintf(diff, sizeof(diff), "config fingerprint %016llx here, %016llx there",
+				 (unsigned long long)tf->fingerprint,
+				 (unsigned long long)ack.fingerprint);
+		return hs_refused(fl, -EBADE, "refused this process: its placement settings differ: %s; use the cluster's store settings",
+				  diff);
+	}
+	if (h.status)
+		return h.status < 0 && h.status >= -4095 ? h.status : -EPROTO;
+	if (tf->auth.on != !!(ack.flags & TCP_HELLO_AUTH) ||
+	    (tf->auth.on && !tcp_auth_check(&tf->auth, TCP_AUTH_SERVER, &fl->hello, &ack, ack.mac)))
+		return hs_refused(fl, -EACCES, "%s; not using it (every node of a cluster needs the same store.auth_secret_file)",
+				  tf->auth.on ? "did not prove it holds the cluster secret" :
+						"wants authentication but this process has no cluster secret");
+	fl->conn->server_inc = ack.incarnation;
+	if (!tf->auth.on)
+		return 0;
+	/* AUTH, sent right before the first request: no round trip of its own */
+	h = (struct tcp_hdr){ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_AUTH,
+			      .body_len = TCP_MAC_BYTES };
+	memcpy(fl->hs_buf, &h, sizeof(h));
+	tcp_auth_mac(&tf->auth, TCP_AUTH_CLIENT, &fl->hello, &ack, fl->hs_buf + sizeof(h));
+	fl->hs_len = sizeof(h) + TCP_MAC_BYTES;
+	fl->hs_got = 0;
+	fl->hs = HS_AUTH;
+	return 0;
+}
+
+/* Send hs_buf[hs_got..hs_len). 1: all out; 0: would block; <0: error. */
+static int hs_send(struct flight *fl)
+{
+	while (fl->hs_got < fl->hs_len) {
+		ssize_t r = send(fl->conn->fd, fl->hs_buf + fl->hs_got, fl->hs_len - fl->hs_got,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (r < 0)
+			return would_block() ? 0 : -errno;
+		fl->hs_got += (size_t)r;
+	}
+	return 1;
+}
+
+/* Receive into hs_buf up to hs_len. 1: all in; 0: would block; <0: error. */
+static int hs_recv(struct flight *fl)
+{
+	while (fl->hs_got < fl->hs_len) {
+		ssize_t r = tcp_recv_some(fl->conn->fd, fl->hs_buf + fl->hs_got,
+					  fl->hs_len - fl->hs_got);
+
+		if (r < 0)
+			return r == -EAGAIN ? 0 : (int)r;
+		fl->hs_got += (size_t)r;
+	}
+	return 1;
+}
+
+/* Connect, HELLO and (with a secret) AUTH for a new connection. 1: ready; 0:
+ * waiting; <0: error. */
+static int flight_handshake(struct flight *fl)
+{
+	int r;
 
 	if (fl->hs == HS_CONNECT) {
-		struct tcp_hello *hello = &fl->hs_msg.hello;
 		int err = 0;
 		socklen_t elen = sizeof(err);
 
@@ -339,41 +475,43 @@ static int flight_handshake(struct flight *fl)
 			return 0;
 		if (getsockopt(fl->conn->fd, SOL_SOCKET, SO_ERROR, &err, &elen) || err)
 			return -(err ? err : errno);
-		*h = (struct tcp_hdr){ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
-				       .body_len = sizeof(*hello) };
-		*hello = (struct tcp_hello){ .node = tf->base.self,
-					     .expect_node = tf->base.any_node ? PC_PEER_NONE : fl->peer,
-					     .incarnation = tf->base.incarnation };
+		if (!fl->hs_buf && !(fl->hs_buf = malloc(HS_BUF)))
+			return -ENOMEM;
+		hs_start(fl);
 		fl->hs = HS_SEND;
+	}
+	if (fl->hs == HS_SEND) {
+		if ((r = hs_send(fl)) <= 0)
+			return r;
+		fl->hs = HS_RECV_HDR;
+		fl->hs_len = sizeof(struct tcp_hdr);
 		fl->hs_got = 0;
 	}
-	while (fl->hs == HS_SEND) {
-		r = send(fl->conn->fd, buf + fl->hs_got, len - fl->hs_got, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (r < 0)
-			return would_block() ? 0 : -errno;
-		fl->hs_got += (size_t)r;
-		if (fl->hs_got == len) {
-			fl->hs = HS_RECV;
-			fl->hs_got = 0;
-		}
-	}
-	while (fl->hs_got < len) {
-		r = tcp_recv_some(fl->conn->fd, buf + fl->hs_got, len - fl->hs_got);
-		if (r < 0)
-			return r == -EAGAIN ? 0 : (int)r;
-		fl->hs_got += (size_t)r;
-	}
-	{
-		const struct tcp_hello_ack *ack = &fl->hs_msg.ack;
+	if (fl->hs == HS_RECV_HDR) {
+		struct tcp_hdr h;
 
-		if (h->magic != TCP_MAGIC || h->type != TCP_HELLO_ACK || h->body_len != sizeof(*ack))
+		if ((r = hs_recv(fl)) <= 0)
+			return r;
+		memcpy(&h, fl->hs_buf, sizeof(h));
+		if (h.magic != TCP_MAGIC || h.version != TCP_VERSION || h.type != TCP_HELLO_ACK ||
+		    h.body_len < sizeof(struct tcp_hello_ack) ||
+		    h.body_len > sizeof(struct tcp_hello_ack) + TCP_TEXT_MAX)
 			return -EPROTO;
-		/* Something else answers at that address: not the node we meant. */
-		if (h->status || (ack->node != fl->peer && !tf->base.any_node))
-			return -EADDRNOTAVAIL;
-		fl->conn->server_inc = ack->incarnation;
+		fl->hs = HS_RECV_BODY;
+		fl->hs_len = sizeof(h) + (size_t)h.body_len;
 	}
-	fl->hs = HS_READY;
+	if (fl->hs == HS_RECV_BODY) {
+		if ((r = hs_recv(fl)) <= 0)
+			return r;
+		fl->hs = HS_READY;
+		if ((r = hs_check_ack(fl)))
+			return r;
+	}
+	if (fl->hs == HS_AUTH) {
+		if ((r = hs_send(fl)) <= 0)
+			return r;
+		fl->hs = HS_READY;
+	}
 	return 1;
 }
 
@@ -390,7 +528,7 @@ static short flight_step(struct flight *fl)
 			return 0;
 		}
 		if (!r)
-			return fl->hs == HS_RECV ? POLLIN : POLLOUT;
+			return fl->hs == HS_RECV_HDR || fl->hs == HS_RECV_BODY ? POLLIN : POLLOUT;
 		r = fl->build(fl);
 		if (r) {
 			fl->err = r;
@@ -484,6 +622,8 @@ static void run_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf, ui
 /* Hand the connection back, or drop it when its stream state is unknown. */
 static void flight_finish(struct flight *fl)
 {
+	free(fl->hs_buf);
+	fl->hs_buf = NULL;
 	if (!fl->conn)
 		return;
 	if (fl->err || fl->stage != ST_DONE || fl->hs != HS_READY)

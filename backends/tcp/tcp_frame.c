@@ -18,6 +18,13 @@ static ssize_t refuse(struct tcp_frame *out, const char *why)
 	return -EPROTO;
 }
 
+static size_t rpc_max(const struct tcp_frame_ctx *ctx, uint16_t op)
+{
+	size_t m = ctx->rpc_max ? ctx->rpc_max(ctx->rpc_max_arg, op) : TCP_MAX_RPC_BODY;
+
+	return m < TCP_MAX_RPC_BODY ? m : TCP_MAX_RPC_BODY;
+}
+
 /* The header alone: is it one this server takes, and how long is its head? */
 static ssize_t check_header(const struct tcp_frame_ctx *ctx, struct tcp_frame *out,
 			    size_t *head)
@@ -32,11 +39,19 @@ static ssize_t check_header(const struct tcp_frame_ctx *ctx, struct tcp_frame *o
 		return refuse(out, "unknown flags");
 	if (!ctx->hello && h->type != TCP_HELLO)
 		return refuse(out, "frame before HELLO");
+	if (ctx->auth_pending && h->type != TCP_AUTH)
+		return refuse(out, "frame before AUTH");
 	switch (h->type) {
 	case TCP_HELLO:
-		if (ctx->hello || h->body_len != sizeof(struct tcp_hello))
+		if (ctx->hello || h->body_len < sizeof(struct tcp_hello) ||
+		    h->body_len > sizeof(struct tcp_hello) + TCP_TEXT_MAX)
 			return refuse(out, "bad HELLO");
-		*head = sizeof(struct tcp_hello);
+		*head = (size_t)h->body_len;
+		break;
+	case TCP_AUTH:
+		if (!ctx->auth_pending || h->body_len != TCP_MAC_BYTES)
+			return refuse(out, "bad AUTH");
+		*head = TCP_MAC_BYTES;
 		break;
 	case TCP_OPS:
 		if (!h->count || h->count > TCP_MAX_OPS)
@@ -47,8 +62,12 @@ static ssize_t check_header(const struct tcp_frame_ctx *ctx, struct tcp_frame *o
 		*head = (size_t)h->count * sizeof(struct tcp_opdesc);
 		break;
 	case TCP_RPC:
-		if (h->body_len > TCP_MAX_RPC_BODY || h->count > UINT16_MAX)
-			return refuse(out, "RPC too large");
+		if (h->count > UINT16_MAX)
+			return refuse(out, "RPC opcode out of range");
+		if (h->body_len > rpc_max(ctx, (uint16_t)h->count)) {
+			out->why = "RPC request larger than its opcode takes";
+			return -EMSGSIZE;
+		}
 		*head = (size_t)h->body_len;
 		break;
 	default:
@@ -105,8 +124,12 @@ ssize_t tcp_frame_parse(const struct tcp_frame_ctx *ctx, const uint8_t *buf, siz
 	switch (out->hdr.type) {
 	case TCP_HELLO:
 		memcpy(&out->hello, out->body, sizeof(out->hello));
-		if (out->hello.node != PC_PEER_NONE && out->hello.node >= ctx->nr_nodes)
+		if (out->hello.node != PC_PEER_NONE && out->hello.node != PC_PEER_TOOL &&
+		    out->hello.node >= ctx->nr_nodes)
 			return refuse(out, "HELLO from an unknown node");
+		if (out->hello.text_len != out->body_len - sizeof(out->hello) ||
+		    out->hello.flags & ~TCP_HELLO_AUTH)
+			return refuse(out, "bad HELLO");
 		break;
 	case TCP_OPS:
 		out->nops = out->hdr.count;

@@ -5,6 +5,7 @@
  *   tcp_client.c  connections to peers; batched one-sided ops and RPCs
  *   tcp_server.c  the event loop: accept, receive, serve ops, write responses
  *   tcp_frame.c   the frame parser: every check on a request's shape
+ *   tcp_auth.c    the handshake's secret, nonces and MACs
  *   tcp_rpc.c     the RPC workers
  *   tcp_sock.c    socket helpers both sides use
  *   tcp_proto.h   the wire format
@@ -19,7 +20,10 @@
 
 #include <peercache/pc_fabric.h>
 
+#include "base/log.h"
+#include "config/topology.h"
 #include "io/region.h"
+#include "tcp_auth.h"
 
 struct tcp_peer;
 struct tcp_server;
@@ -39,6 +43,12 @@ struct tcp_fabric {
 	struct region_table regions;
 	struct tcp_server *server;	/* NULL until serve() */
 	uint64_t poll_ns;		/* store.tcp_poll_us, in ns */
+	uint64_t idle_ns;		/* store.idle_timeout_s, in ns (0: none) */
+	struct tcp_auth auth;		/* the cluster secret, if any */
+	uint64_t fingerprint;		/* topology_fingerprint() of this process's config */
+	char placement[TOPOLOGY_PLACEMENT_TEXT_MAX];	/* and its text */
+	uint32_t placement_len;
+	struct log_limit warn_handshake;	/* client side: refused handshakes */
 };
 
 static inline struct tcp_fabric *to_tcp(struct pc_fabric *f)

@@ -1,9 +1,22 @@
 /*
  * tcp_proto.h - the tcp backend's wire format.
  *
- * Every message is a 32-byte header and a body. A connection starts with HELLO /
- * HELLO_ACK (who is calling, which node and incarnation answers); after that the
- * client sends one request at a time and reads its response:
+ * Every message is a 32-byte header and a body. A connection starts with the
+ * handshake; after it the client sends one request at a time and reads its response.
+ *
+ *   HELLO     the caller's identity (node or PC_PEER_NONE), the node it means to
+ *             reach, its incarnation and config fingerprint, a fresh nonce, and its
+ *             placement settings as text (config/fingerprint.c).
+ *   HELLO_ACK the server's identity, incarnation, fingerprint and nonce; with a
+ *             cluster secret its MAC over both (tcp_auth.h). status: 0, or the
+ *             refusal (the connection then closes): -EADDRNOTAVAIL another node
+ *             answers here, -EACCES one side has a secret and the other not,
+ *             -EBADE the fingerprints differ (the server's settings follow as text).
+ *   AUTH      with a secret, the caller's MAC: sent right behind its first request
+ *             is built, so the handshake costs the one round trip HELLO already did.
+ *             The server acts on nothing else before AUTH checks out.
+ *   REFUSED   the server's last word on a connection it closes: status says why
+ *             (-EACCES: AUTH did not check out).
  *
  *   OPS      body: count x 40-byte op descriptors, then the payloads of the WRITE ops
  *            in descriptor order.
@@ -25,12 +38,15 @@
 #include <stdint.h>
 
 #define TCP_MAGIC 0x46544350u		/* "PCTF" */
-#define TCP_VERSION 1
+#define TCP_VERSION 2
 
 #define TCP_MAX_OPS 65536u		/* ops in one OPS frame */
 #define TCP_MAX_OP_LEN (1u << 30)	/* bytes one op moves */
 #define TCP_MAX_OPS_BODY (4ULL << 30)	/* an OPS frame's body */
 #define TCP_MAX_RPC_BODY (256u << 20)	/* an RPC request or response body */
+#define TCP_TEXT_MAX 2048u		/* placement text in HELLO / HELLO_ACK */
+#define TCP_NONCE_BYTES 32
+#define TCP_MAC_BYTES 32
 
 enum tcp_type {
 	TCP_HELLO = 1,
@@ -39,6 +55,8 @@ enum tcp_type {
 	TCP_OPS_RESP = 4,
 	TCP_RPC = 5,
 	TCP_RPC_RESP = 6,
+	TCP_AUTH = 7,
+	TCP_REFUSED = 8,
 };
 
 struct tcp_hdr {
@@ -64,16 +82,29 @@ struct tcp_opdesc {
 };
 _Static_assert(sizeof(struct tcp_opdesc) == 40, "tcp_opdesc is 40 bytes on the wire");
 
+#define TCP_HELLO_AUTH 1u		/* flags: this side has the cluster secret */
+
 struct tcp_hello {
 	uint32_t node;			/* the caller's node index, or PC_PEER_NONE */
 	uint32_t expect_node;		/* the node the caller meant to reach */
 	uint64_t incarnation;		/* the caller's */
+	uint64_t fingerprint;		/* topology_fingerprint() of the caller's config */
+	uint32_t flags;			/* TCP_HELLO_AUTH or 0 */
+	uint32_t text_len;		/* bytes of placement text after this struct */
+	uint8_t nonce[TCP_NONCE_BYTES];
 };
+_Static_assert(sizeof(struct tcp_hello) == 64, "tcp_hello is 64 bytes on the wire");
 
 struct tcp_hello_ack {
 	uint32_t node;
-	uint32_t pad;
+	uint32_t flags;			/* TCP_HELLO_AUTH: nonce and mac hold */
 	uint64_t incarnation;		/* the server's: changes when it restarts */
+	uint64_t fingerprint;
+	uint32_t text_len;		/* status -EBADE: the server's placement text follows */
+	uint32_t pad;
+	uint8_t nonce[TCP_NONCE_BYTES];
+	uint8_t mac[TCP_MAC_BYTES];	/* tcp_auth_mac(TCP_AUTH_SERVER) */
 };
+_Static_assert(sizeof(struct tcp_hello_ack) == 96, "tcp_hello_ack is 96 bytes on the wire");
 
 #endif

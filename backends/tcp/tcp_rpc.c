@@ -6,6 +6,7 @@
  * that every socket is touched by one thread only.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -31,6 +32,25 @@ void tcp_rpc_submit(struct tcp_rpc_pool *p, struct tcp_rpc_job *j)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* The first queued job whose node is under its share of workers, taken off the
+ * queue; NULL if none. Called with the lock held. */
+static struct tcp_rpc_job *take_job(struct tcp_rpc_pool *p)
+{
+	for (struct tcp_rpc_job **jp = &p->jobs; *jp; jp = &(*jp)->next) {
+		struct tcp_rpc_job *j = *jp;
+
+		if (j->from < p->nr_nodes && p->busy[j->from] >= TCP_RPC_PER_NODE)
+			continue;
+		*jp = j->next;
+		if (!*jp)
+			p->jobs_tail = jp;
+		if (j->from < p->nr_nodes)
+			p->busy[j->from]++;
+		return j;
+	}
+	return NULL;
+}
+
 static void *worker(void *arg)
 {
 	struct tcp_rpc_pool *p = arg;
@@ -39,21 +59,19 @@ static void *worker(void *arg)
 	pthread_setname_np(pthread_self(), "pc-tcp-rpc");
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		struct tcp_rpc_job *j;
+		struct tcp_rpc_job *j = NULL;
 
-		while (!p->jobs && !p->stopping)
+		while (!p->stopping && !(j = take_job(p)))
 			pthread_cond_wait(&p->cond, &p->lock);
 		if (p->stopping)
 			break;
-		j = p->jobs;
-		p->jobs = j->next;
-		if (!p->jobs)
-			p->jobs_tail = &p->jobs;
 		pthread_mutex_unlock(&p->lock);
 
 		tcp_rpc_run(p, j);
 
 		pthread_mutex_lock(&p->lock);
+		if (j->from < p->nr_nodes && p->busy[j->from]-- == TCP_RPC_PER_NODE)
+			pthread_cond_broadcast(&p->cond);	/* its queued jobs may go now */
 		j->next = p->done;
 		p->done = j;
 		if (write(p->done_fd, &one, sizeof(one)) != sizeof(one))
@@ -77,15 +95,23 @@ struct tcp_rpc_job *tcp_rpc_take_done(struct tcp_rpc_pool *p)
 	return j;
 }
 
-int tcp_rpc_start(struct tcp_rpc_pool *p, pc_rpc_handler *h, void *arg, uint64_t *served)
+int tcp_rpc_start(struct tcp_rpc_pool *p, pc_rpc_handler *h, void *arg, uint32_t nr_nodes,
+		  uint64_t *served)
 {
 	int ret = 0;
 
-	*p = (struct tcp_rpc_pool){ .handler = h, .handler_arg = arg, .served = served };
+	*p = (struct tcp_rpc_pool){ .handler = h, .handler_arg = arg, .served = served,
+				    .nr_nodes = nr_nodes };
 	p->jobs_tail = &p->jobs;
+	p->busy = calloc(nr_nodes ? nr_nodes : 1, sizeof(*p->busy));
+	if (!p->busy)
+		return -ENOMEM;
 	p->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (p->done_fd < 0)
-		return -errno;
+	if (p->done_fd < 0) {
+		ret = -errno;
+		free(p->busy);
+		return ret;
+	}
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	for (; p->nr_workers < TCP_RPC_WORKERS; p->nr_workers++) {
@@ -107,6 +133,7 @@ void tcp_rpc_stop(struct tcp_rpc_pool *p)
 	while (p->nr_workers)
 		pthread_join(p->workers[--p->nr_workers], NULL);
 	close(p->done_fd);
+	free(p->busy);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
 }

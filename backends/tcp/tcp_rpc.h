@@ -18,7 +18,11 @@
 
 #include <peercache/pc_fabric.h>
 
-#define TCP_RPC_WORKERS 4		/* RPC handlers that may run at once */
+#define TCP_RPC_WORKERS 8		/* RPC handlers that may run at once */
+/* ... of them for one calling node: a handler that pulls from its caller waits on
+ * it, so a caller that stalls holds at most this many workers (the timeout each)
+ * and the others go on serving everyone else. Clients' requests never pull. */
+#define TCP_RPC_PER_NODE 2
 
 /* One request and, once run, its answer. The holder owns resp (pc_msg_free). */
 struct tcp_rpc_job {
@@ -39,14 +43,18 @@ struct tcp_rpc_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct tcp_rpc_job *jobs, **jobs_tail, *done;
+	uint8_t *busy;			/* per calling node: its jobs running now */
+	uint32_t nr_nodes;
 	bool stopping;
 	pthread_t workers[TCP_RPC_WORKERS];
 	int nr_workers;
 };
 
-/* Start the workers of p, which run h(arg) and count each job in *served. 0 or
- * -errno; on error nothing is left to stop. */
-int tcp_rpc_start(struct tcp_rpc_pool *p, pc_rpc_handler *h, void *arg, uint64_t *served);
+/* Start the workers of p, which run h(arg) for callers among nr_nodes nodes (and
+ * clients) and count each job in *served. 0 or -errno; on error nothing is left to
+ * stop. */
+int tcp_rpc_start(struct tcp_rpc_pool *p, pc_rpc_handler *h, void *arg, uint32_t nr_nodes,
+		  uint64_t *served);
 
 /* Stop the workers: a handler running now finishes, queued and done jobs are left
  * to their holders, done_fd is closed. */
@@ -56,7 +64,8 @@ void tcp_rpc_stop(struct tcp_rpc_pool *p);
  * blocking). */
 void tcp_rpc_run(struct tcp_rpc_pool *p, struct tcp_rpc_job *j);
 
-/* Queue j for a worker; it comes back from tcp_rpc_take_done once run. */
+/* Queue j for a worker; it comes back from tcp_rpc_take_done once run. Jobs run in
+ * order, except that one whose node has TCP_RPC_PER_NODE running waits for them. */
 void tcp_rpc_submit(struct tcp_rpc_pool *p, struct tcp_rpc_job *j);
 
 /* The jobs done since the last call, as a list on next (NULL if none); clears

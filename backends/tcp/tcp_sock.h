@@ -8,6 +8,7 @@
 #ifndef PC_TCP_SOCK_H
 #define PC_TCP_SOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -24,6 +25,9 @@ void tcp_tune_socket(int fd);
 
 /* A non-blocking listening socket bound to host:port into *fd. 0 or -errno. */
 int tcp_listen(const char *host, uint16_t port, int *fd);
+
+/* Whether the socket fd is bound to a loopback address (127/8, ::1, or ::ffff:127/104). */
+bool tcp_is_loopback(int fd);
 
 /* A non-blocking socket whose connect to ss has started (it may still be in
  * progress: poll for POLLOUT, then read SO_ERROR) into *fd. 0 or -errno. */

@@ -102,6 +102,8 @@ int verbs_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
 	vf->handler_arg = arg;
 	vf->handler = h;
 	vf->ctl->quick_rpcs = f->quick_rpcs;	/* RPCs travel on the control channel */
+	vf->ctl->rpc_max_req = verbs_ctl_max_req;
+	vf->ctl->rpc_max_arg = vf;
 	return pc_fabric_serve(vf->ctl, verbs_serve_rpc, vf);
 }
 

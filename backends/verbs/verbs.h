@@ -130,6 +130,8 @@ int verbs_qp_create(struct verbs_fabric *vf, uint32_t rail, struct verbs_qp *q);
 void verbs_qp_destroy(struct verbs_qp *q);
 int verbs_connect_peers(struct verbs_fabric *vf, const uint8_t *want, int *err);
 void verbs_conn_down(struct verbs_fabric *vf, struct verbs_conn *c);
+/* The control fabric's request limits: CONNECT's, and the store's for the rest. */
+size_t verbs_ctl_max_req(void *arg, uint16_t opcode);
 int verbs_serve_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
 		    struct pc_msg *resp);
 void verbs_accepted_free(struct verbs_fabric *vf);

@@ -285,7 +285,12 @@ static void accepted_prune(struct verbs_fabric *vf, uint32_t from, uint64_t from
 	}
 }
 
-static int on_connect(struct verbs_fabric *vf, const void *req, size_t len, struct pc_msg *resp)
+/* Connect QPs for the peer that sent q and answer with ours and the regions' rkeys.
+ * from is the control connection's peer (authenticated when the cluster has a
+ * secret): a request naming another node is refused, so no caller can take over
+ * another node's QPs or learn rkeys under its name. */
+static int on_connect(struct verbs_fabric *vf, uint32_t from, const void *req, size_t len,
+		      struct pc_msg *resp)
 {
 	const struct wire_req *q = req;
 	struct wire_resp *s;
@@ -295,6 +300,11 @@ static int on_connect(struct verbs_fabric *vf, const void *req, size_t len, stru
 	if (len != sizeof(*q) || q->magic != CONNECT_MAGIC || !q->nr_rails ||
 	    q->nr_rails > PC_MAX_RAILS)
 		return -EPROTO;
+	if (q->from != from) {
+		pc_warn("verbs: CONNECT naming node %d came from node %d; refused", (int)q->from,
+			(int)from);
+		return -EPERM;
+	}
 	a = calloc(1, sizeof(*a));
 	s = calloc(1, sizeof(*s));
 	if (!a || !s) {
@@ -344,6 +354,16 @@ static int on_connect(struct verbs_fabric *vf, const void *req, size_t len, stru
 	return ret;
 }
 
+size_t verbs_ctl_max_req(void *arg, uint16_t opcode)
+{
+	struct verbs_fabric *vf = arg;
+
+	if (opcode == VERBS_RPC_CONNECT)
+		return sizeof(struct wire_req);
+	return vf->base.rpc_max_req ? vf->base.rpc_max_req(vf->base.rpc_max_arg, opcode) :
+				      (size_t)-1;
+}
+
 /* The control fabric's handler: CONNECT is ours, everything else the store's. */
 int verbs_serve_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
 		    struct pc_msg *resp)
@@ -351,7 +371,7 @@ int verbs_serve_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, 
 	struct verbs_fabric *vf = arg;
 
 	if (opcode == VERBS_RPC_CONNECT)
-		return on_connect(vf, req, len, resp);
+		return on_connect(vf, from, req, len, resp);
 	return vf->handler ? vf->handler(vf->handler_arg, from, opcode, req, len, resp) :
 			     -EOPNOTSUPP;
 }

@@ -56,3 +56,19 @@ void pc_log(enum pc_log_level level, const char *fmt, ...)
 	else
 		fprintf(stderr, "peercache %s: %s\n", level_names[level], line);
 }
+
+bool log_limit_ok(struct log_limit *l, uint64_t now_ns, uint64_t *skipped)
+{
+	uint64_t end = __atomic_load_n(&l->window_ns, __ATOMIC_RELAXED);
+
+	if (now_ns >= end &&
+	    __atomic_compare_exchange_n(&l->window_ns, &end, now_ns + LOG_LIMIT_NS, false,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		__atomic_store_n(&l->lines, 0, __ATOMIC_RELAXED);
+	if (__atomic_fetch_add(&l->lines, 1, __ATOMIC_RELAXED) >= LOG_LIMIT_BURST) {
+		__atomic_add_fetch(&l->skipped, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	*skipped = __atomic_exchange_n(&l->skipped, 0, __ATOMIC_RELAXED);
+	return true;
+}

@@ -6,6 +6,9 @@
 #ifndef PC_LOG_H
 #define PC_LOG_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <peercache/peercache.h>
 
 void pc_log(enum pc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -14,5 +17,24 @@ void pc_log(enum pc_log_level level, const char *fmt, ...) __attribute__((format
 #define pc_warn(...) pc_log(PC_LOG_WARN, __VA_ARGS__)
 #define pc_info(...) pc_log(PC_LOG_INFO, __VA_ARGS__)
 #define pc_dbg(...) pc_log(PC_LOG_DEBUG, __VA_ARGS__)
+
+/*
+ * Lines a peer can cause (malformed frames, refused handshakes, limit hits) are
+ * rate-limited: at most LOG_LIMIT_BURST per LOG_LIMIT_NS per limiter, each saying
+ * how many were left out before it. The caller passes its clock's now (the env's,
+ * in core/).
+ */
+#define LOG_LIMIT_NS 10000000000ULL	/* 10 s */
+#define LOG_LIMIT_BURST 5
+
+struct log_limit {
+	uint64_t window_ns;		/* the current window ends then */
+	uint32_t lines;			/* lines let out in it */
+	uint64_t skipped;		/* lines left out since the last one let out */
+};
+
+/* Whether a line may go out now; if so, *skipped gets the lines left out before it.
+ * Thread-safe, approximately: a race may let one line more through or leave one out. */
+bool log_limit_ok(struct log_limit *l, uint64_t now_ns, uint64_t *skipped);
 
 #endif

@@ -54,7 +54,9 @@ struct pc_nvme {
 
 struct pc_node {
 	char name[PC_NAME_MAX];
-	char address[PC_NAME_MAX];	/* IPv4/IPv6 literal or host name the server binds */
+	char address[PC_NAME_MAX];	/* IPv4/IPv6 literal or host name peers dial */
+	char bind_address[PC_NAME_MAX];	/* what the server listens on; "" = address
+					 * (0.0.0.0 or another interface behind NAT) */
 	uint16_t port;
 	struct pc_rail rails[PC_MAX_RAILS];
 	uint32_t nr_rails;
@@ -101,6 +103,14 @@ struct pc_store_cfg {
 	uint32_t tier_free_percent;		/* background demotion keeps this share free */
 	bool tier_inclusive;			/* promoted blocks keep their disk copy */
 	uint32_t tier_lease_ms;			/* a fetch's lease expires after this */
+	/* Peers (docs/security.md). With a secret every connection authenticates first;
+	 * "" = $PEERCACHE_SECRET_FILE, or none: peers are not authenticated. */
+	char auth_secret_file[PC_PATH_MAX];
+	uint32_t max_connections;		/* a node serves at most this many at once */
+	uint32_t idle_timeout_s;		/* no complete frame for this long: closed (0 = never) */
+	uint64_t max_buffered_bytes;		/* request bytes a node holds for all peers */
+	uint32_t dir_entries_per_block;		/* p2p: a shard keeps at most this many entries
+						 * per block of each publisher's pool */
 };
 
 /* Model shape: page bytes = 2 (K and V) x layers x kv_heads x head_dim x dtype bytes
@@ -122,5 +132,22 @@ struct pc_topology {
 	struct pc_node *nodes;
 	uint32_t nr_nodes;
 };
+
+/* ---- fingerprint.c: the settings every peer of a cluster must share */
+
+#define TOPOLOGY_PLACEMENT_TEXT_MAX 2048	/* the text below always fits */
+
+/* Every placement setting (the schema marks them) as "key=value" lines, in schema
+ * order, then the node list's size and a hash of its names. 0, or -ERANGE / -ENOMEM. */
+int topology_placement_text(const struct pc_topology *t, char *buf, size_t len);
+
+/* xxh3_64 of that text: equal for peers that place and lay out pages alike. Not a
+ * MAC: it detects mistakes, the handshake's MAC detects forgeries. */
+uint64_t topology_fingerprint(const struct pc_topology *t);
+
+/* Compare two such texts. false when they are the same; true with one line in out
+ * naming the first key that differs: "store.vnodes is 128 here, 64 there". */
+bool topology_placement_diff(const char *ours, size_t olen, const char *theirs, size_t tlen,
+			     char *out, size_t outlen);
 
 #endif

@@ -13,6 +13,7 @@
 #include "topology_fields.h"
 
 #define KiB 1024.0
+#define MiB (1024.0 * 1024.0)
 #define GiB (1024.0 * 1024.0 * 1024.0)
 #define TiB (GiB * 1024.0)
 
@@ -30,20 +31,28 @@ static const uint32_t dtype_sizes[] = { 4, 2, 2, 1, 1 };
 #define FSTR(s, n, d) \
 	{ .name = #n, .type = FT_STR, .off = offsetof(s, n), .cap = sizeof(((s *)0)->n), .def = d }
 #define FENUM(s, n, v, d) { .name = #n, .type = FT_ENUM, .off = offsetof(s, n), .names = v, .def = d }
+/* The same for a placement field (topology_fields.h): every peer of a cluster must
+ * agree on it, and the handshake checks that they do. */
+#define FP(s, n, t, lo, hi, d) \
+	{ .name = #n, .type = t, .off = offsetof(s, n), .min = lo, .max = hi, .def = d, \
+	  .placement = true }
+#define FENUMP(s, n, v, d) \
+	{ .name = #n, .type = FT_ENUM, .off = offsetof(s, n), .names = v, .def = d, .placement = true }
 
 static const struct field store_fields[] = {
-	FENUM(struct pc_store_cfg, mode, mode_names, "slotmap"),
+	FENUMP(struct pc_store_cfg, mode, mode_names, "slotmap"),
 	FENUM(struct pc_store_cfg, protocol, protocol_names, "tcp"),
 	FENUM(struct pc_store_cfg, fallback, fallback_names, "tcp"),
 	FSTR(struct pc_store_cfg, discovery_addr, NULL),
-	F(struct pc_store_cfg, slot_max_page_bytes, FT_SIZE, 64, GiB, NULL),
+	FP(struct pc_store_cfg, slot_max_page_bytes, FT_SIZE, 64, GiB, NULL),
 	{ .name = "slot_size_classes", .type = FT_SIZE_LIST,
 	  .off = offsetof(struct pc_store_cfg, size_classes), .cap = PC_MAX_CLASSES,
-	  .count_off = offsetof(struct pc_store_cfg, nr_classes), .min = 64, .max = GiB },
-	F(struct pc_store_cfg, slot_ways, FT_U32, 1, SLOT_MAX_WAYS, "4"),
-	F(struct pc_store_cfg, slot_num_buckets, FT_U64, 0, 1ULL << 40, NULL),
-	F(struct pc_store_cfg, global_segment_size, FT_SIZE, 4 * KiB, 64 * TiB, "1GiB"),
-	F(struct pc_store_cfg, vnodes, FT_U32, 1, 65536, "128"),
+	  .count_off = offsetof(struct pc_store_cfg, nr_classes), .min = 64, .max = GiB,
+	  .placement = true },
+	FP(struct pc_store_cfg, slot_ways, FT_U32, 1, SLOT_MAX_WAYS, "4"),
+	FP(struct pc_store_cfg, slot_num_buckets, FT_U64, 0, 1ULL << 40, NULL),
+	FP(struct pc_store_cfg, global_segment_size, FT_SIZE, 4 * KiB, 64 * TiB, "1GiB"),
+	FP(struct pc_store_cfg, vnodes, FT_U32, 1, 65536, "128"),
 	F(struct pc_store_cfg, timeout_ms, FT_U32, 1, 3600000, "2000"),
 	F(struct pc_store_cfg, tcp_poll_us, FT_U32, 0, 100000, "50"),
 	F(struct pc_store_cfg, peer_backoff_ms, FT_U32, 0, 3600000, "100"),
@@ -59,6 +68,12 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, tier_free_percent, FT_U32, 0, 50, "5"),
 	F(struct pc_store_cfg, tier_inclusive, FT_BOOL, 0, 1, NULL),
 	F(struct pc_store_cfg, tier_lease_ms, FT_U32, 1, 3600000, "30000"),
+	/* Peers and what they may make a node hold (docs/security.md). */
+	FSTR(struct pc_store_cfg, auth_secret_file, NULL),
+	F(struct pc_store_cfg, max_connections, FT_U32, 4, 1u << 20, "1024"),
+	F(struct pc_store_cfg, idle_timeout_s, FT_U32, 0, 86400, "120"),
+	F(struct pc_store_cfg, max_buffered_bytes, FT_SIZE, 16 * MiB, 64 * GiB, "256MiB"),
+	F(struct pc_store_cfg, dir_entries_per_block, FT_U32, 1, 64, "2"),
 };
 
 static const struct field model_fields[] = {
@@ -74,6 +89,7 @@ static const struct field model_fields[] = {
 static const struct field node_fields[] = {
 	FSTR(struct pc_node, name, NULL),
 	FSTR(struct pc_node, address, NULL),
+	FSTR(struct pc_node, bind_address, NULL),
 	F(struct pc_node, port, FT_PORT, 1, 65535, "31998"),
 	F(struct pc_node, host_pool_bytes, FT_SIZE, 0, 64 * TiB, "1GiB"),
 	F(struct pc_node, memcpy_gbps, FT_DOUBLE, 0.001, 10000, "10"),

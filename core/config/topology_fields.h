@@ -36,6 +36,8 @@ struct field {
 	const char *const *names;	/* FT_ENUM: value names, NULL-terminated */
 	size_t count_off;	/* FT_SIZE_LIST: offset of its uint32_t count */
 	const char *def;	/* the default, as YAML would write it; NULL: zero */
+	bool placement;		/* it decides where keys live or how slots are laid out:
+				 * part of the config fingerprint (fingerprint.c) */
 };
 
 struct section {

@@ -10,16 +10,29 @@
 
 #define FIRST 1024
 
-int dir_init(struct dir *d)
+int dir_init(struct dir *d, uint32_t nr_nodes, uint32_t node_cap)
 {
+	int ret;
+
 	memset(d, 0, sizeof(*d));
+	d->per_node = calloc(nr_nodes ? nr_nodes : 1, sizeof(*d->per_node));
+	if (!d->per_node)
+		return -ENOMEM;
+	d->nr_nodes = nr_nodes;
+	d->node_cap = node_cap;
+	ret = keymap_init(&d->map, FIRST);
+	if (ret) {
+		free(d->per_node);
+		return ret;
+	}
 	pthread_mutex_init(&d->lock, NULL);
-	return keymap_init(&d->map, FIRST);
+	return 0;
 }
 
 void dir_fini(struct dir *d)
 {
 	keymap_fini(&d->map);
+	free(d->per_node);
 	free(d->rec);
 	free(d->free_rec);
 	pthread_mutex_destroy(&d->lock);
@@ -67,6 +80,7 @@ static int new_record(struct dir *d, uint32_t *out)
 
 static void drop_record(struct dir *d, uint32_t i)
 {
+	d->per_node[d->rec[i].loc.node]--;
 	keymap_del(&d->map, d->rec[i].key);
 	d->rec[i].used = false;
 	d->free_rec[d->nr_free++] = i;
@@ -79,14 +93,27 @@ int dir_put(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc,
 	int ret = 0;
 
 	replaced->node = DIR_NO_NODE;
+	if (loc->node >= d->nr_nodes)
+		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
 	if (keymap_get(&d->map, key, &i)) {
 		const struct dir_loc *o = &d->rec[i].loc;
 
-		if (o->node != loc->node)
+		if (o->node != loc->node) {
+			if (d->per_node[loc->node] >= d->node_cap) {
+				ret = -ENOSPC;
+				goto out;
+			}
 			*replaced = *o;
+			d->per_node[o->node]--;
+			d->per_node[loc->node]++;
+		}
 		if (o->node != loc->node || o->inc != loc->inc || o->gen < loc->gen)
 			d->rec[i].loc = *loc;
+		goto out;
+	}
+	if (d->per_node[loc->node] >= d->node_cap) {
+		ret = -ENOSPC;
 		goto out;
 	}
 	if (d->map.n == d->map.max && (ret = grow_map(d)))
@@ -96,6 +123,7 @@ int dir_put(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc,
 		goto out;
 	d->rec[i] = (struct dir_rec){ .key = key, .loc = *loc, .used = true };
 	keymap_put(&d->map, key, i);	/* room was made above */
+	d->per_node[loc->node]++;
 out:
 	pthread_mutex_unlock(&d->lock);
 	return ret;

@@ -3,7 +3,10 @@
  * is published (node, address, region key, length, class, the node's incarnation).
  * Shards follow the ring: a key's entry lives on ring(key), like a slotmap key's page.
  *
- * It grows as entries come; one mutex guards it (never held across a call out).
+ * It grows as entries come, up to a bound per publishing node (what that node's
+ * published pool can hold, times a slack for entries not yet removed): a node, or a
+ * forged flood in its name, cannot make a shard hold more. One mutex guards it
+ * (never held across a call out).
  *
  * Not for: the pages themselves (p2p.c publishes them; readers READ them and pass
  * the slot gate, so a stale entry is a clean miss, never wrong data).
@@ -42,9 +45,14 @@ struct dir {
 	uint32_t nr_rec, cap_rec;
 	uint32_t *free_rec;		/* indices of unused records */
 	uint32_t nr_free;
+	uint32_t *per_node;		/* entries naming each node */
+	uint32_t nr_nodes;
+	uint32_t node_cap;		/* at most this many per node */
 };
 
-int dir_init(struct dir *d);
+/* An empty shard for nodes [0, nr_nodes), each publishing at most node_cap entries.
+ * 0 or -ENOMEM. */
+int dir_init(struct dir *d, uint32_t nr_nodes, uint32_t node_cap);
 void dir_fini(struct dir *d);
 
 #define DIR_NO_NODE UINT32_MAX
@@ -52,7 +60,8 @@ void dir_fini(struct dir *d);
 /* Insert or replace, unless the entry there is a later publication by the same node
  * incarnation (updates may arrive out of order). When another node's publication
  * was replaced, *replaced gets it (its block is an orphan now); otherwise
- * replaced->node is DIR_NO_NODE. 0 or -ENOMEM. */
+ * replaced->node is DIR_NO_NODE. 0, -ENOSPC when loc->node has node_cap entries
+ * already (nothing changes), -EINVAL for a node out of range, or -ENOMEM. */
 int dir_put(struct dir *d, struct pc_keyhash key, const struct dir_loc *loc,
 	    struct dir_loc *replaced);
 /* true and *out when key has an entry. */

@@ -273,8 +273,9 @@ next:
 			pg->len = 0;
 	}
 	METRIC_ADD(st, read_requests, n);
-	/* entries naming a node that is gone or restarted: tell their shards (rare) */
-	if (nstale && (sst = malloc(nstale * sizeof(*sst))))
+	/* entries naming a node that is gone or restarted: tell their shards (rare);
+	 * a client's word does not change a shard (store_rpc.c): the nodes' reads will */
+	if (nstale && st->self != PC_PEER_NONE && (sst = malloc(nstale * sizeof(*sst))))
 		if (p2p_send_updates(p, stale, nstale, sst))
 			p2p_handoff_soon(p);
 out:
@@ -322,6 +323,19 @@ int p2p_exists(struct store_mode *m, struct pc_page *pages, size_t n)
 
 /* ------------------------------------------------------------------ open, close */
 
+/* A shard keeps at most this many entries per publishing node: the blocks of its
+ * published pool (every node's pool has the same classes and blocks), times
+ * store.dir_entries_per_block for removals still on their way. */
+static uint32_t dir_node_cap(const struct pc_store_cfg *cfg)
+{
+	uint64_t blocks = 0;
+
+	for (uint32_t c = 0; c < cfg->nr_classes; c++)
+		blocks += slot_class_blocks(cfg, c);
+	blocks *= cfg->dir_entries_per_block;
+	return blocks > UINT32_MAX ? UINT32_MAX : (uint32_t)blocks;
+}
+
 static void p2p_close(struct store_mode *m);
 
 static int p2p_open(struct store_svc *st, struct store_mode **out, char *err, size_t errlen)
@@ -334,7 +348,7 @@ static int p2p_open(struct store_svc *st, struct store_mode **out, char *err, si
 		return -ENOMEM;
 	p->base.ops = &p2p_mode_ops;
 	p->st = st;
-	ret = dir_init(&p->dir);
+	ret = dir_init(&p->dir, st->topo->nr_nodes, dir_node_cap(cfg));
 	if (ret) {
 		free(p);
 		return ret;
@@ -429,7 +443,6 @@ static int p2p_rpc(struct store_mode *m, uint32_t from, uint16_t opcode, const v
 	bool strays = false;
 	int ret;
 
-	(void)from;
 	switch (opcode) {
 	case PC_RPC_DIR_UPDATE:
 		ret = p2p_shard_update(p, req, len, &strays);
@@ -437,7 +450,7 @@ static int p2p_rpc(struct store_mode *m, uint32_t from, uint16_t opcode, const v
 			p2p_handoff_soon(p);
 		return ret;
 	case PC_RPC_P2P_TOUCH:
-		return p->st->self == PC_PEER_NONE ? -EOPNOTSUPP : p2p_on_notes(p, req, len);
+		return p->st->self == PC_PEER_NONE ? -EOPNOTSUPP : p2p_on_notes(p, from, req, len);
 	case PC_RPC_DIR_GET:
 		return p2p_shard_get(p, req, len, resp);
 	default:

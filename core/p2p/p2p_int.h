@@ -69,6 +69,7 @@ struct p2p {
 	bool drops_waiting;		/* a drop note is waiting: send at once */
 	uint64_t touched;		/* own blocks others' reads moved up (atomic) */
 	uint64_t orphans;		/* own blocks freed after a replacement (atomic) */
+	struct log_limit dir_full_log;	/* publishers over their bound */
 };
 
 static inline struct p2p *p2p_of(struct store_mode *m)
@@ -151,7 +152,7 @@ void p2p_note_reads(struct p2p *p, const struct pkey *k, const uint32_t *at,
 /* This shard replaced old, another node's publication of key: free that block. */
 void p2p_drop_replaced(struct p2p *p, struct pc_keyhash key, const struct dir_loc *old);
 /* PC_RPC_P2P_TOUCH: notes from other nodes on this node's blocks. */
-int p2p_on_notes(struct p2p *p, const void *req, size_t len);
+int p2p_on_notes(struct p2p *p, uint32_t from, const void *req, size_t len);
 
 /* ---- p2p_jobs.c: membership */
 

@@ -10,8 +10,9 @@
 #include "p2p_int.h"
 
 /* Notes from other nodes on our blocks (proto.h): reads move them up the LRU;
- * replaced publications are freed. */
-int p2p_on_notes(struct p2p *p, const void *req, size_t len)
+ * replaced publications are freed. Only a shard (a node) replaces publications: a
+ * client's drop note is refused, the whole request with it. */
+int p2p_on_notes(struct p2p *p, uint32_t from, const void *req, size_t len)
 {
 	struct proto_touch_hdr h;
 	const uint8_t *at = (const uint8_t *)req + sizeof(h);
@@ -22,6 +23,13 @@ int p2p_on_notes(struct p2p *p, const void *req, size_t len)
 	memcpy(&h, req, sizeof(h));
 	if (!h.n || h.n > PROTO_TOUCH_MAX || len != sizeof(h) + (size_t)h.n * sizeof(struct proto_touch))
 		return -EPROTO;
+	for (uint32_t i = 0; from == PC_PEER_NONE && i < h.n; i++) {
+		struct proto_touch t;
+
+		memcpy(&t, at + (size_t)i * sizeof(t), sizeof(t));
+		if (t.flags & PROTO_TOUCH_DROP)
+			return -EPERM;
+	}
 	blocks = malloc(h.n * sizeof(*blocks));
 	if (!blocks)
 		return -ENOMEM;

@@ -32,13 +32,22 @@ static int from_proto(const struct store_svc *st, const struct proto_dir_loc *o,
  * the put, so a leave that swaps the ring and drops the node's entries meanwhile
  * cannot miss it. When the entry replaced another node's publication of the key,
  * that node is told to free the block (it would stay until its LRU got to it).
- * 0 or -ENOMEM.
+ * 0, -ENOSPC (the publisher is at its bound in this shard: refused, counted,
+ * logged) or -ENOMEM.
  */
 int p2p_shard_put(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
 {
 	struct dir_loc old;
 	int ret = dir_put(&p->dir, key, l, &old);
+	uint64_t skipped;
 
+	if (ret == -ENOSPC) {
+		METRIC_ADD(p->st, dir_refused, 1);
+		if (log_limit_ok(&p->dir_full_log, pc_env_now(p->st->env), &skipped))
+			pc_warn("p2p shard: node %s published more entries than its pool holds (%u, store.dir_entries_per_block x its blocks); refused (%llu more not shown)",
+				p->st->topo->nodes[l->node].name, p->dir.node_cap,
+				(unsigned long long)skipped);
+	}
 	if (ret)
 		return ret;
 	if (!ring_contains(store_ring(p->st), l->node))
@@ -61,7 +70,9 @@ int p2p_shard_update(struct p2p *p, const void *req, size_t len, bool *strays)
 	    len != sizeof(h) + (size_t)h.nput * sizeof(struct proto_dir_put) +
 			   (size_t)h.ndel * sizeof(struct proto_dir_del))
 		return -EPROTO;
-	/* puts and removals have one shape: check them all before applying any */
+	/* puts and removals have one shape: check them all before applying any. Puts
+	 * go first: a removal may name a put of the same request (a block the batch
+	 * filled, then reused). */
 	n = (size_t)h.nput + h.ndel;
 	for (size_t i = 0; i < n; i++) {
 		struct proto_dir_put e;
@@ -75,6 +86,7 @@ int p2p_shard_update(struct p2p *p, const void *req, size_t len, bool *strays)
 		struct proto_dir_put e;
 		struct pc_keyhash key;
 		struct dir_loc l;
+		int ret;
 
 		memcpy(&e, at + i * sizeof(e), sizeof(e));
 		from_proto(p->st, &e.loc, &l);
@@ -83,8 +95,11 @@ int p2p_shard_update(struct p2p *p, const void *req, size_t len, bool *strays)
 			dir_del_if(&p->dir, key, &l);
 			continue;
 		}
-		if (p2p_shard_put(p, key, &l))
-			return -ENOMEM;
+		ret = p2p_shard_put(p, key, &l);
+		if (ret == -ENOSPC)
+			continue;	/* counted; the rest of the update stands */
+		if (ret)
+			return ret;
 		if (ring_owner_of(store_ring(p->st), key) != p->st->self)
 			*strays = true;	/* sent by a node whose ring is older or newer */
 	}

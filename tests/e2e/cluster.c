@@ -90,6 +90,27 @@ struct pc_store *ecl_open_store(struct ecl *E, const char *node)
 	return s;
 }
 
+bool ecl_logged(const char *node, const char *what)
+{
+	char path[600], *buf = calloc(1, 1 << 20);
+	FILE *f;
+	size_t n = 0;
+	bool yes;
+
+	snprintf(path, sizeof(path), "%s/pcd-%s.log", pc_test_tmpdir(), node);
+	f = fopen(path, "r");
+	if (f) {
+		n = fread(buf, 1, (1 << 20) - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+	yes = strstr(buf, what) != NULL;
+	if (!yes)
+		printf("\n  pcd %s did not log \"%s\"; its log:\n%s", node, what, buf);
+	free(buf);
+	return yes;
+}
+
 /* The last lines of every pcd log, when the cluster would not start. */
 static void show_logs(void)
 {

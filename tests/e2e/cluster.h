@@ -32,6 +32,8 @@ struct ecl *ecl_up_args(const char *pcd, const char *protocol, const char *store
 void ecl_down(struct ecl *E);
 pid_t ecl_spawn_pcd(struct ecl *E, uint32_t i);
 void ecl_stop_pcd(struct ecl *E, uint32_t i, int sig);
+/* Whether pcd node's log holds what (printed with the log when not). */
+bool ecl_logged(const char *node, const char *what);
 /* A store on the cluster: node name, or NULL for a client. NULL on failure. */
 struct pc_store *ecl_open_store(struct ecl *E, const char *node);
 

@@ -277,11 +277,11 @@ static void test_bad_frames_live(void)
 {
 	struct ecl *E = up("slot_size_classes: [16KiB], global_segment_size: 4MiB");
 	struct tcp_hdr bad[] = {
-		{ .magic = 0x12345678, .version = 1, .type = TCP_HELLO, .body_len = 16 },
+		{ .magic = 0x12345678, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 16 },
 		{ .magic = TCP_MAGIC, .version = 7, .type = TCP_HELLO, .body_len = 16 },
-		{ .magic = TCP_MAGIC, .version = 1, .type = 99 },
-		{ .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC, .body_len = 1ULL << 40 },
-		{ .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 3, .body_len = 8 },
+		{ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = 99 },
+		{ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_RPC, .body_len = 1ULL << 40 },
+		{ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 3, .body_len = 8 },
 	};
 	char keys[4][32];
 	int st[4], j = 0;

@@ -33,6 +33,9 @@ extern "C" {
 #endif
 
 #define PC_PEER_NONE UINT32_MAX		/* a client that serves nothing */
+#define PC_PEER_TOOL (UINT32_MAX - 1)	/* a tool that reached an address (PC_FABRIC_ANY_NODE):
+					 * it may ask for views and drain or join the node
+					 * it reached, nothing else */
 
 enum pc_access {
 	PC_ACCESS_REMOTE_READ = 1u << 0,
@@ -173,6 +176,14 @@ struct pc_fabric_stats {
 	uint64_t reconnects;
 	uint64_t skipped_ops;		/* failed at once: their peer is backing off */
 	uint64_t skipped_rpcs;
+	/* server side: peers refused or cut off (docs/security.md); each is logged at
+	 * warn, at most once per 10 s per kind */
+	uint64_t auth_refused;		/* handshakes refused: secret, identity, fingerprint */
+	uint64_t conns_refused;		/* connections over store.max_connections */
+	uint64_t idle_closed;		/* no complete frame for store.idle_timeout_s */
+	uint64_t oversize_refused;	/* requests larger than their opcode allows */
+	uint64_t buffer_refused;	/* requests over store.max_buffered_bytes in all */
+	uint64_t accept_backoffs;	/* out of file descriptors: accepting paused */
 };
 
 enum pc_fault_when { PC_FAULT_BEFORE = 0, PC_FAULT_AFTER = 1 };
@@ -197,6 +208,12 @@ struct pc_fabric {
 					 * backend may answer it on its event thread
 					 * (set by the serving side before serve) */
 	bool any_node;			/* PC_FABRIC_ANY_NODE */
+	/* The largest request body RPC opcode takes, or 0 for one this node does not
+	 * serve (set by the serving side before serve; NULL: any up to the backend's
+	 * own limit), called with rpc_max_arg. A backend refuses a larger request
+	 * before buffering its body. */
+	size_t (*rpc_max_req)(void *arg, uint16_t opcode);
+	void *rpc_max_arg;
 	bool maps;			/* map() gives peers' memory (set by the backend) */
 	const uint64_t *map_epoch;	/* with maps: a counter the backend advances whenever
 					 * an address map() gave may have stopped being good

@@ -163,6 +163,9 @@ struct pc_metrics {
 	uint64_t dir_entries;		/* entries in this node's directory shard, now */
 	uint64_t remote_touches;	/* own pages other nodes read: moved up the LRU */
 	uint64_t orphans_freed;		/* own pages another node's publication replaced */
+	/* peers (docs/security.md) */
+	uint64_t rpc_refused;		/* a node's requests a client sent: refused */
+	uint64_t dir_refused;		/* p2p: directory puts over a publisher's bound */
 };
 
 /* 0, or -EINVAL when out->size cannot hold the size field itself. */

@@ -16,12 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <peercache/pc_fabric.h>
+#include <peercache/peercache.h>
 
 #include "config/topology.h"
+#include "tcp/tcp_auth.h"
 #include "tcp/tcp_frame.h"
 #include "tcp/tcp_proto.h"
 #include "testutil.h"
@@ -48,6 +51,8 @@ struct pull_req {
 
 static struct net *the_net;
 static uint32_t poll_us = 50;	/* store.tcp_poll_us of the nets brought up */
+static char net_extra[700];	/* more store settings of the nets brought up */
+static const char *b_extra = "";	/* more settings of their node b */
 
 static int echo(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
 		struct pc_msg *resp)
@@ -139,7 +144,7 @@ static void node_down(struct net *N, uint32_t i)
 static struct net *net_up(int all)
 {
 	struct net *N = calloc(1, sizeof(*N));
-	char text[512], err[PC_ERR_MAX];
+	char text[1536], err[PC_ERR_MAX];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(N);
 	the_net = N;
@@ -152,11 +157,11 @@ static struct net *net_up(int all)
 
 		N->port0 = pc_test_port_base(attempt);
 		snprintf(text, sizeof(text),
-			 "store: {timeout_ms: 400, tcp_poll_us: %u}\nnodes:\n"
+			 "store: {timeout_ms: 400, tcp_poll_us: %u%s}\nnodes:\n"
 			 "  - {name: a, address: 127.0.0.1, port: %u}\n"
-			 "  - {name: b, address: 127.0.0.1, port: %u}\n"
+			 "  - {name: b, address: 127.0.0.1, port: %u%s}\n"
 			 "  - {name: c, address: 127.0.0.1, port: %u}\n",
-			 poll_us, N->port0, N->port0 + 1, N->port0 + 2);
+			 poll_us, net_extra, N->port0, N->port0 + 1, b_extra, N->port0 + 2);
 		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "net", &N->topo, err,
 							sizeof(err)), 0);
 		for (uint32_t i = 0; i < (all ? 3u : 2u) && !ret; i++)
@@ -320,6 +325,48 @@ static void test_rpc_does_not_block_ops(void)
 	net_down(N);
 }
 
+/* Eight calls from node a whose handlers wait (as a handler pulling from a stalled
+ * caller would) hold two of the workers; another caller's RPC is answered at once. */
+static void *call_waits(void *arg)
+{
+	struct net *N = arg;
+	struct pc_rpc *r = calloc(8, sizeof(*r));
+
+	for (int i = 0; i < 8; i++)
+		r[i] = (struct pc_rpc){ .peer = 1, .opcode = OP_WAIT, .req = "", .req_len = 0 };
+	pc_fabric_call(N->f[0], r, 8);
+	return r;
+}
+
+static void test_rpc_workers_shared(void)
+{
+	struct net *N = net_up(1);
+	struct pc_rpc who = { .peer = 1, .opcode = OP_WHO, .req = "", .req_len = 0 }, *r;
+	uint64_t t0, dt;
+	pthread_t t;
+	int answered = 0;
+
+	N->released = 0;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, call_waits, N), 0);
+	usleep(100000);		/* a's handlers are waiting now */
+	t0 = now_ms();
+	CU_ASSERT_EQUAL(pc_fabric_call(N->f[2], &who, 1), 0);
+	dt = now_ms() - t0;
+	N->released = 1;
+	pthread_join(t, (void **)&r);
+	for (int i = 0; i < 8; i++) {
+		answered += !r[i].status;
+		pc_msg_free(&r[i].resp);
+	}
+	printf("\n  8 waiting calls from a: %d answered within the timeout; c's call in the meantime: %s in %llu ms\n",
+	       answered, strerror(-who.status), (unsigned long long)dt);
+	CU_ASSERT_EQUAL(who.status, 0);
+	CU_ASSERT(dt < 200);
+	pc_msg_free(&who.resp);
+	free(r);
+	net_down(N);
+}
+
 static void test_refusals_keep_connection(void)
 {
 	struct net *N = net_up(0);
@@ -364,17 +411,27 @@ static void test_refusals_keep_connection(void)
 
 /* ------------------------------------------------------------ malformed frames */
 
-static void raw_hello(int fd, uint32_t expect)
+/* Say HELLO on a raw connection as a client with the net's settings and no secret;
+ * returns the HELLO_ACK's status. */
+static int raw_hello(int fd, uint32_t expect)
 {
-	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
-			     .body_len = sizeof(struct tcp_hello) };
+	char text[TOPOLOGY_PLACEMENT_TEXT_MAX];
+	struct tcp_hdr h;
 	struct tcp_hello hello = { .node = PC_PEER_NONE, .expect_node = expect };
-	struct tcp_hello_ack ack;
+	uint8_t ack[sizeof(struct tcp_hello_ack) + TCP_TEXT_MAX];
 
+	CU_ASSERT_EQUAL(topology_placement_text(the_net->topo, text, sizeof(text)), 0);
+	hello.fingerprint = topology_fingerprint(the_net->topo);
+	hello.text_len = (uint32_t)strlen(text);
+	h = (struct tcp_hdr){ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
+			      .body_len = sizeof(hello) + hello.text_len };
 	CU_ASSERT_EQUAL(send(fd, &h, sizeof(h), 0), sizeof(h));
 	CU_ASSERT_EQUAL(send(fd, &hello, sizeof(hello), 0), sizeof(hello));
-	CU_ASSERT_EQUAL(recv(fd, &h, sizeof(h), MSG_WAITALL), sizeof(h));
-	CU_ASSERT_EQUAL(recv(fd, &ack, sizeof(ack), MSG_WAITALL), sizeof(ack));
+	CU_ASSERT_EQUAL(send(fd, text, hello.text_len, 0), hello.text_len);
+	CU_ASSERT_EQUAL_FATAL(recv(fd, &h, sizeof(h), MSG_WAITALL), sizeof(h));
+	CU_ASSERT_FATAL(h.body_len >= sizeof(struct tcp_hello_ack) && h.body_len <= sizeof(ack));
+	CU_ASSERT_EQUAL(recv(fd, ack, h.body_len, MSG_WAITALL), (ssize_t)h.body_len);
+	return h.status;
 }
 
 /* The server hangs up: recv sees EOF (or a reset) within a second. */
@@ -409,31 +466,38 @@ struct bad {
 /* Every way a request can be malformed; each closes its connection. A case without
  * extra is refused on its header alone. */
 static const struct bad bad_frames[] = {
-	{ .what = "bad magic", .hello = 1, .h = { .magic = 0xdeadbeef, .version = 1, .type = TCP_RPC } },
+	{ .what = "bad magic", .hello = 1, .h = { .magic = 0xdeadbeef, .version = TCP_VERSION, .type = TCP_RPC } },
 	{ .what = "bad version", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 9, .type = TCP_RPC } },
-	{ .what = "unknown type", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = 77 } },
-	{ .what = "a response type", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS_RESP } },
-	{ .what = "flags", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC, .flags = 1 } },
-	{ .what = "frame before HELLO", .hello = 0, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC } },
-	{ .what = "second HELLO", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_HELLO, .body_len = 16 } },
-	{ .what = "oversized RPC", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC, .body_len = (uint64_t)TCP_MAX_RPC_BODY + 1 } },
-	{ .what = "oversized OPS", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1,
+	{ .what = "unknown type", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = 77 } },
+	{ .what = "a response type", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS_RESP } },
+	{ .what = "flags", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_RPC, .flags = 1 } },
+	{ .what = "frame before HELLO", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_RPC } },
+	{ .what = "second HELLO", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 64 } },
+	{ .what = "AUTH without a secret", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_AUTH, .body_len = 32 } },
+	{ .what = "HELLO with too much text", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
+				     .body_len = 64 + TCP_TEXT_MAX + 1 } },
+	{ .what = "oversized RPC", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_RPC, .body_len = (uint64_t)TCP_MAX_RPC_BODY + 1 } },
+	{ .what = "oversized OPS", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1,
 				.body_len = TCP_MAX_OPS_BODY + 1 } },
-	{ .what = "zero ops", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 0, .body_len = 0 } },
-	{ .what = "too many ops", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = TCP_MAX_OPS + 1,
+	{ .what = "zero ops", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 0, .body_len = 0 } },
+	{ .what = "too many ops", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = TCP_MAX_OPS + 1,
 			       .body_len = (uint64_t)(TCP_MAX_OPS + 1) * 40 } },
 	{ .what = "OPS body shorter than its descriptors", .hello = 1,
-	  .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 2, .body_len = 40 } },
+	  .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 2, .body_len = 40 } },
 	{ .what = "OPS body not matching its writes", .hello = 1,
-	  .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = PC_OP_WRITE, .len = 100 } },
-	{ .what = "unknown op kind", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = 9, .len = 8 } },
-	{ .what = "CAS of 4 bytes", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = PC_OP_CAS, .len = 4 } },
-	{ .what = "op over the length limit", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1,
+	  .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = PC_OP_WRITE, .len = 100 } },
+	{ .what = "unknown op kind", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = 9, .len = 8 } },
+	{ .what = "CAS of 4 bytes", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1, .body_len = 40 }, .extra = 40, .b.d = { .kind = PC_OP_CAS, .len = 4 } },
+	{ .what = "op over the length limit", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1,
 					   .body_len = 40 }, .extra = 40, .b.d = { .kind = PC_OP_READ, .len = TCP_MAX_OP_LEN + 1 } },
-	{ .what = "HELLO with a short body", .hello = 0, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_HELLO, .body_len = 8 } },
-	{ .what = "HELLO from an unknown node", .hello = 0, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_HELLO, .body_len = 16 },
-	  .extra = 16, .b.hello = { .node = NODES, .expect_node = 1 } },
-	{ .what = "RPC opcode over 16 bits", .hello = 1, .h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_RPC, .count = 1u << 16 } },
+	{ .what = "HELLO with a short body", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 8 } },
+	{ .what = "HELLO from an unknown node", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 64 },
+	  .extra = 64, .b.hello = { .node = NODES, .expect_node = 1 } },
+	{ .what = "HELLO whose text is not its body", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 64 },
+	  .extra = 64, .b.hello = { .node = PC_PEER_NONE, .expect_node = 1, .text_len = 5 } },
+	{ .what = "HELLO with unknown flags", .hello = 0, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO, .body_len = 64 },
+	  .extra = 64, .b.hello = { .node = PC_PEER_NONE, .expect_node = 1, .flags = 6 } },
+	{ .what = "RPC opcode over 16 bits", .hello = 1, .h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_RPC, .count = 1u << 16 } },
 };
 
 #define NBAD (sizeof(bad_frames) / sizeof(bad_frames[0]))
@@ -467,9 +531,11 @@ static void test_bad_frames(void)
 		CU_ASSERT_EQUAL(good.status, 0);
 	}
 	pc_fabric_get_stats(N->f[1], &st);
-	printf("  %u of %zu malformed frames closed their connection; server counted %llu\n",
-	       closed, NBAD, (unsigned long long)st.bad_frames);
-	CU_ASSERT_EQUAL(st.bad_frames, NBAD);
+	printf("  %u of %zu malformed frames closed their connection; server counted %llu, and %llu over a size limit\n",
+	       closed, NBAD, (unsigned long long)st.bad_frames,
+	       (unsigned long long)st.oversize_refused);
+	CU_ASSERT_EQUAL(st.bad_frames, NBAD - 1);
+	CU_ASSERT_EQUAL(st.oversize_refused, 1);	/* the oversized RPC */
 	net_down(N);
 }
 
@@ -477,7 +543,7 @@ static void test_bad_frames(void)
 static void test_truncated(void)
 {
 	struct net *N = net_up(0);
-	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = 1, .type = TCP_OPS, .count = 1,
+	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS, .count = 1,
 			     .body_len = 40 + 1000 };
 	struct tcp_opdesc d = { .kind = PC_OP_WRITE, .rkey = N->r[1].key, .raddr = at(N, 1, 0),
 				.len = 1000 };
@@ -718,13 +784,13 @@ static void test_parse_valid(void)
 	h.type = TCP_HELLO;
 	h.body_len = sizeof(hello);
 	len = frame_of(buf, &h, &hello, sizeof(hello));
-	CU_ASSERT_EQUAL(feed(&fresh, buf, len, &fr, &at), 48);
-	CU_ASSERT_EQUAL(at, 48);
+	CU_ASSERT_EQUAL(feed(&fresh, buf, len, &fr, &at), 96);
+	CU_ASSERT_EQUAL(at, 96);
 	CU_ASSERT_EQUAL(fr.hdr.type, TCP_HELLO);
 	CU_ASSERT(fr.hello.node == 2 && fr.hello.expect_node == 1 && fr.hello.incarnation == 9);
 	hello.node = PC_PEER_NONE;
 	len = frame_of(buf, &h, &hello, sizeof(hello));
-	CU_ASSERT_EQUAL(feed(&fresh, buf, len, &fr, &at), 48);
+	CU_ASSERT_EQUAL(feed(&fresh, buf, len, &fr, &at), 96);
 	CU_ASSERT_EQUAL(fr.hello.node, PC_PEER_NONE);
 
 	/* RPC with a body, and without */
@@ -770,7 +836,8 @@ static void test_parse_malformed(void)
 		size_t len = frame_of(buf, &b->h, &b->b, b->extra), at;
 		struct tcp_frame fr;
 
-		CU_ASSERT_EQUAL(feed(&ctx, buf, len, &fr, &at), -EPROTO);
+		CU_ASSERT_EQUAL(feed(&ctx, buf, len, &fr, &at),
+				b->h.type == TCP_RPC && b->h.body_len > TCP_MAX_RPC_BODY ? -EMSGSIZE : -EPROTO);
 		CU_ASSERT_EQUAL(at, len);
 		CU_ASSERT_PTR_NOT_NULL(fr.why);
 		if (at != len || !fr.why)
@@ -808,7 +875,7 @@ static void test_parse_limits(void)
 	CU_ASSERT_EQUAL(tcp_frame_parse(&after_hello, (const uint8_t *)&h, sizeof(h), &fr), 0);
 	CU_ASSERT_EQUAL(fr.need, TCP_FRAME_HEAD_MAX);
 	h.body_len++;
-	CU_ASSERT_EQUAL(tcp_frame_parse(&after_hello, (const uint8_t *)&h, sizeof(h), &fr), -EPROTO);
+	CU_ASSERT_EQUAL(tcp_frame_parse(&after_hello, (const uint8_t *)&h, sizeof(h), &fr), -EMSGSIZE);
 }
 
 /* Random bytes over a valid frame and random cuts, each parse on an exact-size
@@ -853,7 +920,7 @@ static void test_parse_mutated(void)
 			CU_ASSERT(fr.need > len && fr.need <= TCP_FRAME_HEAD_MAX);
 		} else {
 			refused++;
-			CU_ASSERT(r == -EPROTO && fr.why);
+			CU_ASSERT((r == -EPROTO || r == -EMSGSIZE) && fr.why);
 		}
 		free(b);
 	}
@@ -872,6 +939,181 @@ static void test_no_polling(void)
 	poll_us = 50;
 }
 
+/* ------------------------------------------------------------ authentication */
+
+/* A secret file in the test's directory; its path. */
+static const char *secret_file(const char *name, const char *text)
+{
+	static char paths[2][600];
+	char *path = paths[name[0] == 'o'];
+	FILE *f;
+
+	snprintf(path, 600, "%s/%s", pc_test_tmpdir(), name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "%s\n", text);
+	fclose(f);
+	chmod(path, 0600);
+	return path;
+}
+
+/* The suites' batches, RPCs (with pulls from the authenticated caller), restarts
+ * and wrong nodes, every node holding the secret. */
+static void test_auth_net(void)
+{
+	snprintf(net_extra, sizeof(net_extra), ", auth_secret_file: \"%s\"",
+		 secret_file("secret", "the fabric test's cluster secret"));
+	test_batch();
+	test_rpc();
+	test_rpc_pulls();
+	test_restart();
+	test_wrong_node();
+	net_extra[0] = 0;
+}
+
+/* A fabric (client or node n2) without the secret, or with another one, reaches no
+ * one: every op and RPC fails with -EACCES, and the servers count the refusals. */
+static void test_auth_refused(void)
+{
+	const char *other = secret_file("other", "some other cluster's secret");
+	struct net *N;
+	struct pc_fabric_stats st;
+	char err[PC_ERR_MAX], set[700];
+	const char *sets[2] = { "store.auth_secret_file=", set };
+
+	snprintf(net_extra, sizeof(net_extra), ", auth_secret_file: \"%s\"",
+		 secret_file("secret", "the fabric test's cluster secret"));
+	snprintf(set, sizeof(set), "store.auth_secret_file=%s", other);
+	N = net_up(0);
+	for (int k = 0; k < 2; k++) {
+		struct pc_topology *t = pc_topology_dup(N->topo);
+		struct pc_fabric_params p = { .size = sizeof(p), .topo = t, .self = k ? 2 : PC_PEER_NONE };
+		struct pc_fabric *f;
+		uint8_t rd[16];
+		struct pc_op op = { .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
+				    .raddr = at(N, 1, 0), .local = rd, .len = 16 };
+		struct pc_rpc r = { .peer = 0, .opcode = 7, .req = "hi", .req_len = 2 };
+
+		CU_ASSERT_EQUAL_FATAL(pc_topology_set(t, sets[k], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(pc_fabric_open(fabric_name, &p, &f), 0);
+		CU_ASSERT_EQUAL(pc_fabric_post(f, &op, 1), 0);
+		CU_ASSERT_EQUAL(op.status, -EACCES);
+		CU_ASSERT_EQUAL(pc_fabric_call(f, &r, 1), 0);
+		CU_ASSERT_EQUAL(r.status, -EACCES);
+		printf("\n  %s: READ %s, RPC %s", k ? "node c with another secret" : "a client without one",
+		       strerror(-op.status), strerror(-r.status));
+		pc_fabric_close(f);
+		pc_topology_free(t);
+	}
+	usleep(200000);	/* the servers see the last connection go */
+	for (uint32_t i = 0; i < 2 && is_tcp(); i++) {	/* verbs: its control fabric counts */
+		pc_fabric_get_stats(N->f[i], &st);
+		CU_ASSERT(st.auth_refused >= 2);
+	}
+	net_down(N);
+	net_extra[0] = 0;
+	printf("\n");
+}
+
+/* The MACs: each side's depends on every field of the transcript and on the key,
+ * and one direction's never passes for the other's. */
+static void test_auth_macs(void)
+{
+	struct net *N = net_up(0);
+	char err[PC_ERR_MAX];
+	struct pc_topology *t = pc_topology_dup(N->topo);
+	struct tcp_auth a, b;
+	struct tcp_hello h = { .node = 1, .expect_node = 0, .incarnation = 5, .fingerprint = 9 };
+	struct tcp_hello_ack k = { .node = 0, .incarnation = 6, .fingerprint = 9 };
+	uint8_t mac[TCP_MAC_BYTES], cmac[TCP_MAC_BYTES];
+	char set[700];
+
+	snprintf(set, sizeof(set), "store.auth_secret_file=%s",
+		 secret_file("secret", "the fabric test's cluster secret"));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_set(t, set, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(tcp_auth_load(t, &a, err, sizeof(err)), 0);
+	snprintf(set, sizeof(set), "store.auth_secret_file=%s", secret_file("other", "another one, long enough"));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_set(t, set, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(tcp_auth_load(t, &b, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(tcp_auth_nonce(h.nonce, sizeof(h.nonce)), 0);
+	CU_ASSERT_EQUAL(tcp_auth_nonce(k.nonce, sizeof(k.nonce)), 0);
+	tcp_auth_mac(&a, TCP_AUTH_SERVER, &h, &k, mac);
+	tcp_auth_mac(&a, TCP_AUTH_CLIENT, &h, &k, cmac);
+	CU_ASSERT_TRUE(tcp_auth_check(&a, TCP_AUTH_SERVER, &h, &k, mac));
+	CU_ASSERT_TRUE(tcp_auth_check(&a, TCP_AUTH_CLIENT, &h, &k, cmac));
+	CU_ASSERT_FALSE(tcp_auth_check(&a, TCP_AUTH_CLIENT, &h, &k, mac));	/* reflected */
+	CU_ASSERT_FALSE(tcp_auth_check(&b, TCP_AUTH_SERVER, &h, &k, mac));	/* another key */
+	for (int f = 0; f < 9; f++) {
+		struct tcp_hello h2 = h;
+		struct tcp_hello_ack k2 = k;
+
+		switch (f) {
+		case 0: h2.node = 2; break;
+		case 1: h2.node = PC_PEER_NONE; break;
+		case 2: h2.expect_node = 1; break;
+		case 3: h2.incarnation++; break;
+		case 4: h2.fingerprint++; break;
+		case 5: h2.nonce[31] ^= 1; break;
+		case 6: k2.incarnation++; break;
+		case 7: k2.nonce[0] ^= 0x80; break;
+		default: k2.node = 2; break;
+		}
+		CU_ASSERT_FALSE(tcp_auth_check(&a, TCP_AUTH_CLIENT, &h2, &k2, cmac));
+		CU_ASSERT_FALSE(tcp_auth_check(&a, TCP_AUTH_SERVER, &h2, &k2, mac));
+	}
+	mac[7] ^= 4;
+	CU_ASSERT_FALSE(tcp_auth_check(&a, TCP_AUTH_SERVER, &h, &k, mac));
+	/* a short secret is refused with a line saying how to make one */
+	snprintf(set, sizeof(set), "store.auth_secret_file=%s", secret_file("other", "short"));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_set(t, set, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(tcp_auth_load(t, &b, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "head -c 32 /dev/urandom"));
+	printf("\n  %s\n", err);
+	tcp_auth_clear(&a);
+	tcp_auth_clear(&b);
+	pc_topology_free(t);
+	net_down(N);
+}
+
+/* AUTH is taken only right after HELLO on a server that waits for it, and then
+ * nothing else is; an RPC larger than its opcode takes is refused on its header. */
+static size_t op7_max(void *arg, uint16_t op)
+{
+	(void)arg;
+	return op == 7 ? 100 : 0;
+}
+
+static void test_parse_auth_and_sizes(void)
+{
+	const struct tcp_frame_ctx waiting = { .hello = true, .auth_pending = true, .nr_nodes = NODES };
+	const struct tcp_frame_ctx sized = { .hello = true, .nr_nodes = NODES, .rpc_max = op7_max };
+	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_AUTH,
+			     .body_len = TCP_MAC_BYTES };
+	uint8_t buf[128] = { 0 };
+	struct tcp_frame fr;
+	size_t at;
+
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(feed(&waiting, buf, sizeof(h) + TCP_MAC_BYTES, &fr, &at), 64);
+	CU_ASSERT_EQUAL(tcp_frame_parse(&after_hello, buf, 64, &fr), -EPROTO);	/* not waiting */
+	h.type = TCP_RPC;
+	h.count = 7;
+	h.body_len = 0;
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(tcp_frame_parse(&waiting, buf, 32, &fr), -EPROTO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(fr.why, "before AUTH"));
+	h.body_len = 100;
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(tcp_frame_parse(&sized, buf, 32, &fr), 0);
+	h.body_len = 101;
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(tcp_frame_parse(&sized, buf, 32, &fr), -EMSGSIZE);
+	h.count = 8;
+	h.body_len = 1;
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(tcp_frame_parse(&sized, buf, 32, &fr), -EMSGSIZE);
+}
+
 static CU_TestInfo tests[] = {
 	{ "one batch across peers: READ, WRITE, CAS", test_batch },
 	{ "RPC: body, handler error, empty body", test_rpc },
@@ -879,6 +1121,7 @@ static CU_TestInfo tests[] = {
 	{ "quick RPCs on the event thread, the rest on workers", test_rpc_quick },
 	{ "one-sided ops are served while a handler runs", test_rpc_does_not_block_ops },
 	{ "refused ops, then served again", test_refusals_keep_connection },
+	{ "one caller's waiting handlers leave workers for the others", test_rpc_workers_shared },
 	{ "dead and stalled peers fail within the timeout", test_dead_and_stalled },
 	{ "a stalled peer mid-batch fails only its ops", test_stalled_mid_batch },
 	{ "restart: stale addresses refused, the peer used again", test_restart },
@@ -888,9 +1131,69 @@ static CU_TestInfo tests[] = {
 	CU_TEST_INFO_NULL,
 };
 
+static char bind_log[4096];
+
+static void bind_sink(void *arg, enum pc_log_level level, const char *line)
+{
+	(void)arg;
+	if (level <= PC_LOG_WARN && strlen(bind_log) + strlen(line) + 2 < sizeof(bind_log)) {
+		strcat(bind_log, line);
+		strcat(bind_log, "\n");
+	}
+}
+
+/* Can a connection to host:port be made? */
+static bool reachable(const char *host, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	bool ok;
+
+	inet_pton(AF_INET, host, &sa.sin_addr);
+	ok = !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return ok;
+}
+
+/* bind_address: node b listens on every interface (127.0.0.2 reaches it) while peers
+ * dial its address; without a secret it says so in one line. Node a, on loopback,
+ * says nothing. */
+static void test_bind_address(void)
+{
+	struct net *N;
+	uint8_t rd[8];
+	struct pc_op op = { .kind = PC_OP_READ, .peer = 1, .local = rd, .len = 8 };
+
+	bind_log[0] = 0;
+	pc_log_set_sink(bind_sink, NULL);
+	b_extra = ", bind_address: 0.0.0.0";
+	N = net_up(0);
+	b_extra = "";
+	pc_log_set_sink(NULL, NULL);
+	op.rkey = N->r[1].key;
+	op.raddr = at(N, 1, 0);
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, 0);
+	CU_ASSERT_TRUE(reachable("127.0.0.2", (uint16_t)(N->port0 + 1)));
+	CU_ASSERT_FALSE(reachable("127.0.0.2", N->port0));
+	printf("\n  %s", bind_log);
+	CU_ASSERT_PTR_NOT_NULL(strstr(bind_log, "tcp server b: listening on 0.0.0.0 port"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(bind_log, "without a cluster secret"));
+	CU_ASSERT_PTR_NULL(strstr(bind_log, "tcp server a:"));
+	net_down(N);
+}
+
+static CU_TestInfo auth_tests[] = {
+	{ "every node with the secret: batches, RPCs, pulls, restarts", test_auth_net },
+	{ "no secret, another secret: refused", test_auth_refused },
+	{ "the handshake MACs bind every field", test_auth_macs },
+	CU_TEST_INFO_NULL,
+};
+
 static CU_TestInfo wire_tests[] = {
 	{ "every malformed frame closes its connection only", test_bad_frames },
 	{ "a truncated frame", test_truncated },
+	{ "bind_address 0.0.0.0, address 127.0.0.1", test_bind_address },
 	CU_TEST_INFO_NULL,
 };
 
@@ -899,6 +1202,7 @@ static CU_TestInfo parser_tests[] = {
 	{ "malformed frames refused at their first bad byte", test_parse_malformed },
 	{ "frames at the size limits", test_parse_limits },
 	{ "mutated and cut frames", test_parse_mutated },
+	{ "AUTH after HELLO only, RPCs within their opcode's size", test_parse_auth_and_sizes },
 	CU_TEST_INFO_NULL,
 };
 
@@ -906,6 +1210,7 @@ int main(int argc, char **argv)
 {
 	CU_SuiteInfo suites[] = {
 		{ "fabric on loopback", NULL, NULL, NULL, NULL, tests },
+		{ "authenticated peers", NULL, NULL, NULL, NULL, auth_tests },
 		{ "tcp wire format", NULL, NULL, NULL, NULL, wire_tests },
 		{ "tcp frame parser, on buffers", NULL, NULL, NULL, NULL, parser_tests },
 		CU_SUITE_INFO_NULL,
@@ -915,6 +1220,6 @@ int main(int argc, char **argv)
 		fabric_name = argv[1];
 	printf("fabric under test: %s\n", fabric_name);
 	if (!is_tcp())
-		suites[1] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
+		suites[2] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
 	return pc_test_main(argc, argv, suites);
 }

@@ -331,6 +331,50 @@ static void test_parse_size(void)
 	CU_ASSERT_EQUAL(pc_parse_size("10 parsecs", &v), -EINVAL);
 }
 
+/* The placement settings of laptop.yaml as text, and their hash: fixed values, so a
+ * change to what peers must agree on is a change this test sees. Settings that stay
+ * local do not move the fingerprint; one that is not local is named by the diff. */
+static void test_fingerprint(void)
+{
+	static const char want[] =
+		"store.mode=slotmap\n"
+		"store.slot_max_page_bytes=262144\n"
+		"store.slot_size_classes=[16384, 65536, 262144]\n"
+		"store.slot_ways=4\n"
+		"store.slot_num_buckets=0\n"
+		"store.global_segment_size=100663296\n"
+		"store.vnodes=128\n"
+		"nodes.count=3\n"
+		"nodes.names=cf6f4cd379c1feac\n";
+	struct pc_topology *t = load_shipped("laptop.yaml"), *u = pc_topology_dup(t);
+	char a[TOPOLOGY_PLACEMENT_TEXT_MAX], b[TOPOLOGY_PLACEMENT_TEXT_MAX], diff[256], err[PC_ERR_MAX];
+	static const char *const local[] = { "store.timeout_ms=7", "store.tcp_poll_us=0",
+					     "store.idle_timeout_s=5", "store.max_connections=10",
+					     "nodes.bind_address=0.0.0.0", "store.slot_read_policy=index" };
+
+	CU_ASSERT_EQUAL(topology_placement_text(t, a, sizeof(a)), 0);
+	CU_ASSERT_STRING_EQUAL(a, want);
+	CU_ASSERT_EQUAL(topology_fingerprint(t), 0x2e24e8a67bcf17c3ULL);
+	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
+		CU_ASSERT_EQUAL_FATAL(pc_topology_set(u, local[i], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(topology_fingerprint(u), topology_fingerprint(t));
+	}
+	CU_ASSERT_FALSE(topology_placement_diff(a, strlen(a), a, strlen(a), diff, sizeof(diff)));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_set(u, "store.vnodes=64", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(topology_fingerprint(u), topology_fingerprint(t));
+	CU_ASSERT_EQUAL(topology_placement_text(u, b, sizeof(b)), 0);
+	CU_ASSERT_TRUE(topology_placement_diff(a, strlen(a), b, strlen(b), diff, sizeof(diff)));
+	CU_ASSERT_STRING_EQUAL(diff, "store.vnodes is 128 here, 64 there");
+	CU_ASSERT_EQUAL_FATAL(pc_topology_set(u, "nodes.count=4", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(topology_placement_text(u, b, sizeof(b)), 0);
+	CU_ASSERT_TRUE(topology_placement_diff(b, strlen(b), a, strlen(a), diff, sizeof(diff)));
+	CU_ASSERT_STRING_EQUAL(diff, "store.vnodes is 64 here, 128 there");
+	CU_ASSERT_TRUE(topology_placement_diff(b, strlen(b), "", 0, diff, sizeof(diff)));
+	CU_ASSERT_STRING_EQUAL(diff, "store.mode is slotmap here, not set there");
+	pc_topology_free(u);
+	pc_topology_free(t);
+}
+
 static CU_TestInfo tests[] = {
 	{ "every shipped topology loads", test_all_shipped },
 	{ "laptop.yaml", test_laptop },
@@ -342,6 +386,7 @@ static CU_TestInfo tests[] = {
 	{ "--set overrides", test_set },
 	{ "write and parse back", test_write_roundtrip },
 	{ "sizes", test_parse_size },
+	{ "the config fingerprint: fixed text, local settings left out", test_fingerprint },
 	CU_TEST_INFO_NULL,
 };
 
