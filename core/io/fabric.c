@@ -1,7 +1,7 @@
 /*
  * fabric.c - opening a fabric from an ops table (stubs for the slots it leaves
- * empty), and the wrappers every fabric call goes through: counters, fault
- * injection, argument checks.
+ * empty), and the wrappers every fabric call goes through: counters and argument
+ * checks (fault injection is a wrapping ops table: tests/fault).
  *
  * Not for: which backends exist or which one a topology wants (backends/builtin.c).
  */
@@ -160,16 +160,9 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		assert(ops[i].kind != PC_OP_CAS || (ops[i].len == 8 && !ops[i].head_len));
 		ops[i].status = 0;
 	}
-	if (f->fault) {
-		ret = f->fault(f->fault_arg, PC_FAULT_BEFORE, ops, n);
-		if (ret)
-			return ret;
-	}
 	ret = f->ops->post(f, ops, n);
 	if (ret)
 		return ret;
-	if (f->fault)
-		f->fault(f->fault_arg, PC_FAULT_AFTER, ops, n);
 	for (size_t i = 0; i < n; i++) {
 		if (ops[i].status) {
 			errs++;

@@ -20,6 +20,7 @@
 #include "placement/slot.h"
 #include "slotmap/slotmap_int.h"
 #include "store.h"
+#include "fault.h"
 #include "testutil.h"
 
 #define MAXN 4
@@ -464,32 +465,19 @@ static void test_read_amplification(void)
 }
 
 /* (b) a bucket READ that fails fails that key's write: nothing is written blind. */
-static int fail_reads(void *arg, int when, struct pc_op *ops, size_t n)
-{
-	int *armed = arg;
-
-	if (when != PC_FAULT_AFTER || !*armed)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (ops[i].kind == PC_OP_READ)
-			ops[i].status = -EIO;
-	*armed = 0;
-	return 0;
-}
-
 static void test_failed_bucket_read(void)
 {
 	struct cluster *C = up(2, "slot_size_classes: [4KiB], slot_ways: 1, slot_num_buckets: 1, global_segment_size: 1MiB");
 	struct batch *b = batch_new(2, 4096);
-	int j = 0, armed = 0;
+	struct fault *ft = fault_new();
+	int j = 0;
 
 	key_on(C, 1, "fb", &j, b->keys[0]);
 	key_on(C, 1, "fb", &j, b->keys[1]);
 	batch_for_set(b, 1);
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &b->pg[0], 1), 1);	/* also fetches the layout */
-	C->s[0]->svc.fabric->fault = fail_reads;
-	C->s[0]->svc.fabric->fault_arg = &armed;
-	armed = 1;
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_fabric(ft, C->s[0]->svc.fabric), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_OP_READ, .count = 1 });
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &b->pg[1], 1), 0);
 	CU_ASSERT_EQUAL(b->pg[1].status, -EIO);
 	CU_ASSERT_EQUAL(metrics(C->s[0]).write_failures, 1);
@@ -498,7 +486,7 @@ static void test_failed_bucket_read(void)
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], b->pg, 2), 1);
 	CU_ASSERT(pc_test_page_ok(b->buf, 4096, b->keys[0], 1));
 	CU_ASSERT_EQUAL(b->pg[1].status, -ENOENT);
-	C->s[0]->svc.fabric->fault = NULL;
+	fault_free(ft);
 	batch_free(b);
 	down(C);
 }
