@@ -82,6 +82,7 @@ struct pc_store_cfg {
 	uint32_t timeout_ms;			/* a dead peer fails a call within this */
 	uint32_t tcp_poll_us;			/* tcp: poll this long before sleeping */
 	bool slot_cas_claim;			/* remote writers claim a slot with CAS */
+	uint32_t slot_claim_timeout_ms;		/* a claim seen this long is taken over */
 	enum pc_read_policy slot_read_policy;
 	/* Spill under slotmap: each node keeps this many ways per bucket free by moving
 	 * its oldest pages to disk (nvme.path, nvme.capacity) in the background; a

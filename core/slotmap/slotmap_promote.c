@@ -53,7 +53,8 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 		w = slot_pick_way(h, g->ways, key, slot_predicted_way(g, key), 0, &evicts);
 		if (w < 0)
 			break;
-		if (!slot_header_empty(&h[w]) || h[w].seq & 1) {
+		if (h[w].seq & 1 ? !sm_claim_expired(sm, sm->st->self, (int)c, bucket, (uint32_t)w, h[w].seq) :
+				   !slot_header_empty(&h[w])) {
 			struct sm_cand x = { .cls = c, .way = (uint32_t)w, .bucket = bucket, .h = h[w] };
 
 			/* the oldest page goes to disk first; a slot being written is left */
@@ -65,7 +66,8 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 		}
 		ret = slot_write_local_at(sm_spill_slot(sm, c, bucket, (uint32_t)w), g, key, page, len,
 					  slot_next_stamp(h, g->ways, pc_env_now(sm->st->env)),
-					  h[w].seq, &sm_spill_tags(sm, c, bucket)[w]);
+					  h[w].seq, sm_claim_word(sm, h[w].seq),
+					  &sm_spill_tags(sm, c, bucket)[w]);
 		if (!ret)
 			pc_env_copy(sm->st->env, len);
 	}

@@ -73,7 +73,7 @@ METRIC_FIELDS = (
     "miss_unreachable", "exists_requests", "exists_hits", "batches", "round_trips",
     "layout_fetches", "disk_hits", "promote_rpcs", "spill_demoted", "spill_promoted",
     "spill_corrupt", "spill_failures", "spill_dropped", "spill_stale", "pool_keys",
-    "dir_entries", "remote_touches", "orphans_freed",
+    "dir_entries", "remote_touches", "orphans_freed", "claims_taken_over",
 )
 
 

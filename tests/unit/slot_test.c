@@ -257,6 +257,49 @@ static void test_local_roundtrip(void)
 	free(slot);
 }
 
+/* A claim word carries its claimer and deadline, and a claim left by a writer that
+ * died keeps readers out (torn) until a writer takes it over from that word; the
+ * page the taker commits is whole and its seq is new. */
+static void test_claim_takeover(void)
+{
+	struct slot_geometry g;
+	struct slot_header h;
+	uint8_t *slot, page[4096], out[4096];
+	uint64_t dead, mine;
+	uint32_t len;
+
+	dead = slot_claim_word(2, 7, 0x80000005ULL);
+	CU_ASSERT_EQUAL(dead, 0x0001000700000000ULL | 5u << 1 | 1);	/* deadline wraps at 2^31 ms */
+	CU_ASSERT_EQUAL(slot_claim_claimer(dead), 7);
+	CU_ASSERT_EQUAL(slot_claim_deadline(dead), 5);
+	CU_ASSERT_EQUAL(slot_claim_word(dead + 1, SLOT_CLAIM_ANON, 9) >> 48, 2);
+	slot_geometry_init(&g, 0, 4096, 1, 1, 0);
+	slot = aligned_alloc(64, g.stride);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(slot);
+	memset(slot, 0, g.stride);
+	fill(page, sizeof(page), 3);
+	CU_ASSERT_EQUAL(slot_write_local(slot, &g, KEY("A"), page, 4096, 1), 0);
+	/* a writer claims it, writes half a header and half the payload, and dies */
+	slot_header_load(slot, &h);
+	dead = slot_claim_word(h.seq, 7, 1000);
+	CU_ASSERT_FATAL(__atomic_compare_exchange_n((uint64_t *)(void *)slot, &h.seq, dead, false,
+						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	memset(slot + 16, 0x5a, 8);
+	memset(slot + SLOT_HEADER_BYTES, 0xee, 2048);
+	CU_ASSERT_EQUAL(slot_read_local(slot, KEY("A"), 0, 4096, out, &len), SLOT_MISS_TORN);
+	CU_ASSERT_EQUAL(slot_write_local(slot, &g, KEY("B"), page, 4096, 2), -EBUSY);
+	mine = slot_claim_word(dead, 1, 2000);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("B"), page, 4096, 2, h.seq, mine, NULL), -EBUSY);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("B"), page, 4096, 2, dead, dead, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("B"), page, 4096, 2, dead, mine, NULL), 0);
+	slot_header_load(slot, &h);
+	CU_ASSERT_EQUAL(h.seq, mine + 1);
+	CU_ASSERT_EQUAL(slot_read_local(slot, KEY("A"), 0, 4096, out, &len), SLOT_MISS_OTHER_KEY);
+	CU_ASSERT_EQUAL(slot_read_local(slot, KEY("B"), 0, 4096, out, &len), SLOT_HIT);
+	CU_ASSERT_EQUAL(memcmp(out, page, 4096), 0);
+	free(slot);
+}
+
 /* Claims from a known version: a stale seq is refused; eviction empties only the
  * page the caller copied (not another page written under a reused seq). */
 static void test_local_claims(void)
@@ -271,9 +314,9 @@ static void test_local_claims(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(slot);
 	memset(slot, 0, g.stride);
 	fill(page, sizeof(page), 5);
-	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 2, &wtag), -EBUSY);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 2, 3, &wtag), -EBUSY);
 	CU_ASSERT_EQUAL(wtag, 5);	/* a refused claim leaves the tag */
-	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 0, &wtag), 0);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 0, 1, &wtag), 0);
 	CU_ASSERT_EQUAL(wtag, slot_tag(KEY("A")));
 	slot_header_load(slot, &h);
 	CU_ASSERT_EQUAL(h.seq, 2);
@@ -360,6 +403,7 @@ static void test_local_race(void)
 }
 
 static CU_TestInfo tests[] = {
+	{ "claim words; a dead writer's claim taken over", test_claim_takeover },
 	{ "local claims from a version; eviction checks the page", test_local_claims },
 	{ "geometry: the seed's 1 GiB example", test_geometry_seed },
 	{ "geometry: explicit buckets, rounding, errors", test_geometry_other },

@@ -153,6 +153,9 @@ struct pc_metrics {
 	uint64_t dir_entries;		/* entries in this node's directory shard, now */
 	uint64_t remote_touches;	/* own pages other nodes read: moved up the LRU */
 	uint64_t orphans_freed;		/* own pages another node's publication replaced */
+	/* slot claims (store.slot_cas_claim) */
+	uint64_t claims_taken_over;	/* claims a writer left unwritten past the claim
+					 * timeout, taken over by this node's writers */
 };
 
 /* 0, or -EINVAL when out->size cannot hold the size field itself. */
