@@ -17,50 +17,25 @@
 #include "slotmap/slotmap_spill.h"
 #include "store.h"
 #include "fault.h"
+#include "duo.h"
 #include "testutil.h"
 #include "tier/disk.h"
 
 #define PAGE 12288
 
-struct cluster {
-	struct pc_topology *topo;
-	struct inproc_world *w;
-	struct pc_store *s[2];
-};
+#define cluster pc_test_duo
 
 /* Two nodes, 16 KiB slots, 4 ways: 15 buckets = 60 slots each. */
 static struct cluster *up(uint32_t spill_ways)
 {
-	struct cluster *C = calloc(1, sizeof(*C));
-	char text[1024], err[PC_ERR_MAX] = "";
-	int len = snprintf(text, sizeof(text),
-			   "store: {global_segment_size: 1MiB, slot_size_classes: [16KiB], slot_ways: 4, slot_spill_ways: %u}\n"
-			   "node_defaults: {address: 127.0.0.1, nvme: {path: %s, capacity: 16MiB}}\n"
-			   "nodes:\n  - {name: n0, port: 40000}\n  - {name: n1, port: 40001}\n",
-			   spill_ways, pc_test_tmpdir());
+	char store[160];
 
-	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, (size_t)len, "spill", &C->topo, err, sizeof(err)), 0);
-	C->w = inproc_world_create(2);
-	for (int i = 0; i < 2; i++) {
-		struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
-					   .node = i ? "n1" : "n0", .err = err, .errlen = sizeof(err) };
-		struct store_deps x = { .backend_arg = C->w };
-
-		if (builtin_store_open(&o, &x, &C->s[i]))
-			printf("\n  %s\n", err);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(C->s[i]);
-	}
-	return C;
+	snprintf(store, sizeof(store), "global_segment_size: 1MiB, slot_size_classes: [16KiB], "
+		 "slot_ways: 4, slot_spill_ways: %u", spill_ways);
+	return pc_test_duo_up(store);
 }
 
-static void down(struct cluster *C)
-{
-	pc_store_close(C->s[0]);
-	pc_store_close(C->s[1]);
-	inproc_world_destroy(C->w);
-	pc_topology_free(C->topo);
-	free(C);
-}
+#define down pc_test_duo_down
 
 static void pace(void)
 {
