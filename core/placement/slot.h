@@ -364,7 +364,8 @@ static inline int slot_pick_way(const struct slot_header *hdrs, uint32_t ways,
 	return oldest;
 }
 
-/* A stamp newer than every one in the bucket and not older than now. */
+/* A stamp newer than every one in the bucket and not older than now. Stamps come
+ * from peers' headers: one at UINT64_MAX gives UINT64_MAX (as new, never 0). */
 static inline uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t ways,
 				       uint64_t now)
 {
@@ -372,7 +373,7 @@ static inline uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t 
 
 	for (uint32_t w = 0; w < ways; w++)
 		if (!slot_header_empty(&hdrs[w]) && hdrs[w].stamp >= s)
-			s = hdrs[w].stamp + 1;
+			s = hdrs[w].stamp == UINT64_MAX ? UINT64_MAX : hdrs[w].stamp + 1;
 	return s;
 }
 

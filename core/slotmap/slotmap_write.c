@@ -156,7 +156,7 @@ static uint64_t next_stamp(uint64_t now, struct sbucket *b, uint32_t ways)
 {
 	uint64_t s = slot_next_stamp(b->dec, ways, now);
 
-	if (s <= b->max_stamp)
+	if (s <= b->max_stamp && b->max_stamp < UINT64_MAX)
 		s = b->max_stamp + 1;
 	b->max_stamp = s;
 	return s;

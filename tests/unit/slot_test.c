@@ -225,6 +225,26 @@ static void test_stamps(void)
 	CU_ASSERT_EQUAL(slot_next_stamp(h, 4, 9000), 9000);
 }
 
+/* fuzz_slot_gate's crash-8026552f: a header a peer wrote with stamp UINT64_MAX made
+ * the next stamp wrap to 0, the oldest in the bucket. The fuzzer's input, whole. */
+static void test_stamp_at_max(void)
+{
+	static const uint8_t input[92] = {
+		0x0b, 0, 0, 0, 0x07, 0, 0x01, 0, 0x30, 0x53, 0x43, 0x50, 0x8d, 0x50, 0x43, 0x53,
+		0x31, 0x01, 0, 0, 0x12, 0, 0x11, 0, 0, 0, 0, 0, 0, 0, 0, 0xff,
+		[32 ... 84] = 0xff, [85] = 0, [86] = 0x22, [87] = 0x22,
+	};
+	struct slot_header h[8];
+
+	for (int x = 0; x < 8; x++)
+		slot_header_decode(input + (x * 7) % 8, &h[x]);
+	CU_ASSERT(!slot_header_empty(&h[3]) && h[3].stamp == UINT64_MAX);	/* shifted by 5 */
+	CU_ASSERT_EQUAL(slot_next_stamp(h, 8, 5), UINT64_MAX);
+	memset(h, 0, sizeof(h));
+	hdr(&h[2], "A", UINT64_MAX);
+	CU_ASSERT_EQUAL(slot_next_stamp(h, 4, 100), UINT64_MAX);
+}
+
 static void test_local_roundtrip(void)
 {
 	struct slot_geometry g;
@@ -416,6 +436,7 @@ static CU_TestInfo tests[] = {
 	{ "gate: payload torn in the middle", test_gate_torn_middle },
 	{ "pick_way order and reservations", test_pick_way },
 	{ "stamps are monotonic in a bucket", test_stamps },
+	{ "a stamp at UINT64_MAX does not wrap (fuzz)", test_stamp_at_max },
 	{ "local seqlock write and read", test_local_roundtrip },
 	{ "local seqlock under a racing writer", test_local_race },
 	CU_TEST_INFO_NULL,
