@@ -102,10 +102,15 @@ bool sm_claim_expired(struct slotmap *sm, uint32_t node, int cls, uint64_t bucke
 	if (!expired)
 		return false;
 	METRIC_ADD(sm->st, claims_taken_over, 1);
-	if (!(taken & (taken - 1)))	/* the 1st, 2nd, 4th, ...: a storm logs a few lines */
-		pc_warn("slotmap: took over a slot claim node %u left unwritten for %u ms "
-			"(node %u, class %d, bucket %llu, way %u; %llu taken over so far)",
-			slot_claim_claimer(word), sm->st->topo->store.slot_claim_timeout_ms, node, cls,
+	if (!(taken & (taken - 1))) {	/* the 1st, 2nd, 4th, ...: a storm logs a few lines */
+		const struct pc_topology *t = sm->st->topo;
+		uint32_t by = slot_claim_claimer(word);
+
+		pc_warn("slotmap: took over a slot claim %s%s left unwritten for %u ms (node %s, "
+			"class %d, bucket %llu, way %u; %llu taken over so far)",
+			by < t->nr_nodes ? "by node " : "by a client", by < t->nr_nodes ? t->nodes[by].name : "",
+			t->store.slot_claim_timeout_ms, t->nodes[node].name, cls,
 			(unsigned long long)bucket, way, (unsigned long long)taken);
+	}
 	return expired;
 }

@@ -183,7 +183,7 @@ static void exit_or_wait(struct pc_env *env, const struct fault_rule *const *why
 
 	for (size_t i = 0; i < n; i++) {
 		if (why[i] && why[i]->kind == FAULT_EXIT)
-			_exit(0);
+			_exit(FAULT_EXIT_STATUS);
 		if (why[i] && why[i]->kind == FAULT_DELAY && why[i]->delay_ns > delay)
 			delay = why[i]->delay_ns;
 	}

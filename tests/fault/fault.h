@@ -45,9 +45,11 @@ enum fault_kind {
 				 * in an RPC's response */
 	FAULT_TEAR,		/* WRITE: only the first half of its bytes land, reported
 				 * done (a writer that died in the middle of a write) */
-	FAULT_EXIT,		/* the process _exit()s in place of the op: a writer killed
-				 * at that point (for forked children) */
+	FAULT_EXIT,		/* the process _exit()s (FAULT_EXIT_STATUS) in place of the
+				 * op: a writer killed at that point (for forked children) */
 };
+
+#define FAULT_EXIT_STATUS 86
 
 struct fault_rule {
 	enum fault_site site;
