@@ -688,7 +688,7 @@ static void test_dead_claim(void)
 	       t1 ? (long long)(t1 - t0) : -1LL);
 	CU_ASSERT_FATAL(t1 != 0);	/* the slot is usable again */
 	CU_ASSERT(t1 - t0 >= 250);	/* and not before its time */
-	CU_ASSERT(busy >= 2);
+	CU_ASSERT(busy >= 1);	/* refused at least once before the timeout */
 	CU_ASSERT_EQUAL(get1(C->s[1], b, 9), 3);
 	CU_ASSERT_EQUAL(get1(C->s[0], b, 9), 3);
 	m0 = metrics(C->s[0]);
