@@ -114,10 +114,12 @@ static void test_writer_killed_after_claim(void)
 	}
 	printf("\n  writer killed after its claim: %d reads missed, %d sets refused, slot taken "
 	       "over after %lld ms\n", misses, busy, t1 ? (long long)(t1 - t0) : -1LL);
-	CU_ASSERT_FATAL(t1 != 0);
+	CU_ASSERT(t1 != 0);	/* not fatal: the pcd processes must still be stopped */
 	CU_ASSERT(busy > 0);
-	CU_ASSERT(t1 - t0 >= CLAIM_MS - 200);
-	CU_ASSERT_EQUAL(get_v(s, buf), 3);
+	if (t1) {
+		CU_ASSERT(t1 - t0 >= CLAIM_MS - 200);
+		CU_ASSERT_EQUAL(get_v(s, buf), 3);
+	}
 	pc_store_close(s);
 	ecl_down(E);
 }
