@@ -13,7 +13,8 @@ PKGS="build-essential cmake pkg-config valgrind git
       rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils
       libxxhash-dev libyaml-dev libcunit1-dev libjansson-dev libssl-dev gnuplot-nox
       iproute2 procps psmisc
-      python3 python3-torch python3-numpy"
+      python3 python3-torch python3-numpy
+      clang libclang-rt-14-dev"
 
 missing=""
 for p in $PKGS; do

@@ -3,7 +3,8 @@
 #
 # Installs the Debian packages (ci/install-deps.sh), builds with -Werror, runs every
 # CTest label (unit, valgrind, e2e, netns, sim, rxe), then rebuilds with ASan+UBSan
-# and runs the unit and e2e tests again. Exit code 0 only when all of that passed.
+# and runs the unit and e2e tests again, then builds the libFuzzer targets with clang
+# and fuzzes each for 20 s. Exit code 0 only when all of that passed.
 set -eu
 cd "$(dirname "$0")/.."
 JOBS=$(nproc 2>/dev/null || echo 2)
@@ -24,5 +25,10 @@ cmake --build build-asan -j "$JOBS"
 echo "== ctest under ASan+UBSan: unit and e2e"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	ctest --test-dir build-asan --output-on-failure -j "$JOBS" -L 'unit|e2e'
+
+echo "== fuzz (libFuzzer, ASan+UBSan): each target for 20 s"
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DPC_FUZZ=ON -DPC_WERROR=ON >/dev/null
+cmake --build build-fuzz -j "$JOBS" --target pc_fuzzers
+./tests/fuzz/run.sh build-fuzz 20
 
 echo "ci/test.sh: PASS in $(( $(date +%s) - T0 ))s"

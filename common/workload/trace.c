@@ -43,41 +43,51 @@ void trace_close(struct trace *t)
 	free(t);
 }
 
+int trace_parse_line(const char *line, size_t len, struct trace_req *r, uint64_t **ids,
+		     size_t *cap)
+{
+	json_error_t jerr;
+	json_t *o = json_loadb(line, len, 0, &jerr), *arr;
+	size_t n;
+
+	if (!o)
+		return 0;	/* a blank or broken line: skip it */
+	r->timestamp_ms = json_integer_value(json_object_get(o, "timestamp"));
+	r->input_length = json_integer_value(json_object_get(o, "input_length"));
+	arr = json_object_get(o, "hash_ids");
+	n = json_array_size(arr);
+	if (!n || r->input_length <= 0) {
+		json_decref(o);
+		return 0;
+	}
+	if (n > *cap) {
+		uint64_t *p = realloc(*ids, n * 2 * sizeof(*p));
+
+		if (!p) {
+			json_decref(o);
+			return -ENOMEM;
+		}
+		*ids = p;
+		*cap = n * 2;
+	}
+	for (size_t b = 0; b < n; b++)
+		(*ids)[b] = (uint64_t)json_integer_value(json_array_get(arr, b));
+	json_decref(o);
+	r->nids = n;
+	r->ids = *ids;
+	return 1;
+}
+
 int trace_next(struct trace *t, struct trace_req *r)
 {
 	for (;;) {
-		json_error_t jerr;
-		json_t *o, *ids;
-		size_t n;
+		ssize_t len = getline(&t->line, &t->line_cap, t->f);
+		int ret;
 
-		if (getline(&t->line, &t->line_cap, t->f) < 0)
+		if (len < 0)
 			return 0;
-		o = json_loads(t->line, 0, &jerr);
-		if (!o)
-			continue;	/* a blank or broken line: skip it */
-		r->timestamp_ms = json_integer_value(json_object_get(o, "timestamp"));
-		r->input_length = json_integer_value(json_object_get(o, "input_length"));
-		ids = json_object_get(o, "hash_ids");
-		n = json_array_size(ids);
-		if (!n || r->input_length <= 0) {
-			json_decref(o);
-			continue;
-		}
-		if (n > t->cap) {
-			uint64_t *p = realloc(t->ids, n * 2 * sizeof(*p));
-
-			if (!p) {
-				json_decref(o);
-				return -ENOMEM;
-			}
-			t->ids = p;
-			t->cap = n * 2;
-		}
-		for (size_t b = 0; b < n; b++)
-			t->ids[b] = (uint64_t)json_integer_value(json_array_get(ids, b));
-		json_decref(o);
-		r->nids = n;
-		r->ids = t->ids;
-		return 1;
+		ret = trace_parse_line(t->line, (size_t)len, r, &t->ids, &t->cap);
+		if (ret)
+			return ret;
 	}
 }

@@ -28,5 +28,10 @@ void trace_close(struct trace *t);
 /* The next request of the trace. Lines that do not parse, and requests without
  * blocks or input tokens, are skipped. 1, 0 at the end, or -ENOMEM. */
 int trace_next(struct trace *t, struct trace_req *r);
+/* One line of a trace (len bytes, no NUL needed): 1 and *r when it is a request
+ * (r->ids points into *ids, grown as needed, *cap entries; the caller frees it),
+ * 0 when the line is skipped, -ENOMEM. Pure: the fuzzers call it alone. */
+int trace_parse_line(const char *line, size_t len, struct trace_req *r, uint64_t **ids,
+		     size_t *cap);
 
 #endif

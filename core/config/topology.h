@@ -88,6 +88,7 @@ struct pc_store_cfg {
 	uint32_t heartbeat_ms;			/* membership heartbeats; 0 = none */
 	uint32_t failure_timeout_ms;		/* a member silent this long leaves the ring */
 	bool slot_cas_claim;			/* remote writers claim a slot with CAS */
+	uint32_t slot_claim_timeout_ms;		/* a claim seen this long is taken over */
 	enum pc_read_policy slot_read_policy;
 	/* Spill under slotmap: each node keeps this many ways per bucket free by moving
 	 * its oldest pages to disk (nvme.path, nvme.capacity) in the background; a

@@ -60,6 +60,7 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, heartbeat_ms, FT_U32, 0, 600000, "200"),
 	F(struct pc_store_cfg, failure_timeout_ms, FT_U32, 1, 3600000, "2000"),
 	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1, NULL),
+	F(struct pc_store_cfg, slot_claim_timeout_ms, FT_U32, 1, 3600000, "4000"),
 	FENUM(struct pc_store_cfg, slot_read_policy, read_policy_names, "auto"),
 	F(struct pc_store_cfg, slot_spill_ways, FT_U32, 0, SLOT_MAX_WAYS - 1, NULL),
 	F(struct pc_store_cfg, tier_host_blocks, FT_U32, 0, 1u << 30, NULL),

@@ -1,7 +1,8 @@
 /*
  * fabric.c - opening a fabric from an ops table (stubs for the slots it leaves
- * empty), and the wrappers every fabric call goes through: counters, fault
- * injection, argument checks.
+ * empty), and the wrappers every fabric call goes through: counters, the per-peer
+ * backoff (io/peer_backoff.h) and argument checks (fault injection is a wrapping
+ * ops table: tests/fault).
  *
  * Not for: which backends exist or which one a topology wants (backends/builtin.c).
  */
@@ -162,8 +163,9 @@ void pc_fabric_close(struct pc_fabric *f)
 
 /*
  * Ops and RPCs to a peer that is backing off fail at once with the error that put
- * it there and never reach the backend; the rest go in one call. Only a batch in which some peer is
- * skipped pays for it: its live entries are copied to a scratch array and back.
+ * it there and never reach the backend; the rest go in one call. Only a batch in
+ * which some peer is skipped pays for it: its live entries are copied to a scratch
+ * array and back.
  * The helpers below work on either array through the offsets of its peer and
  * status fields.
  */
@@ -258,21 +260,7 @@ static void scatter_live(const struct entries *e, struct entries *live, const si
 
 static int post_all(struct pc_fabric *f, struct pc_op *ops, size_t n)
 {
-	int ret;
-
-	if (!n)
-		return 0;
-	if (f->fault) {
-		ret = f->fault(f->fault_arg, PC_FAULT_BEFORE, ops, n);
-		if (ret)
-			return ret;
-	}
-	ret = f->ops->post(f, ops, n);
-	if (ret)
-		return ret;
-	if (f->fault)
-		f->fault(f->fault_arg, PC_FAULT_AFTER, ops, n);
-	return 0;
+	return n ? f->ops->post(f, ops, n) : 0;
 }
 
 static int call_all(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)

@@ -1,7 +1,7 @@
 /*
  * storage.c - opening a storage object from an ops table (stubs for the slots it
- * leaves empty), and the wrappers every storage call goes through (fault injection,
- * argument checks).
+ * leaves empty), and the wrappers every storage call goes through (argument checks;
+ * fault injection is a wrapping ops table: tests/fault).
  *
  * Not for: which backends exist (backends/builtin.c).
  */
@@ -95,8 +95,6 @@ static int run(struct pc_storage *s, bool write, struct pc_io *ios, size_t n)
 		return ret;
 	for (size_t i = 0; i < n; i++)
 		ios[i].status = 0;
-	if (s->fault && s->fault(s->fault_arg, write, ios, n))
-		return 0;	/* the shim failed some transfers and ran none */
 	return write ? s->ops->write(s, ios, n) : s->ops->read(s, ios, n);
 }
 

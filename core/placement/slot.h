@@ -364,7 +364,8 @@ static inline int slot_pick_way(const struct slot_header *hdrs, uint32_t ways,
 	return oldest;
 }
 
-/* A stamp newer than every one in the bucket and not older than now. */
+/* A stamp newer than every one in the bucket and not older than now. Stamps come
+ * from peers' headers: one at UINT64_MAX gives UINT64_MAX (as new, never 0). */
 static inline uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t ways,
 				       uint64_t now)
 {
@@ -372,7 +373,7 @@ static inline uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t 
 
 	for (uint32_t w = 0; w < ways; w++)
 		if (!slot_header_empty(&hdrs[w]) && hdrs[w].stamp >= s)
-			s = hdrs[w].stamp + 1;
+			s = hdrs[w].stamp == UINT64_MAX ? UINT64_MAX : hdrs[w].stamp + 1;
 	return s;
 }
 
@@ -443,11 +444,47 @@ static inline enum slot_verdict slot_read_local(const void *slot, struct pc_keyh
 	return SLOT_HIT;
 }
 
+/* ------------------------------------------------------------------ claims */
+
+/*
+ * A claim is the odd seq a writer swaps in (CAS) while it writes a slot, and the
+ * write commits by storing claim + 1. The word says who claimed and until when:
+ *     bits 63..48  a counter, one past the claimed version's (so a claim, and the
+ *                  version it commits, differ from every recent version of the slot)
+ *     bits 47..32  the claimer (node index; 0xffff: a client)
+ *     bits 31..1   the claimer's deadline, milliseconds of its clock (wrapping)
+ *     bit 0        1
+ * A writer that dies between claim and commit leaves the word in place; readers keep
+ * seeing an odd seq (a clean miss) and the next writer that has watched the same word
+ * for the claim timeout takes it over with a CAS from it (slotmap_claims.c). Expiry
+ * is judged on the observer's clock, so nodes' clocks need not agree.
+ */
+#define SLOT_CLAIM_ANON 0xffffu
+
+static inline uint64_t slot_claim_word(uint64_t seq, uint32_t claimer, uint64_t deadline_ms)
+{
+	return ((seq >> 48) + 1) << 48 | (uint64_t)(claimer & 0xffffu) << 32 |
+	       (deadline_ms & 0x7fffffffu) << 1 | 1u;
+}
+
+static inline uint32_t slot_claim_claimer(uint64_t word)
+{
+	return (uint32_t)(word >> 32) & 0xffffu;
+}
+
+static inline uint32_t slot_claim_deadline(uint64_t word)
+{
+	return (uint32_t)(word >> 1) & 0x7fffffffu;
+}
+
 /* slot_write_local, claiming the slot only from the version seq (for a caller that
- * chose the slot from headers it read earlier): -EBUSY when the slot changed since.
- * tag (may be NULL): the way's index tag, set to the key's while the slot is claimed. */
+ * chose the slot from headers it read earlier) by swapping in the odd word claim
+ * (slot_claim_word), committing claim + 1. seq odd takes over the claim seq (the
+ * caller decided it expired). -EBUSY when the slot changed since, -EINVAL when claim
+ * is even. tag (may be NULL): the way's index tag, set to the key's while claimed. */
 int slot_write_local_at(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
-			const void *page, uint32_t len, uint64_t stamp, uint64_t seq, uint32_t *tag);
+			const void *page, uint32_t len, uint64_t stamp, uint64_t seq,
+			uint64_t claim, uint32_t *tag);
 
 /* Empty a local slot if it still holds exactly the page expect describes (its copy
  * went to disk): claim it from expect->seq, check key, length, checksum and stamp,

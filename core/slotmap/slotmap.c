@@ -93,6 +93,7 @@ static void sm_close(struct store_mode *m)
 	free(sm->layouts);
 	pthread_mutex_destroy(&sm->lock);
 	pthread_mutex_destroy(&sm->direct_lock);
+	sm_claims_close(sm);
 	free(sm);
 }
 
@@ -109,7 +110,7 @@ static int sm_open(struct store_svc *st, struct store_mode **out, char *err, siz
 	pthread_mutex_init(&sm->lock, NULL);
 	pthread_mutex_init(&sm->direct_lock, NULL);
 	sm->layouts = calloc(st->topo->nr_nodes, sizeof(*sm->layouts));
-	if (!sm->layouts) {
+	if (!sm->layouts || sm_claims_open(sm)) {
 		sm_close(&sm->base);
 		return -ENOMEM;
 	}

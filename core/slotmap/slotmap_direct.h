@@ -30,7 +30,7 @@ static inline uint64_t sm_direct_epoch(struct slotmap *sm)
 {
 	struct pc_fabric *f = sm->st->fabric;
 
-	if (!f->maps || f->fault)	/* faults are injected into ops: use them */
+	if (!f->maps)	/* a fault shim clears maps: its faults are in ops */
 		return 0;
 	return __atomic_load_n(f->map_epoch, __ATOMIC_ACQUIRE);
 }

@@ -62,6 +62,7 @@ struct slotmap {
 	pthread_mutex_t direct_lock;	/* sm_direct_fill */
 	struct sm_layout *retired;
 	struct sm_spill *spill;		/* this node's disk, when it spills */
+	struct sm_claims *claims;	/* claims seen held, to take over (slotmap_claims.c) */
 	bool any_spill;			/* some layout known here spills: misses may be
 					 * on a disk (set once, never cleared) */
 };
@@ -140,6 +141,17 @@ static inline enum slot_verdict sm_gate(const struct sm_class *c, const struct s
 	return slot_has_payload(&c->g) ? slot_matches(h, payload, key, expect, max) :
 					 slot_matches_virtual(h, key, expect, max);
 }
+
+/* Claims other writers left in slots (slot.h: slot_claim_word). */
+int sm_claims_open(struct slotmap *sm);
+void sm_claims_close(struct slotmap *sm);
+/* The claim word a writer of this node swaps into a slot now at version seq. */
+uint64_t sm_claim_word(struct slotmap *sm, uint64_t seq);
+/* Whether the odd word seen in node's slot (cls, bucket, way) may be taken over:
+ * this node has seen that same word there for store.slot_claim_timeout_ms. The
+ * first sighting starts the watch and answers false. Counts each takeover. */
+bool sm_claim_expired(struct slotmap *sm, uint32_t node, int cls, uint64_t bucket,
+		      uint32_t way, uint64_t word);
 
 /* The batch paths (slotmap_write.c, slotmap_read.c, slotmap_exists.c). */
 int slotmap_set(struct store_mode *m, struct pc_page *pages, size_t n);

@@ -49,10 +49,8 @@ int sm_layout_rpc(struct slotmap *sm, struct pc_msg *resp)
 	return ret;
 }
 
-/* Decode and check a layout answer: a peer's numbers are validated, never trusted.
- * *outp gets a new layout on 0. */
-static int decode_layout(const struct pc_msg *m, uint32_t node, enum pc_read_policy policy,
-			 struct sm_layout **outp)
+int sm_layout_decode(const struct pc_msg *m, uint32_t node, enum pc_read_policy policy,
+		     struct sm_layout **outp)
 {
 	const struct proto_layout *h = m->data;
 	const struct proto_layout_class *pc;
@@ -112,7 +110,7 @@ void sm_fetch_layouts(struct slotmap *sm, const uint8_t *want, int *err)
 		struct pc_rpc *r = &rpcs[k];
 		struct sm_layout *l = NULL;
 		int ret = r->status ? r->status :
-			  decode_layout(&r->resp, r->peer, st->topo->store.slot_read_policy, &l);
+			  sm_layout_decode(&r->resp, r->peer, st->topo->store.slot_read_policy, &l);
 
 		if (ret) {
 			if (ret == -EPROTO)

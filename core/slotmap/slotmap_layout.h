@@ -13,6 +13,12 @@ int sm_resolve_policy(const struct slot_geometry *g, enum pc_read_policy p);
 /* Answer PC_RPC_LAYOUT: this node's slot regions and geometry. */
 int sm_layout_rpc(struct slotmap *sm, struct pc_msg *resp);
 
+/* Decode and check a layout answer from node: a peer's numbers are validated, never
+ * trusted. 0 and a new layout in *outp (the caller frees it), -EPROTO, -ENOMEM.
+ * Pure: it reads m alone (the fuzzers call it so). */
+int sm_layout_decode(const struct pc_msg *m, uint32_t node, enum pc_read_policy policy,
+		     struct sm_layout **outp);
+
 /* Fetch the layouts of every node flagged in want[] that has none, in one RPC
  * phase. Nodes that do not answer stay without a layout; their error goes in err[]. */
 void sm_fetch_layouts(struct slotmap *sm, const uint8_t *want, int *err);

@@ -53,7 +53,8 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 		w = slot_pick_way(h, g->ways, key, slot_predicted_way(g, key), 0, &evicts);
 		if (w < 0)
 			break;
-		if (!slot_header_empty(&h[w]) || h[w].seq & 1) {
+		if (h[w].seq & 1 ? !sm_claim_expired(sm, sm->st->self, (int)c, bucket, (uint32_t)w, h[w].seq) :
+				   !slot_header_empty(&h[w])) {
 			struct sm_cand x = { .cls = c, .way = (uint32_t)w, .bucket = bucket, .h = h[w] };
 
 			/* the oldest page goes to disk first; a slot being written is left */
@@ -65,7 +66,8 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 		}
 		ret = slot_write_local_at(sm_spill_slot(sm, c, bucket, (uint32_t)w), g, key, page, len,
 					  slot_next_stamp(h, g->ways, pc_env_now(sm->st->env)),
-					  h[w].seq, &sm_spill_tags(sm, c, bucket)[w]);
+					  h[w].seq, sm_claim_word(sm, h[w].seq),
+					  &sm_spill_tags(sm, c, bucket)[w]);
 		if (!ret)
 			pc_env_copy(sm->st->env, len);
 	}
@@ -97,7 +99,7 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 	uint32_t *at = malloc(n * sizeof(*at));
 	uint8_t *buf = NULL;
 	size_t bytes = 0;
-	uint32_t corrupt = 0;
+	uint32_t corrupt = 0, unread = 0;
 
 	for (uint32_t i = i0; i < i1; i++)
 		if (cls[i] >= 0)
@@ -142,6 +144,7 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 			continue;
 		if (d->status) {
 			corrupt += d->status == -EBADMSG;
+			unread += d->status != -EBADMSG && d->status != -ENOENT;
 			continue;
 		}
 		ret = install(sp, (uint32_t)cls[i], d->key, d->data, d->len);
@@ -168,6 +171,8 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 			a->status = ret ? -EBUSY : -EAGAIN;
 		}
 	}
+	if (unread)
+		METRIC_ADD(sm->st, spill_read_errors, unread);
 	if (corrupt) {
 		METRIC_ADD(sm->st, spill_corrupt, corrupt);
 		pc_warn("spill: %u page(s) failed their checksum on disk; they are misses", corrupt);
@@ -310,8 +315,11 @@ void sm_promote_ask(struct slotmap *sm, struct sm_promote *p)
 		const uint8_t *payload;
 		size_t need = (size_t)m * sizeof(*ans);
 
-		if (rpcs[r].status || rpcs[r].resp.len < need)
+		if (rpcs[r].status || rpcs[r].resp.len < need) {
+			if (rpcs[r].peer != st->self)
+				METRIC_ADD(st, promote_failures, 1);
 			continue;	/* the owner could not say: the misses stand */
+		}
 		payload = (const uint8_t *)rpcs[r].resp.data + need;
 		for (uint32_t a = 0; a < m; a++)
 			if (!ans[a].status && !sm->payload_free)
@@ -319,6 +327,7 @@ void sm_promote_ask(struct slotmap *sm, struct sm_promote *p)
 		if (rpcs[r].resp.len != need) {
 			pc_warn("node %s sent a malformed promote answer; its misses stand",
 				st->topo->nodes[o].name);
+			METRIC_ADD(st, promote_failures, 1);
 			continue;
 		}
 		for (size_t i = 0; i < p->n && j < m; i++) {

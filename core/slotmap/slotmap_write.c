@@ -44,6 +44,7 @@ struct skey {
 	bool superseded;		/* a later copy of the key took its way */
 	uint32_t by;			/* that later copy */
 	uint64_t old_seq, cas_old;
+	uint64_t claim;			/* the word it claims the slot with (CAS) */
 	uint32_t tag;
 	uint8_t *mem;			/* direct: the owner's memory of class cls */
 	uint8_t hdr[SLOT_HEADER_BYTES];	/* the header it writes */
@@ -155,7 +156,7 @@ static uint64_t next_stamp(uint64_t now, struct sbucket *b, uint32_t ways)
 {
 	uint64_t s = slot_next_stamp(b->dec, ways, now);
 
-	if (s <= b->max_stamp)
+	if (s <= b->max_stamp && b->max_stamp < UINT64_MAX)
 		s = b->max_stamp + 1;
 	b->max_stamp = s;
 	return s;
@@ -184,9 +185,11 @@ static bool direct_prefetch(struct slotmap *sm, uint64_t epoch, struct skey *k)
  * choose the way, and the write claims that slot from the version the choice was made
  * on (a CAS), tagging it while claimed. A slot that changed since (another writer got
  * there first) or is being written (odd seq) makes it look again, a few times, then
- * give up: never a write over a page it did not choose to replace. */
-static void set_direct(struct pc_env *env, uint64_t now, struct skey *keys, size_t i)
+ * give up: never a write over a page it did not choose to replace. A claim its writer
+ * left unwritten past the claim timeout is taken over (slotmap_claims.c). */
+static void set_direct(struct slotmap *sm, uint64_t now, struct skey *keys, size_t i)
 {
+	struct pc_env *env = sm->st->env;
 	struct skey *k = &keys[i];
 	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
 	const struct slot_geometry *g = &cl->g;
@@ -208,9 +211,13 @@ static void set_direct(struct pc_env *env, uint64_t now, struct skey *keys, size
 			ret = w;
 			break;
 		}
+		if (b->dec[w].seq & 1 &&
+		    !sm_claim_expired(sm, k->kc.lay->node, k->cls, b->bucket, (uint32_t)w, b->dec[w].seq))
+			continue;	/* being written: look again */
 		ret = slot_write_local_at(way0 + (uint64_t)w * g->mem_stride, g, k->kc.h,
 					  k->kc.pg->data, (uint32_t)k->kc.pg->len,
-					  next_stamp(now, b, g->ways), b->dec[w].seq, &tags[w]);
+					  next_stamp(now, b, g->ways), b->dec[w].seq,
+					  sm_claim_word(sm, b->dec[w].seq), &tags[w]);
 		if (!ret)
 			take_way(b, keys, i, w, prev, evicts);
 	}
@@ -317,7 +324,9 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 
 			if (k->kc.state != SM_PENDING || k->superseded)
 				continue;
-			if (k->old_seq & 1) {	/* someone is writing it right now */
+			/* someone is writing it right now, unless they left it for dead */
+			if (k->old_seq & 1 && !sm_claim_expired(sm, k->kc.owner, k->cls, k->b->bucket,
+							       (uint32_t)k->way, k->old_seq)) {
 				k->kc.err = -EBUSY;
 				k->kc.state = SM_DONE;
 				continue;
@@ -329,7 +338,7 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 					  sm_slot_addr(cl, k->b->bucket, (uint32_t)k->way), cl->rkey,
 					  &k->cas_old, 8);
 			ops[nops].compare = k->old_seq;
-			ops[nops++].swap = k->old_seq + 1;
+			ops[nops++].swap = k->claim;
 		}
 		sm_phase_post(sm, keys, sizeof(*keys), n, ops, nops);
 		for (size_t i = 0; i < n; i++) {
@@ -381,7 +390,7 @@ static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 {
 	struct btable t;
 	uint64_t now, epoch, copied = 0;
-	bool remote = false;
+	bool remote = false, claim = sm->st->topo->store.slot_cas_claim;
 
 	if (btable_init(&t, a, n)) {
 		for (size_t i = 0; i < n; i++)
@@ -420,7 +429,7 @@ static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (keys[i].kc.state == SM_PENDING && keys[i].mem) {
-			set_direct(sm->st->env, now, keys, i);
+			set_direct(sm, now, keys, i);
 			copied += keys[i].written ? keys[i].kc.pg->len : 0;
 		}
 	}
@@ -451,8 +460,9 @@ static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 			continue;
 		}
 		k->way = w;
-		/* Even seq, past the one we read; with a claim, the CAS made it odd. */
-		slot_header_make(&h, (k->old_seq | 1) + 1, (uint32_t)k->cls, k->kc.h,
+		/* Even seq, past the one we read: with a claim, the one it commits. */
+		k->claim = claim ? sm_claim_word(sm, k->old_seq) : 0;
+		slot_header_make(&h, claim ? k->claim + 1 : (k->old_seq | 1) + 1, (uint32_t)k->cls, k->kc.h,
 				 slot_has_payload(&cl->g) ? k->kc.pg->data : NULL,
 				 (uint32_t)k->kc.pg->len, next_stamp(now, k->b, cl->g.ways));
 		slot_header_encode(&h, k->hdr);

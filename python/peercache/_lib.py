@@ -74,6 +74,7 @@ METRIC_FIELDS = (
     "layout_fetches", "disk_hits", "promote_rpcs", "spill_demoted", "spill_promoted",
     "spill_corrupt", "spill_failures", "spill_dropped", "spill_stale", "pool_keys",
     "dir_entries", "remote_touches", "orphans_freed", "rpc_refused", "dir_refused",
+    "claims_taken_over", "promote_failures", "spill_read_errors",
 )
 
 

@@ -78,13 +78,19 @@ int pc_test_write_pages(struct pc_store *s, uint32_t from, uint32_t n, uint32_t 
 
 int pc_test_read_pages(struct pc_store *s, uint32_t total, uint32_t len, int *wrong, int *bad)
 {
+	return pc_test_read_range(s, 0, total, len, wrong, bad);
+}
+
+int pc_test_read_range(struct pc_store *s, uint32_t first, uint32_t total, uint32_t len,
+		       int *wrong, int *bad)
+{
 	struct pc_page pg[16];
 	char keys[16][32];
 	uint8_t *buf = malloc((size_t)16 * len);
 	int hits = 0, r;
 
-	for (uint32_t from = 0; buf && from < total; from += 16) {
-		uint32_t n = total - from < 16 ? total - from : 16;
+	for (uint32_t from = first; buf && from < first + total; from += 16) {
+		uint32_t n = first + total - from < 16 ? first + total - from : 16;
 
 		for (uint32_t i = 0; i < n; i++) {
 			snprintf(keys[i], sizeof(keys[i]), "page-%u", from + i);

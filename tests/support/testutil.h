@@ -37,6 +37,9 @@ int pc_test_write_pages(struct pc_store *s, uint32_t from, uint32_t n, uint32_t 
  * the hits; *wrong counts hits whose bytes are not the page's, *bad statuses other
  * than 0 and -ENOENT. */
 int pc_test_read_pages(struct pc_store *s, uint32_t total, uint32_t len, int *wrong, int *bad);
+/* The same for pages [first, first + total). */
+int pc_test_read_range(struct pc_store *s, uint32_t first, uint32_t total, uint32_t len,
+		       int *wrong, int *bad);
 
 /* One thread of a race on a few keys: writers set 2 KiB pages of pc_test_fill(key,
  * v) for random v in 0..3, readers get them and count hits whose bytes are none of

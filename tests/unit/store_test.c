@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <peercache/peercache.h>
 #include <pthread.h>
 
+#include <peercache/peercache.h>
 #include "builtin.h"
 #include "slotmap_fixture.h"
 #include "store.h"

@@ -186,12 +186,6 @@ struct pc_fabric_stats {
 	uint64_t accept_backoffs;	/* out of file descriptors: accepting paused */
 };
 
-enum pc_fault_when { PC_FAULT_BEFORE = 0, PC_FAULT_AFTER = 1 };
-
-/* Fault injection for tests. Called before each post (return -errno to fail the
- * whole call unrun) and after it (rewrite statuses to fail single ops). */
-typedef int pc_fabric_fault_fn(void *arg, int when, struct pc_op *ops, size_t n);
-
 struct pc_fabric_peers;
 
 /* The base every fabric backend embeds first. */
@@ -222,8 +216,6 @@ struct pc_fabric {
 					 * before the call */
 	struct pc_fabric_stats stats;
 	struct pc_fabric_peers *peers;	/* the wrappers' per-peer backoff (peer_backoff.h) */
-	pc_fabric_fault_fn *fault;
-	void *fault_arg;
 };
 
 /* Bytes an op moves on the remote side. */
@@ -267,13 +259,13 @@ static inline int pc_fabric_serve(struct pc_fabric *f, pc_rpc_handler *h, void *
 	return f->ops->serve(f, h, arg);
 }
 
-/* See pc_fabric_ops.map. A fabric under fault injection maps nothing, so that every
- * access stays an op the faults can hit. */
+/* See pc_fabric_ops.map. A fault shim (tests/fault) clears maps, so that every
+ * access stays an op its faults can hit. */
 static inline int pc_fabric_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc,
 				uint32_t rkey, uint64_t raddr, uint64_t len, unsigned access,
 				void **addr)
 {
-	if (!f->maps || f->fault)
+	if (!f->maps)
 		return -EOPNOTSUPP;
 	return f->ops->map(f, peer, peer_inc, rkey, raddr, len, access, addr);
 }

@@ -55,10 +55,6 @@ struct pc_storage_ops {
 	int (*write)(struct pc_storage *s, struct pc_io *ios, size_t n);
 };
 
-/* Fault injection for tests: called before each batch. Returning nonzero means the
- * shim has set every transfer's status itself and no real I/O runs. */
-typedef int pc_storage_fault_fn(void *arg, bool write, struct pc_io *ios, size_t n);
-
 /* The base every storage backend embeds first. */
 struct pc_storage {
 	const struct pc_storage_ops *ops;	/* the backend's, stubs where it has none */
@@ -67,8 +63,6 @@ struct pc_storage {
 	uint64_t bytes;		/* usable size */
 	size_t align;		/* required alignment; 1 for buffered I/O */
 	bool direct;		/* true when O_DIRECT is in effect */
-	pc_storage_fault_fn *fault;
-	void *fault_arg;
 };
 
 /* Open a storage object of the built-in backend called name ("posix"). Slots the
@@ -80,7 +74,7 @@ PC_API int pc_storage_open_ops(const struct pc_storage_ops *ops, const struct pc
 			       struct pc_storage **out);
 PC_API void pc_storage_close(struct pc_storage *s);
 
-/* Batched I/O through the fault hook. */
+/* Batched I/O: arguments checked, statuses cleared, then the backend's op. */
 PC_API int pc_storage_read(struct pc_storage *s, struct pc_io *ios, size_t n);
 PC_API int pc_storage_write(struct pc_storage *s, struct pc_io *ios, size_t n);
 

@@ -166,6 +166,13 @@ struct pc_metrics {
 	/* peers (docs/security.md) */
 	uint64_t rpc_refused;		/* a node's requests a client sent: refused */
 	uint64_t dir_refused;		/* p2p: directory puts over a publisher's bound */
+	/* slot claims (store.slot_cas_claim) */
+	uint64_t claims_taken_over;	/* claims a writer left unwritten past the claim
+					 * timeout, taken over by this node's writers */
+	/* faults under spill, each a clean miss */
+	uint64_t promote_failures;	/* reader: promote RPCs that failed or came back
+					 * malformed (their misses stand) */
+	uint64_t spill_read_errors;	/* owner: disk copies that could not be read back */
 };
 
 /* 0, or -EINVAL when out->size cannot hold the size field itself. */

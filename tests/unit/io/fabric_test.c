@@ -1,6 +1,6 @@
 /*
  * fabric_test.c - region-table checks, the in-process fabric, the wrappers'
- * counters and fault hooks, that no built-in ops table leaves a slot NULL, and that
+ * counters and the fault shim over a fabric, that no built-in ops table leaves a slot NULL, and that
  * rxe's table is verbs'.
  */
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include "inproc/inproc.h"
 #include "io/peer_backoff.h"
 #include "io/region.h"
+#include "fault.h"
 #include "testutil.h"
 
 static void test_region_checks(void)
@@ -203,28 +204,13 @@ static void test_inproc_refusals(void)
 	world_down(W);
 }
 
-struct fault {
-	int before, after_op;
-};
-
-static int fault_fn(void *arg, int when, struct pc_op *ops, size_t n)
-{
-	struct fault *f = arg;
-
-	if (when == PC_FAULT_BEFORE)
-		return f->before;
-	if (f->after_op >= 0 && (size_t)f->after_op < n)
-		ops[f->after_op].status = -EIO;
-	return 0;
-}
-
 /* map() answers only in a shared world, with an op's checks; a faulted fabric maps
  * nothing. */
 static void test_inproc_map(void)
 {
 	struct world *W = world_up();
 	const unsigned rw = PC_ACCESS_REMOTE_READ | PC_ACCESS_REMOTE_WRITE;
-	struct fault flt = { .before = 0, .after_op = -1 };
+	struct fault *ft = fault_new();
 	struct pc_region ro;
 	void *p = NULL;
 
@@ -252,11 +238,12 @@ static void test_inproc_map(void)
 	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 2, 0, W->r[2].key, addr(W, 2, 0), 8, rw, &p),
 			-ECONNREFUSED);
 	inproc_world_set_down(W->w, 2, false);
-	W->f[0]->fault = fault_fn;
-	W->f[0]->fault_arg = &flt;
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_fabric(ft, W->f[0]), 0);
 	CU_ASSERT_EQUAL(pc_fabric_map(W->f[0], 2, 0, W->r[2].key, addr(W, 2, 0), 8, rw, &p),
 			-EOPNOTSUPP);
-	W->f[0]->fault = NULL;
+	fault_unwrap_fabric(W->f[0]);
+	CU_ASSERT(W->f[0]->maps);
+	fault_free(ft);
 	pc_fabric_dereg(W->f[1], &ro);
 	world_down(W);
 }
@@ -285,23 +272,51 @@ static void test_inproc_rpc(void)
 static void test_fault_hook(void)
 {
 	struct world *W = world_up();
-	struct fault flt = { .before = -EIO, .after_op = -1 };
+	struct fault *ft = fault_new();
 	uint8_t wr[8] = { 9, 9, 9, 9, 9, 9, 9, 9 }, rd[8];
+	uint64_t old = 0;
 	struct pc_op ops[2] = {
 		{ .kind = PC_OP_WRITE, .peer = 1, .rkey = W->r[1].key, .raddr = addr(W, 1, 0), .local = wr, .len = 8 },
 		{ .kind = PC_OP_READ, .peer = 2, .rkey = W->r[2].key, .raddr = addr(W, 2, 0), .local = rd, .len = 8 },
 	};
 
-	W->f[0]->fault = fault_fn;
-	W->f[0]->fault_arg = &flt;
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_fabric(ft, W->f[0]), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_POST, .count = 1, .err = -EIO });
 	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], ops, 2), -EIO);
 	CU_ASSERT_EQUAL(W->mem[1][0], 1);		/* nothing ran */
-	flt.before = 0;
-	flt.after_op = 1;
+	fault_clear(ft);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_OP_READ, .count = 1 });
 	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], ops, 2), 0);
 	CU_ASSERT_EQUAL(ops[0].status, 0);
 	CU_ASSERT_EQUAL(ops[1].status, -EIO);
 	CU_ASSERT_EQUAL(W->mem[1][0], 9);
+	/* drop: reported done, nothing written; corrupt: one bit off in what lands;
+	 * tear: half of it lands; only the peer asked for */
+	fault_clear(ft);
+	memset(wr, 4, sizeof(wr));
+	fault_add(ft, (struct fault_rule){ .site = FAULT_OP_WRITE, .kind = FAULT_DROP, .count = 1 });
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], ops, 1), 0);
+	CU_ASSERT_EQUAL(ops[0].status, 0);
+	CU_ASSERT_EQUAL(W->mem[1][0], 9);
+	fault_clear(ft);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_OP_WRITE, .kind = FAULT_CORRUPT, .bit = 8,
+					   .only_peer = 1 + 1 });
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], ops, 1), 0);
+	CU_ASSERT(W->mem[1][0] == 4 && W->mem[1][1] == 5 && wr[1] == 4);
+	fault_clear(ft);
+	memset(wr, 6, sizeof(wr));
+	fault_add(ft, (struct fault_rule){ .site = FAULT_OP_WRITE, .kind = FAULT_TEAR });
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], ops, 1), 0);
+	CU_ASSERT(W->mem[1][3] == 6 && W->mem[1][4] == 4);
+	/* a dropped CAS reports a win and changes nothing */
+	fault_clear(ft);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_OP_CAS, .kind = FAULT_DROP });
+	ops[0] = (struct pc_op){ .kind = PC_OP_CAS, .peer = 1, .rkey = W->r[1].key, .raddr = addr(W, 1, 0),
+				 .local = &old, .len = 8, .compare = 5, .swap = 7 };
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], ops, 1), 0);
+	CU_ASSERT(ops[0].status == 0 && old == 5 && W->mem[1][0] == 6);
+	CU_ASSERT_EQUAL(fault_hits(ft, 0), 1);
+	fault_free(ft);
 	world_down(W);
 }
 
@@ -467,7 +482,7 @@ static CU_TestInfo tests[] = {
 	{ "a sick peer backs off, doubling to the cap", test_peer_backoff },
 	{ "in-process: map() in a shared world, with an op's checks", test_inproc_map },
 	{ "in-process: RPC", test_inproc_rpc },
-	{ "fault hook before and after", test_fault_hook },
+	{ "fault shim: fail a call, fail, drop, corrupt, tear an op", test_fault_hook },
 	{ "open errors and client-only endpoints", test_open_errors },
 	{ "ops tables have no NULL slot", test_ops_tables_complete },
 	{ "rxe's table is verbs' but for name and open", test_rxe_is_verbs },

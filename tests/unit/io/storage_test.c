@@ -1,6 +1,6 @@
 /*
  * storage_test.c - the posix storage backend (unlinked file, O_DIRECT, batched
- * I/O, errors, fault hook) and the posix env.
+ * I/O, errors, the fault shim over it) and the posix env.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include <peercache/pc_env.h>
 #include <peercache/pc_storage.h>
 
+#include "fault.h"
 #include "testutil.h"
 
 static int count_entries(const char *dir)
@@ -93,34 +94,38 @@ static void test_open_errors(void)
 	remove(file);
 }
 
-static int fail_second(void *arg, bool write, struct pc_io *ios, size_t n)
-{
-	int *calls = arg;
-
-	(void)write;
-	if (++*calls != 2)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		ios[i].status = i ? -ENOSPC : -EIO;
-	return 1;
-}
-
 static void test_fault_hook(void)
 {
 	struct pc_storage_params p = { .size = sizeof(p), .dir = pc_test_tmpdir(), .bytes = 8192 };
 	struct pc_storage *s = NULL;
 	char buf[16] = "x";
 	struct pc_io io[2] = { { .off = 0, .buf = buf, .len = 16 }, { .off = 16, .buf = buf, .len = 16 } };
-	int calls = 0;
+	struct fault *ft = fault_new();
+	char back[16];
+	struct pc_io rd = { .off = 16, .buf = back, .len = 16 };
 
 	CU_ASSERT_EQUAL_FATAL(pc_storage_open("posix", &p, &s), 0);
-	s->fault = fail_second;
-	s->fault_arg = &calls;
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_storage(ft, s), 0);
+	CU_ASSERT_EQUAL(fault_wrap_storage(ft, s), -EBUSY);
+	/* the third and fourth write transfers fail, each with its own error */
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_WRITE, .nth = 3, .count = 1, .err = -EIO });
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_WRITE, .nth = 4, .count = 1, .err = -ENOSPC });
 	CU_ASSERT_EQUAL(pc_storage_write(s, io, 2), 0);
 	CU_ASSERT_EQUAL(io[0].status, 0);
 	CU_ASSERT_EQUAL(pc_storage_write(s, io, 2), 0);
 	CU_ASSERT_EQUAL(io[0].status, -EIO);
 	CU_ASSERT_EQUAL(io[1].status, -ENOSPC);
+	CU_ASSERT_EQUAL(fault_hits(ft, 0) + fault_hits(ft, 1), 2);
+	/* a corrupt read flips the bit asked for, in the caller's buffer only */
+	fault_clear(ft);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_READ, .kind = FAULT_CORRUPT, .bit = 9 });
+	CU_ASSERT_EQUAL(pc_storage_read(s, &rd, 1), 0);
+	CU_ASSERT_EQUAL(rd.status, 0);
+	CU_ASSERT_EQUAL(back[1], buf[1] ^ 2);
+	fault_unwrap_storage(s);
+	CU_ASSERT_EQUAL(pc_storage_read(s, &rd, 1), 0);
+	CU_ASSERT_EQUAL(back[1], buf[1]);
+	fault_free(ft);
 	pc_storage_close(s);
 }
 
@@ -188,7 +193,7 @@ static CU_TestInfo tests[] = {
 	{ "unlinked file, O_DIRECT, batched round trip", test_unlinked_direct_roundtrip },
 	{ "buffered I/O", test_buffered },
 	{ "missing or bad directory", test_open_errors },
-	{ "fault hook: EIO and ENOSPC", test_fault_hook },
+	{ "fault shim: EIO, ENOSPC, a flipped bit", test_fault_hook },
 	{ "posix env: time, sleep, random, tasks", test_env },
 	CU_TEST_INFO_NULL,
 };

@@ -225,6 +225,26 @@ static void test_stamps(void)
 	CU_ASSERT_EQUAL(slot_next_stamp(h, 4, 9000), 9000);
 }
 
+/* fuzz_slot_gate's crash-8026552f: a header a peer wrote with stamp UINT64_MAX made
+ * the next stamp wrap to 0, the oldest in the bucket. The fuzzer's input, whole. */
+static void test_stamp_at_max(void)
+{
+	static const uint8_t input[92] = {
+		0x0b, 0, 0, 0, 0x07, 0, 0x01, 0, 0x30, 0x53, 0x43, 0x50, 0x8d, 0x50, 0x43, 0x53,
+		0x31, 0x01, 0, 0, 0x12, 0, 0x11, 0, 0, 0, 0, 0, 0, 0, 0, 0xff,
+		[32 ... 84] = 0xff, [85] = 0, [86] = 0x22, [87] = 0x22,
+	};
+	struct slot_header h[8];
+
+	for (int x = 0; x < 8; x++)
+		slot_header_decode(input + (x * 7) % 8, &h[x]);
+	CU_ASSERT(!slot_header_empty(&h[3]) && h[3].stamp == UINT64_MAX);	/* shifted by 5 */
+	CU_ASSERT_EQUAL(slot_next_stamp(h, 8, 5), UINT64_MAX);
+	memset(h, 0, sizeof(h));
+	hdr(&h[2], "A", UINT64_MAX);
+	CU_ASSERT_EQUAL(slot_next_stamp(h, 4, 100), UINT64_MAX);
+}
+
 static void test_local_roundtrip(void)
 {
 	struct slot_geometry g;
@@ -257,6 +277,49 @@ static void test_local_roundtrip(void)
 	free(slot);
 }
 
+/* A claim word carries its claimer and deadline, and a claim left by a writer that
+ * died keeps readers out (torn) until a writer takes it over from that word; the
+ * page the taker commits is whole and its seq is new. */
+static void test_claim_takeover(void)
+{
+	struct slot_geometry g;
+	struct slot_header h;
+	uint8_t *slot, page[4096], out[4096];
+	uint64_t dead, mine;
+	uint32_t len;
+
+	dead = slot_claim_word(2, 7, 0x80000005ULL);
+	CU_ASSERT_EQUAL(dead, 0x0001000700000000ULL | 5u << 1 | 1);	/* deadline wraps at 2^31 ms */
+	CU_ASSERT_EQUAL(slot_claim_claimer(dead), 7);
+	CU_ASSERT_EQUAL(slot_claim_deadline(dead), 5);
+	CU_ASSERT_EQUAL(slot_claim_word(dead + 1, SLOT_CLAIM_ANON, 9) >> 48, 2);
+	slot_geometry_init(&g, 0, 4096, 1, 1, 0);
+	slot = aligned_alloc(64, g.stride);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(slot);
+	memset(slot, 0, g.stride);
+	fill(page, sizeof(page), 3);
+	CU_ASSERT_EQUAL(slot_write_local(slot, &g, KEY("A"), page, 4096, 1), 0);
+	/* a writer claims it, writes half a header and half the payload, and dies */
+	slot_header_load(slot, &h);
+	dead = slot_claim_word(h.seq, 7, 1000);
+	CU_ASSERT_FATAL(__atomic_compare_exchange_n((uint64_t *)(void *)slot, &h.seq, dead, false,
+						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	memset(slot + 16, 0x5a, 8);
+	memset(slot + SLOT_HEADER_BYTES, 0xee, 2048);
+	CU_ASSERT_EQUAL(slot_read_local(slot, KEY("A"), 0, 4096, out, &len), SLOT_MISS_TORN);
+	CU_ASSERT_EQUAL(slot_write_local(slot, &g, KEY("B"), page, 4096, 2), -EBUSY);
+	mine = slot_claim_word(dead, 1, 2000);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("B"), page, 4096, 2, h.seq, mine, NULL), -EBUSY);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("B"), page, 4096, 2, dead, dead, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("B"), page, 4096, 2, dead, mine, NULL), 0);
+	slot_header_load(slot, &h);
+	CU_ASSERT_EQUAL(h.seq, mine + 1);
+	CU_ASSERT_EQUAL(slot_read_local(slot, KEY("A"), 0, 4096, out, &len), SLOT_MISS_OTHER_KEY);
+	CU_ASSERT_EQUAL(slot_read_local(slot, KEY("B"), 0, 4096, out, &len), SLOT_HIT);
+	CU_ASSERT_EQUAL(memcmp(out, page, 4096), 0);
+	free(slot);
+}
+
 /* Claims from a known version: a stale seq is refused; eviction empties only the
  * page the caller copied (not another page written under a reused seq). */
 static void test_local_claims(void)
@@ -271,9 +334,9 @@ static void test_local_claims(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(slot);
 	memset(slot, 0, g.stride);
 	fill(page, sizeof(page), 5);
-	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 2, &wtag), -EBUSY);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 2, 3, &wtag), -EBUSY);
 	CU_ASSERT_EQUAL(wtag, 5);	/* a refused claim leaves the tag */
-	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 0, &wtag), 0);
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 0, 1, &wtag), 0);
 	CU_ASSERT_EQUAL(wtag, slot_tag(KEY("A")));
 	slot_header_load(slot, &h);
 	CU_ASSERT_EQUAL(h.seq, 2);
@@ -360,6 +423,7 @@ static void test_local_race(void)
 }
 
 static CU_TestInfo tests[] = {
+	{ "claim words; a dead writer's claim taken over", test_claim_takeover },
 	{ "local claims from a version; eviction checks the page", test_local_claims },
 	{ "geometry: the seed's 1 GiB example", test_geometry_seed },
 	{ "geometry: explicit buckets, rounding, errors", test_geometry_other },
@@ -372,6 +436,7 @@ static CU_TestInfo tests[] = {
 	{ "gate: payload torn in the middle", test_gate_torn_middle },
 	{ "pick_way order and reservations", test_pick_way },
 	{ "stamps are monotonic in a bucket", test_stamps },
+	{ "a stamp at UINT64_MAX does not wrap (fuzz)", test_stamp_at_max },
 	{ "local seqlock write and read", test_local_roundtrip },
 	{ "local seqlock under a racing writer", test_local_race },
 	CU_TEST_INFO_NULL,

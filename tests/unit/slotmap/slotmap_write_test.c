@@ -9,8 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <peercache/peercache.h>
+#include "fault.h"
 #include "slotmap_fixture.h"
 #include "store.h"
 #include "testutil.h"
@@ -138,32 +141,19 @@ static void test_oversize_and_classes(void)
 }
 
 /* (b) a bucket READ that fails fails that key's write: nothing is written blind. */
-static int fail_reads(void *arg, int when, struct pc_op *ops, size_t n)
-{
-	int *armed = arg;
-
-	if (when != PC_FAULT_AFTER || !*armed)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (ops[i].kind == PC_OP_READ)
-			ops[i].status = -EIO;
-	*armed = 0;
-	return 0;
-}
-
 static void test_failed_bucket_read(void)
 {
 	struct cluster *C = up(2, "slot_size_classes: [4KiB], slot_ways: 1, slot_num_buckets: 1, global_segment_size: 1MiB");
 	struct batch *b = batch_new(2, 4096);
-	int j = 0, armed = 0;
+	struct fault *ft = fault_new();
+	int j = 0;
 
 	key_on(C, 1, "fb", &j, b->keys[0]);
 	key_on(C, 1, "fb", &j, b->keys[1]);
 	batch_for_set(b, 1);
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &b->pg[0], 1), 1);	/* also fetches the layout */
-	C->s[0]->svc.fabric->fault = fail_reads;
-	C->s[0]->svc.fabric->fault_arg = &armed;
-	armed = 1;
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_fabric(ft, C->s[0]->svc.fabric), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_OP_READ, .count = 1 });
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &b->pg[1], 1), 0);
 	CU_ASSERT_EQUAL(b->pg[1].status, -EIO);
 	CU_ASSERT_EQUAL(metrics(C->s[0]).write_failures, 1);
@@ -172,7 +162,7 @@ static void test_failed_bucket_read(void)
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], b->pg, 2), 1);
 	CU_ASSERT(pc_test_page_ok(b->buf, 4096, b->keys[0], 1));
 	CU_ASSERT_EQUAL(b->pg[1].status, -ENOENT);
-	C->s[0]->svc.fabric->fault = NULL;
+	fault_free(ft);
 	batch_free(b);
 	down(C);
 }
@@ -238,6 +228,99 @@ static void test_cas_claim(void)
 	down(C);
 }
 
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Set key to version v through s: the number stored (0 or 1). */
+static int set1(struct pc_store *s, struct batch *b, uint32_t v)
+{
+	batch_for_set(b, v);
+	return pc_batch_set(s, b->pg, 1);
+}
+
+/* Get key through s: -ENOENT on a miss; on a hit, the version it holds (checked
+ * against every version the test wrote), or -EBADMSG for a page no writer wrote. */
+static int get1(struct pc_store *s, struct batch *b, uint32_t max_v)
+{
+	batch_for_get(b, b->len);
+	if (pc_batch_get(s, b->pg, 1) != 1)
+		return b->pg[0].status ? b->pg[0].status : -EIO;
+	for (uint32_t v = 0; v <= max_v; v++)
+		if (pc_test_page_ok(b->buf, b->len, b->keys[0], v))
+			return (int)v;
+	return -EBADMSG;
+}
+
+/* A writer that claims a slot and dies before it writes (its WRITE never lands), and
+ * one that dies halfway through its WRITE: readers miss cleanly, never a half page,
+ * and the slot takes writes again once the claim timeout has passed. */
+static void test_dead_claim(void)
+{
+	struct cluster *C = up(2, "slot_size_classes: [8KiB], slot_ways: 1, slot_num_buckets: 1, "
+			       "slot_cas_claim: true, slot_claim_timeout_ms: 300, global_segment_size: 1MiB");
+	struct batch *b = batch_new(1, 8192);
+	struct fault *ft = fault_new();
+	struct pc_metrics m0, m1;
+	uint64_t t0, t1 = 0;
+	int j = 0, busy = 0, got;
+
+	key_on(C, 1, "dc", &j, b->keys[0]);
+	CU_ASSERT_EQUAL(set1(C->s[0], b, 1), 1);
+	CU_ASSERT_EQUAL(get1(C->s[1], b, 9), 1);
+	/* n0 claims the slot (its CAS lands) and never writes it */
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_fabric(ft, C->s[0]->svc.fabric), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_OP_WRITE, .kind = FAULT_DROP });
+	CU_ASSERT_EQUAL(set1(C->s[0], b, 2), 1);
+	fault_unwrap_fabric(C->s[0]->svc.fabric);
+	CU_ASSERT(fault_hits(ft, 0) >= 1);
+	t0 = ms_now();
+	/* until the claim times out every write is refused and every read misses */
+	for (;;) {
+		CU_ASSERT_EQUAL(get1(C->s[1], b, 9), -ENOENT);
+		CU_ASSERT_EQUAL(get1(C->s[0], b, 9), -ENOENT);
+		if (set1(C->s[busy & 1], b, 3) == 1) {
+			t1 = ms_now();
+			break;
+		}
+		CU_ASSERT_EQUAL(b->pg[0].status, -EBUSY);
+		busy++;
+		if (ms_now() - t0 > 5000)
+			break;
+		usleep(20000);
+	}
+	printf("\n  dead claim: %d writes refused, taken over after %lld ms\n", busy,
+	       t1 ? (long long)(t1 - t0) : -1LL);
+	CU_ASSERT_FATAL(t1 != 0);	/* the slot is usable again */
+	CU_ASSERT(t1 - t0 >= 250);	/* and not before its time */
+	CU_ASSERT(busy >= 1);	/* refused at least once before the timeout */
+	CU_ASSERT_EQUAL(get1(C->s[1], b, 9), 3);
+	CU_ASSERT_EQUAL(get1(C->s[0], b, 9), 3);
+	m0 = metrics(C->s[0]);
+	m1 = metrics(C->s[1]);
+	CU_ASSERT_EQUAL(m0.claims_taken_over + m1.claims_taken_over, 1);
+	/* a writer that dies halfway through its WRITE: the header lands, half the page
+	 * does; the checksum makes that a clean miss and the slot is free at once */
+	fault_clear(ft);
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_fabric(ft, C->s[0]->svc.fabric), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_OP_WRITE, .kind = FAULT_TEAR, .count = 1 });
+	CU_ASSERT_EQUAL(set1(C->s[0], b, 4), 1);
+	fault_unwrap_fabric(C->s[0]->svc.fabric);
+	got = get1(C->s[1], b, 9);
+	CU_ASSERT_EQUAL(got, -ENOENT);
+	CU_ASSERT_EQUAL(get1(C->s[0], b, 9), -ENOENT);
+	CU_ASSERT(metrics(C->s[1]).miss_checksum + metrics(C->s[0]).miss_checksum >= 2);
+	CU_ASSERT_EQUAL(set1(C->s[0], b, 5), 1);
+	CU_ASSERT_EQUAL(get1(C->s[1], b, 9), 5);
+	fault_free(ft);
+	batch_free(b);
+	down(C);
+}
+
 /* (a) two nodes writing the same bucket at once, and readers racing them: no reader
  * ever gets another key's page or a torn page. */
 static void test_concurrent_writers(void)
@@ -270,6 +353,7 @@ static CU_TestInfo tests[] = {
 	{ "(b) a failed bucket READ never writes blind", test_failed_bucket_read },
 	{ "(c) stamps are monotonic across writers' envs", test_monotonic_stamps },
 	{ "CAS claim", test_cas_claim },
+	{ "a dead writer's claim: clean misses, taken over after the timeout", test_dead_claim },
 	{ "(a) concurrent writers of one bucket", test_concurrent_writers },
 	CU_TEST_INFO_NULL,
 };

@@ -16,50 +16,26 @@
 #include "inproc/inproc.h"
 #include "slotmap/slotmap_spill.h"
 #include "store.h"
+#include "fault.h"
+#include "duo.h"
 #include "testutil.h"
 #include "tier/disk.h"
 
 #define PAGE 12288
 
-struct cluster {
-	struct pc_topology *topo;
-	struct inproc_world *w;
-	struct pc_store *s[2];
-};
+#define cluster pc_test_duo
 
 /* Two nodes, 16 KiB slots, 4 ways: 15 buckets = 60 slots each. */
 static struct cluster *up(uint32_t spill_ways)
 {
-	struct cluster *C = calloc(1, sizeof(*C));
-	char text[1024], err[PC_ERR_MAX] = "";
-	int len = snprintf(text, sizeof(text),
-			   "store: {global_segment_size: 1MiB, slot_size_classes: [16KiB], slot_ways: 4, slot_spill_ways: %u}\n"
-			   "node_defaults: {address: 127.0.0.1, nvme: {path: %s, capacity: 16MiB}}\n"
-			   "nodes:\n  - {name: n0, port: 40000}\n  - {name: n1, port: 40001}\n",
-			   spill_ways, pc_test_tmpdir());
+	char store[160];
 
-	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, (size_t)len, "spill", &C->topo, err, sizeof(err)), 0);
-	C->w = inproc_world_create(2);
-	for (int i = 0; i < 2; i++) {
-		struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
-					   .node = i ? "n1" : "n0", .err = err, .errlen = sizeof(err) };
-		struct store_deps x = { .backend_arg = C->w };
-
-		if (builtin_store_open(&o, &x, &C->s[i]))
-			printf("\n  %s\n", err);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(C->s[i]);
-	}
-	return C;
+	snprintf(store, sizeof(store), "global_segment_size: 1MiB, slot_size_classes: [16KiB], "
+		 "slot_ways: 4, slot_spill_ways: %u", spill_ways);
+	return pc_test_duo_up(store);
 }
 
-static void down(struct cluster *C)
-{
-	pc_store_close(C->s[0]);
-	pc_store_close(C->s[1]);
-	inproc_world_destroy(C->w);
-	pc_topology_free(C->topo);
-	free(C);
-}
+#define down pc_test_duo_down
 
 static void pace(void)
 {
@@ -121,35 +97,12 @@ static void test_no_disk_is_plain_slotmap(void)
 	down(C);
 }
 
-/* A shim that runs the real read, then flips a byte of every page it returns. */
-static int flip_on_read(void *arg, bool write, struct pc_io *ios, size_t n)
-{
-	struct pc_storage *s = arg;
-
-	if (write)
-		return 0;
-	s->ops->read(s, ios, n);
-	for (size_t i = 0; i < n; i++)
-		if (!ios[i].status && ios[i].buf)
-			((uint8_t *)ios[i].buf)[7] ^= 0x40;
-	return 1;
-}
-
-static int fail_writes(void *arg, bool write, struct pc_io *ios, size_t n)
-{
-	(void)arg;
-	if (!write)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		ios[i].status = -EIO;
-	return 1;
-}
-
 static void test_corrupt_and_failing_disk(void)
 {
 	struct cluster *C = up(2);
 	struct disk_pool *d0 = sm_spill_disk(sm_of(C->s[0]->mode), 0), *d1 = sm_spill_disk(sm_of(C->s[1]->mode), 0);
 	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) }, r = { .size = sizeof(r) };
+	struct fault *ft = fault_new();
 	int wrong = 0, bad = 0, hits;
 
 	for (uint32_t i = 0; i < 240; i += 8) {
@@ -157,10 +110,9 @@ static void test_corrupt_and_failing_disk(void)
 		pace();
 	}
 	/* every disk copy now reads back corrupt: misses, never wrong bytes */
-	d0->stg->fault = flip_on_read;
-	d0->stg->fault_arg = d0->stg;
-	d1->stg->fault = flip_on_read;
-	d1->stg->fault_arg = d1->stg;
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_storage(ft, d0->stg), 0);
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_storage(ft, d1->stg), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_READ, .kind = FAULT_CORRUPT, .bit = 62 });
 	hits = pc_test_read_pages(C->s[1], 240, PAGE, &wrong, &bad);
 	pc_store_metrics(C->s[0], &m0);
 	pc_store_metrics(C->s[1], &m1);
@@ -171,8 +123,8 @@ static void test_corrupt_and_failing_disk(void)
 	CU_ASSERT(m0.spill_corrupt + m1.spill_corrupt > 0);
 	CU_ASSERT(hits <= 120);
 	/* writes to disk fail: pages stay in their slots, failures are counted */
-	d0->stg->fault = fail_writes;
-	d1->stg->fault = fail_writes;
+	fault_clear(ft);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_WRITE, .kind = FAULT_FAIL, .err = -EIO });
 	for (uint32_t i = 1000; i < 1240; i += 16) {
 		pc_test_write_pages(C->s[0], i, 16, PAGE);
 		pace();
@@ -180,8 +132,7 @@ static void test_corrupt_and_failing_disk(void)
 	pc_store_metrics(C->s[0], &m0);
 	pc_store_metrics(C->s[1], &m1);
 	CU_ASSERT(m0.spill_failures + m1.spill_failures > 0);
-	d0->stg->fault = NULL;
-	d1->stg->fault = NULL;
+	fault_free(ft);
 	down(C);
 }
 

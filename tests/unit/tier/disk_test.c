@@ -2,7 +2,7 @@
  * disk_test.c - the disk pool on a real unlinked file: batched round trips (direct
  * and buffered, aligned and odd lengths), its own LRU dropping the tail when full,
  * a flipped byte in the file becoming -EBADMSG (never bad bytes), and injected
- * EIO/ENOSPC through the storage fault hook.
+ * EIO/ENOSPC through the fault shim.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 
 #include <peercache/pc_storage.h>
 
+#include "fault.h"
 #include "testutil.h"
 #include "tier/disk.h"
 
@@ -178,41 +179,21 @@ static void test_flipped_byte(void)
 	pc_storage_close(s);
 }
 
-/* Fails every transfer of the armed kind with err, once armed. */
-struct shim {
-	bool on_write;
-	int err;
-	int calls;
-};
-
-static int shim_fault(void *arg, bool write, struct pc_io *ios, size_t n)
-{
-	struct shim *sh = arg;
-
-	if (!sh->err || write != sh->on_write)
-		return 0;
-	sh->calls++;
-	for (size_t i = 0; i < n; i++)
-		ios[i].status = sh->err;
-	return 1;
-}
-
 static void test_injected_errors(void)
 {
 	struct pc_storage *s = open_file(8, true);
 	struct disk_pool *d = NULL;
-	struct shim sh = { 0 };
+	struct fault *ft = fault_new();
 	struct disk_stats st;
 	struct disk_blk b[2];
 	uint8_t *buf = aligned_alloc(4096, 2 * BLOCK);
 	int status[2];
 
 	CU_ASSERT_EQUAL_FATAL(disk_open(s, 8, BLOCK, false, &d), 0);
-	s->fault = shim_fault;
-	s->fault_arg = &sh;
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_storage(ft, s), 0);
 	memset(buf, 7, 2 * BLOCK);
 	/* ENOSPC on write: nothing stored, both counted */
-	sh = (struct shim){ .on_write = true, .err = -ENOSPC };
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_WRITE, .err = -ENOSPC });
 	b[0] = (struct disk_blk){ .key = key(0), .data = buf, .len = BLOCK };
 	b[1] = (struct disk_blk){ .key = key(1), .data = buf + BLOCK, .len = BLOCK };
 	CU_ASSERT_EQUAL(disk_put(d, b, 2), 0);
@@ -220,22 +201,23 @@ static void test_injected_errors(void)
 	CU_ASSERT_EQUAL(disk_used(d), 0);
 	CU_ASSERT_FALSE(disk_has(d, key(0), NULL, NULL, NULL));
 	/* EIO on read: a miss, the block is dropped */
-	sh.err = 0;
+	fault_clear(ft);
 	put_n(d, 0, 2, BLOCK, 1);
-	sh = (struct shim){ .on_write = false, .err = -EIO };
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_READ, .err = -EIO });
 	CU_ASSERT_EQUAL(get_n(d, 0, 2, BLOCK, 1, false, status), 0);
 	CU_ASSERT(status[0] == -EIO && status[1] == -EIO);
 	CU_ASSERT_EQUAL(disk_used(d), 0);
 	disk_get_stats(d, &st);
 	CU_ASSERT_EQUAL(st.write_errors, 2);
 	CU_ASSERT_EQUAL(st.read_errors, 2);
-	CU_ASSERT_EQUAL(sh.calls, 1);
+	CU_ASSERT_EQUAL(fault_hits(ft, 0), 2);
 	/* the pool works again once the disk does */
-	sh.err = 0;
+	fault_clear(ft);
 	put_n(d, 0, 2, BLOCK, 3);
 	CU_ASSERT_EQUAL(get_n(d, 0, 2, BLOCK, 3, false, NULL), 2);
 	free(buf);
 	disk_close(d);
+	fault_free(ft);
 	pc_storage_close(s);
 }
 

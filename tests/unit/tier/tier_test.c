@@ -16,6 +16,7 @@
 #include "inproc/inproc.h"
 #include "proto.h"
 #include "store.h"
+#include "fault.h"
 #include "testutil.h"
 #include "tier/disk.h"
 #include "tier/tier.h"
@@ -193,32 +194,16 @@ static uint8_t where1(struct cluster *C, char set, uint32_t i)
 	return w;
 }
 
-struct shim {
-	bool on_write;
-	int err;
-};
-
-static int shim_fault(void *arg, bool write, struct pc_io *ios, size_t n)
-{
-	struct shim *sh = arg;
-
-	if (!sh->err || write != sh->on_write)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		ios[i].status = sh->err;
-	return 1;
-}
-
 /* A failed spill is delete-and-miss; a failed promotion read is a miss. */
 static void test_injected_faults(void)
 {
 	struct cluster *C = up(SEED);
 	struct disk_pool *d = tier_disk(C->peer->tier);
-	struct shim sh = { .on_write = true, .err = -ENOSPC };
+	struct fault *ft = fault_new();
 	struct pc_tier_metrics m = { .size = sizeof(m) };
 
-	d->stg->fault = shim_fault;
-	d->stg->fault_arg = &sh;
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_storage(ft, d->stg), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_WRITE, .err = -ENOSPC });
 	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'F', 0, 8), 8);
 	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'F', 8, 4), 4);	/* F0..F3 cannot spill */
 	m = metrics(C);
@@ -228,9 +213,9 @@ static void test_injected_faults(void)
 	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'F', 0, 4), 0);	/* clean misses */
 	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'F', 4, 8), 8);
 	/* the disk works again; then reads fail */
-	sh.err = 0;
+	fault_clear(ft);
 	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'G', 0, 4), 4);	/* 4 of F to disk */
-	sh = (struct shim){ .on_write = false, .err = -EIO };
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_READ, .err = -EIO });
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.demoted_blocks, 4);
 	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'F', 4, 4), 0);
@@ -238,7 +223,7 @@ static void test_injected_faults(void)
 	m = metrics(C);
 	CU_ASSERT_EQUAL(m.resident_disk_blocks, 0);	/* and nothing was demoted for them */
 	CU_ASSERT_EQUAL(m.demoted_blocks, 4);
-	d->stg->fault = NULL;
+	fault_free(ft);
 	down(C);
 }
 
