@@ -135,19 +135,21 @@ static int check_at(struct inproc_fabric *ep, const struct pc_op *op, uint8_t **
 	ret = region_table_check(&ep->regions, op->rkey, op->raddr, pc_op_bytes(op),
 				 region_access_for(op->kind), where);
 	if (ret)
-		pc_stat_add(&ep->base.stats.refused_ops, 1);
+		region_count_refused(&ep->base.stats, ret);
 	return ret;
 }
 
 static int apply_at(struct inproc_fabric *ep, struct pc_op *op)
 {
+	struct region_tally served = { 0 };
 	uint8_t *where;
 	int ret = check_at(ep, op, &where);
 
 	if (ret)
 		return ret;
 	region_apply(op, where);
-	pc_stat_add(&ep->base.stats.served_ops, 1);
+	region_tally_op(&served, op->kind, pc_op_bytes(op));
+	region_tally_flush(&ep->base.stats, &served);
 	return 0;
 }
 
@@ -194,12 +196,13 @@ void inproc_world_apply_batch(struct inproc_world *w, struct pc_op *ops, const u
 			if (!o[i]->status)
 				region_apply(o[i], where[i]);
 		for (i = 0; i < m; i = j) {
-			uint64_t served = 0;
+			struct region_tally served = { 0 };
 
 			for (j = i; j < m && eps[j] == eps[i]; j++)
-				served += !o[j]->status;
-			if (served)
-				pc_stat_add(&eps[i]->base.stats.served_ops, served);
+				if (!o[j]->status)
+					region_tally_op(&served, o[j]->kind, pc_op_bytes(o[j]));
+			if (eps[i])
+				region_tally_flush(&eps[i]->base.stats, &served);
 		}
 	}
 }

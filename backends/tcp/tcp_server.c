@@ -84,6 +84,7 @@ static struct pc_fabric_stats *stats(struct tcp_server *s)
 
 static void conn_close(struct tcp_server *s, struct sconn *c)
 {
+	pc_stat_add(&stats(s)->conns_closed, 1);
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	if (c->prev)
@@ -294,7 +295,7 @@ static int on_ops(struct tcp_server *s, struct sconn *c)
 		c->status[i] = region_table_check(&s->tf->regions, d[i].rkey, d[i].raddr, d[i].len,
 						  region_access_for(d[i].kind), &c->where[i]);
 		if (c->status[i])
-			pc_stat_add(&stats(s)->refused_ops, 1);
+			region_count_refused(stats(s), c->status[i]);
 		if (d[i].kind != PC_OP_WRITE)
 			continue;
 		/* WRITE payloads land in their regions; refused ones in the discard buffer. */
@@ -316,7 +317,8 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 {
 	const struct tcp_opdesc *d = (const struct tcp_opdesc *)c->fr.body;
 	uint32_t nops = c->fr.nops;
-	uint64_t body = (uint64_t)nops * 4, served = 0;
+	uint64_t body = (uint64_t)nops * 4;
+	struct region_tally served = { 0 };
 	size_t cas_off;
 
 	for (uint32_t i = 0; i < nops; i++)
@@ -341,7 +343,7 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 	for (uint32_t i = 0; i < nops; i++) {
 		if (c->status[i])
 			continue;
-		served++;
+		region_tally_op(&served, d[i].kind, d[i].len);
 		if (d[i].kind == PC_OP_READ && iov_push(c, c->where[i], d[i].len))
 			return -ENOMEM;
 		if (d[i].kind == PC_OP_CAS) {
@@ -350,7 +352,7 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 			cas_off += 8;
 		}
 	}
-	pc_stat_add(&stats(s)->served_ops, served);
+	region_tally_flush(stats(s), &served);
 	return 0;
 }
 
@@ -457,6 +459,7 @@ static void on_accept(struct tcp_server *s)
 			free(c);
 			continue;
 		}
+		pc_stat_add(&stats(s)->conns_accepted, 1);
 		c->next = s->conns;
 		if (s->conns)
 			s->conns->prev = c;

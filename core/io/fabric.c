@@ -129,8 +129,12 @@ int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_p
 	do
 		f->incarnation = pc_env_random(f->env);
 	while (!f->incarnation);
-	ret = ops->open(f, p);
+	f->peer_down = calloc(f->nr_peers, sizeof(*f->peer_down));
+	f->peer_noted_ns = calloc(f->nr_peers, sizeof(*f->peer_noted_ns));
+	ret = f->peer_down && f->peer_noted_ns ? ops->open(f, p) : -ENOMEM;
 	if (ret) {
+		free(f->peer_down);
+		free(f->peer_noted_ns);
 		free(f);
 		return ret;
 	}
@@ -145,7 +149,59 @@ void pc_fabric_close(struct pc_fabric *f)
 	if (!f)
 		return;
 	f->ops->close(f);
+	free(f->peer_down);
+	free(f->peer_noted_ns);
 	free(f);
+}
+
+/* ------------------------------------------------------------------ peer reachability */
+
+#define PEER_NOTE_GAP_NS 1000000000ULL	/* at most one line per peer per second */
+
+/* Errors that say the peer itself could not be reached (as opposed to a refusal or
+ * a handler's answer). */
+static bool unreachable(int status)
+{
+	switch (-status) {
+	case ECONNREFUSED: case ECONNRESET: case ECONNABORTED: case EHOSTUNREACH:
+	case ENETUNREACH: case EHOSTDOWN: case ETIMEDOUT: case EPIPE: case EIO:
+	case ENOTCONN: case ESHUTDOWN: case EADDRNOTAVAIL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A peer's reachability changed: one warning per transition, with the peer's name
+ * and address and the reason, and none for a peer whose last line is under a second
+ * old (a flapping peer). Concurrent callers agree on who logs by the exchange. */
+static void note_peer(struct pc_fabric *f, uint32_t peer, int status)
+{
+	const struct pc_node *n = &f->topo->nodes[peer];
+	uint8_t down = unreachable(status);
+	uint64_t now, last;
+
+	if (__atomic_exchange_n(&f->peer_down[peer], down, __ATOMIC_RELAXED) == down)
+		return;
+	now = pc_env_now(f->env);
+	last = __atomic_load_n(&f->peer_noted_ns[peer], __ATOMIC_RELAXED);
+	if (last && now - last < PEER_NOTE_GAP_NS)
+		return;
+	__atomic_store_n(&f->peer_noted_ns[peer], now, __ATOMIC_RELAXED);
+	if (down)
+		pc_warn("peer %s (%s port %u) unreachable: %s", n->name, n->address, n->port,
+			strerror(-status));
+	else
+		pc_warn("peer %s (%s port %u) reachable again", n->name, n->address, n->port);
+}
+
+/* status of one op or RPC to peer: a failure to reach it, or the first answer after
+ * one, changes its state. The common case (reached, was up) is one load. */
+static inline void track_peer(struct pc_fabric *f, uint32_t peer, int status)
+{
+	if (__builtin_expect(unreachable(status) ||
+			     __atomic_load_n(&f->peer_down[peer], __ATOMIC_RELAXED), 0))
+		note_peer(f, peer, status);
 }
 
 int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
@@ -171,6 +227,7 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	if (f->fault)
 		f->fault(f->fault_arg, PC_FAULT_AFTER, ops, n);
 	for (size_t i = 0; i < n; i++) {
+		track_peer(f, ops[i].peer, ops[i].status);
 		if (ops[i].status) {
 			errs++;
 			continue;
@@ -212,6 +269,8 @@ int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	ret = f->ops->call(f, rpcs, n);
 	if (ret)
 		return ret;
+	for (size_t i = 0; i < n; i++)
+		track_peer(f, rpcs[i].peer, rpcs[i].status);
 	pc_stat_add(&f->stats.rpc_phases, 1);
 	pc_stat_add(&f->stats.rpcs, n);
 	return 0;

@@ -159,6 +159,17 @@ struct pc_fabric_stats {
 	uint64_t bad_frames;		/* malformed frames; each closed its connection */
 	uint64_t served_rpcs;
 	uint64_t reconnects;
+	/* Serving side, kept by backends that execute one-sided ops themselves (tcp,
+	 * in-process; an RDMA NIC serves them in hardware and counts none of these).
+	 * served_ops is the sum of the three kinds; bytes are what the ops moved on
+	 * this node (head and payload; 8 per CAS). */
+	uint64_t served_reads, served_writes, served_cas;
+	uint64_t served_read_bytes, served_write_bytes, served_cas_bytes;
+	/* refused_ops by reason: unknown region key, out of bounds, missing access
+	 * right, malformed op (a CAS that is not 8 aligned bytes) */
+	uint64_t refused_key, refused_bounds, refused_rights, refused_malformed;
+	/* connections peers opened to this node (backends with connections) */
+	uint64_t conns_accepted, conns_closed;
 };
 
 enum pc_fault_when { PC_FAULT_BEFORE = 0, PC_FAULT_AFTER = 1 };
@@ -189,6 +200,10 @@ struct pc_fabric {
 	struct pc_fabric_stats stats;
 	pc_fabric_fault_fn *fault;
 	void *fault_arg;
+	/* Kept by the core's wrappers: per peer, 1 while the last op or RPC sent to it
+	 * failed to reach it, and when its last transition was logged. */
+	uint8_t *peer_down;
+	uint64_t *peer_noted_ns;
 };
 
 /* Bytes an op moves on the remote side. */
@@ -241,6 +256,13 @@ static inline int pc_fabric_map(struct pc_fabric *f, uint32_t peer, uint64_t pee
 	if (!f->maps || f->fault)
 		return -EOPNOTSUPP;
 	return f->ops->map(f, peer, peer_inc, rkey, raddr, len, access, addr);
+}
+
+/* Whether the last op or RPC this fabric sent to peer reached it (true before any
+ * was sent). */
+static inline bool pc_fabric_peer_up(const struct pc_fabric *f, uint32_t peer)
+{
+	return peer >= f->nr_peers || !__atomic_load_n(&f->peer_down[peer], __ATOMIC_RELAXED);
 }
 
 /* A snapshot of the counters. */
