@@ -28,6 +28,7 @@ enum pc_rpc_opcode {
 	PC_RPC_DIR_GET = 10,		/* proto_dir_get + key[n] -> proto_dir_ans[n] */
 	PC_RPC_MEMBER = 11,		/* proto_member -> () */
 	PC_RPC_P2P_TOUCH = 12,		/* proto_touch_hdr + proto_touch[n] -> () */
+	PROTO_NR_RPCS			/* one past the last opcode */
 };
 
 /* The RPCs whose handlers never block (no disk, no pulls from the caller, no waits):

@@ -38,6 +38,7 @@ int store_set_member(struct pc_store *st, uint32_t node, bool member)
 		goto out;
 	}
 	__atomic_store_n(&sv->ring, r, __ATOMIC_RELEASE);
+	pc_stat_add(&st->member_changes, 1);
 	old->retired_next = st->retired;
 	st->retired = old;
 	pc_info("node %s %s the ring", sv->topo->nodes[node].name, member ? "joined" : "left");
@@ -81,12 +82,9 @@ int pc_store_set_member(struct pc_store *st, const char *node, bool member)
 	return 0;
 }
 
-/* Every RPC a peer sends this node arrives here. */
-int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
-	      struct pc_msg *resp)
+static int route(struct pc_store *st, uint32_t from, uint16_t opcode, const void *req, size_t len,
+		 struct pc_msg *resp)
 {
-	struct pc_store *st = arg;
-
 	switch (opcode) {
 	case PC_RPC_MEMBER: {
 		struct proto_member m;
@@ -108,4 +106,19 @@ int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t
 	default:
 		return st->mode_ops->rpc(st->mode, from, opcode, req, len, resp);
 	}
+}
+
+/* Every RPC a peer sends this node arrives here, and is counted by opcode (opcodes
+ * this build does not know count under 0). */
+int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
+	      struct pc_msg *resp)
+{
+	struct pc_store *st = arg;
+	int ret = route(st, from, opcode, req, len, resp);
+	uint16_t o = opcode < PROTO_NR_RPCS ? opcode : 0;
+
+	pc_stat_add(&st->rpc_served[o], 1);
+	if (ret)
+		pc_stat_add(&st->rpc_failed[o], 1);
+	return ret;
 }

@@ -97,6 +97,10 @@ struct pc_store_cfg {
 	uint32_t tier_free_percent;		/* background demotion keeps this share free */
 	bool tier_inclusive;			/* promoted blocks keep their disk copy */
 	uint32_t tier_lease_ms;			/* a fetch's lease expires after this */
+	/* pcd's metrics endpoint (pc_metrics_serve) on the node's address: off unless
+	 * asked; port 0 takes an ephemeral one (pcd logs which). */
+	bool metrics;
+	uint32_t metrics_port;
 };
 
 /* Model shape: page bytes = 2 (K and V) x layers x kv_heads x head_dim x dtype bytes

@@ -55,6 +55,8 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, tier_free_percent, FT_U32, 0, 50, "5"),
 	F(struct pc_store_cfg, tier_inclusive, FT_BOOL, 0, 1, NULL),
 	F(struct pc_store_cfg, tier_lease_ms, FT_U32, 1, 3600000, "30000"),
+	F(struct pc_store_cfg, metrics, FT_BOOL, 0, 1, NULL),
+	F(struct pc_store_cfg, metrics_port, FT_U32, 0, 65535, "0"),
 };
 
 static const struct field model_fields[] = {
