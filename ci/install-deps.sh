@@ -5,12 +5,14 @@
 # per invocation and only when something is missing. Needs root (CI runs as root).
 # python3-torch and python3-numpy are for the Python package's tests (host KV pools
 # built from torch tensors, as SGLang's are); the package itself needs neither.
+# curl and prometheus (for promtool) are for the metrics endpoint's tests.
 # Not for: the rxe VM's kernel and userland, which ci/rxe-vm.sh downloads itself.
 set -eu
 
 PKGS="build-essential cmake pkg-config valgrind git
       rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils
-      libxxhash-dev libyaml-dev libcunit1-dev libjansson-dev gnuplot-nox
+      libxxhash-dev libyaml-dev libcunit1-dev libjansson-dev libmicrohttpd-dev gnuplot-nox
+      curl prometheus
       iproute2 procps psmisc
       python3 python3-torch python3-numpy"
 
