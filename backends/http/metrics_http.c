@@ -128,6 +128,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return text(conn, MHD_HTTP_NOT_FOUND, "%s: try /metrics, /healthz or /readyz\n", url);
 }
 
+/* libmicrohttpd's own error lines, into the library's log. */
+static void mhd_log(void *arg, const char *fmt, va_list ap)
+{
+	char line[256];
+	size_t n;
+
+	(void)arg;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n && line[n - 1] == '\n')
+		line[--n] = 0;
+	pc_dbg("metrics endpoint: %s", line);
+}
+
 static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss)
 {
 	struct addrinfo hints = { .ai_flags = AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM };
@@ -174,6 +188,7 @@ int pc_metrics_serve(struct pc_store *s, const char *host, uint16_t port,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
 				MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)HTTP_CONNECTIONS,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_END);
 	if (!m->d) {
 		ret = errno ? -errno : -EADDRINUSE;
