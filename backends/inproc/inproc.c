@@ -139,17 +139,15 @@ static int check_at(struct inproc_fabric *ep, const struct pc_op *op, uint8_t **
 	return ret;
 }
 
-static int apply_at(struct inproc_fabric *ep, struct pc_op *op)
+static int apply_at(struct inproc_fabric *ep, struct pc_op *op, struct region_tally *served)
 {
-	struct region_tally served = { 0 };
 	uint8_t *where;
 	int ret = check_at(ep, op, &where);
 
 	if (ret)
 		return ret;
 	region_apply(op, where);
-	region_tally_op(&served, op->kind, pc_op_bytes(op));
-	region_tally_flush(&ep->base.stats, &served);
+	region_tally_op(served, op->kind, pc_op_bytes(op));
 	return 0;
 }
 
@@ -307,16 +305,21 @@ static int inproc_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
 	return 0;
 }
 
+/* Each run of ops to one peer enters it once and adds its served counts once. */
 static int inproc_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 {
 	struct inproc_world *w = to_inproc(f)->world;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0, j; i < n; i = j) {
 		struct inproc_fabric *ep = enter(w, ops[i].peer);
+		struct region_tally served = { 0 };
 
-		ops[i].status = apply_at(ep, &ops[i]);
-		if (ep)
+		for (j = i; j < n && ops[j].peer == ops[i].peer; j++)
+			ops[j].status = apply_at(ep, &ops[j], &served);
+		if (ep) {
+			region_tally_flush(&ep->base.stats, &served);
 			leave(w, ep);
+		}
 	}
 	return 0;
 }

@@ -183,6 +183,10 @@ static void note_peer(struct pc_fabric *f, uint32_t peer, int status)
 
 	if (__atomic_exchange_n(&f->peer_down[peer], down, __ATOMIC_RELAXED) == down)
 		return;
+	if (down)
+		__atomic_fetch_add(&f->nr_down, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_sub(&f->nr_down, 1, __ATOMIC_RELAXED);
 	now = pc_env_now(f->env);
 	last = __atomic_load_n(&f->peer_noted_ns[peer], __ATOMIC_RELAXED);
 	if (last && now - last < PEER_NOTE_GAP_NS)
@@ -196,17 +200,19 @@ static void note_peer(struct pc_fabric *f, uint32_t peer, int status)
 }
 
 /* status of one op or RPC to peer: a failure to reach it, or the first answer after
- * one, changes its state. The common case (reached, was up) is one load. */
-static inline void track_peer(struct pc_fabric *f, uint32_t peer, int status)
+ * one, changes its state. any_down is nr_down as the call began: while no peer is
+ * down, an answered op costs nothing here. */
+static inline void track_peer(struct pc_fabric *f, uint32_t peer, int status, bool any_down)
 {
-	if (__builtin_expect(unreachable(status) ||
-			     __atomic_load_n(&f->peer_down[peer], __ATOMIC_RELAXED), 0))
+	if (__builtin_expect(status != 0, 0) ? unreachable(status) || any_down :
+	    __builtin_expect(any_down, 0) && __atomic_load_n(&f->peer_down[peer], __ATOMIC_RELAXED))
 		note_peer(f, peer, status);
 }
 
 int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 {
 	uint64_t rd = 0, wr = 0, nr = 0, nw = 0, nc = 0, errs = 0;
+	bool any_down;
 	int ret;
 
 	if (!n)
@@ -226,8 +232,9 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		return ret;
 	if (f->fault)
 		f->fault(f->fault_arg, PC_FAULT_AFTER, ops, n);
+	any_down = __atomic_load_n(&f->nr_down, __ATOMIC_RELAXED) != 0;
 	for (size_t i = 0; i < n; i++) {
-		track_peer(f, ops[i].peer, ops[i].status);
+		track_peer(f, ops[i].peer, ops[i].status, any_down);
 		if (ops[i].status) {
 			errs++;
 			continue;
@@ -257,6 +264,7 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 
 int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 {
+	bool any_down;
 	int ret;
 
 	if (!n)
@@ -269,8 +277,9 @@ int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	ret = f->ops->call(f, rpcs, n);
 	if (ret)
 		return ret;
+	any_down = __atomic_load_n(&f->nr_down, __ATOMIC_RELAXED) != 0;
 	for (size_t i = 0; i < n; i++)
-		track_peer(f, rpcs[i].peer, rpcs[i].status);
+		track_peer(f, rpcs[i].peer, rpcs[i].status, any_down);
 	pc_stat_add(&f->stats.rpc_phases, 1);
 	pc_stat_add(&f->stats.rpcs, n);
 	return 0;

@@ -204,6 +204,7 @@ struct pc_fabric {
 	 * failed to reach it, and when its last transition was logged. */
 	uint8_t *peer_down;
 	uint64_t *peer_noted_ns;
+	uint32_t nr_down;		/* peers marked down: 0 spares the per-op look */
 };
 
 /* Bytes an op moves on the remote side. */
