@@ -13,7 +13,7 @@
 #include <peercache/pc_fabric.h>
 #include <peercache/peercache.h>
 
-#include "metrics/latency.h"
+#include "base/latency.h"
 #include "mode.h"
 #include "proto.h"
 #include "store_svc.h"

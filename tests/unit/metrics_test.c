@@ -15,7 +15,7 @@
 
 #include "builtin.h"
 #include "inproc/inproc.h"
-#include "metrics/latency.h"
+#include "base/latency.h"
 #include "slotmap/slotmap_int.h"
 #include "store.h"
 #include "testutil.h"
