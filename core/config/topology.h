@@ -81,6 +81,8 @@ struct pc_store_cfg {
 	uint32_t vnodes;			/* ring points per node */
 	uint32_t timeout_ms;			/* a dead peer fails a call within this */
 	uint32_t tcp_poll_us;			/* tcp: poll this long before sleeping */
+	uint32_t peer_backoff_ms;		/* skip a sick peer this long, doubling; 0 = never */
+	uint32_t peer_backoff_max_ms;		/* ... up to this */
 	bool slot_cas_claim;			/* remote writers claim a slot with CAS */
 	enum pc_read_policy slot_read_policy;
 	/* Spill under slotmap: each node keeps this many ways per bucket free by moving

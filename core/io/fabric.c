@@ -15,6 +15,7 @@
 
 #include "base/log.h"
 #include "config/topology.h"
+#include "io/peer_backoff.h"
 
 /* ------------------------------------------------------------------ stubs */
 
@@ -126,15 +127,18 @@ int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_p
 	f->self = p->self;
 	f->nr_peers = p->topo->nr_nodes;
 	f->timeout_ms = p->timeout_ms ? p->timeout_ms : p->topo->store.timeout_ms;
+	f->peers = peer_backoff_create(f->nr_peers, p->topo->store.peer_backoff_ms,
+				       p->topo->store.peer_backoff_max_ms);
+	if (!f->peers) {
+		free(f);
+		return -ENOMEM;
+	}
 	do
 		f->incarnation = pc_env_random(f->env);
 	while (!f->incarnation);
-	f->peer_down = calloc(f->nr_peers, sizeof(*f->peer_down));
-	f->peer_noted_ns = calloc(f->nr_peers, sizeof(*f->peer_noted_ns));
-	ret = f->peer_down && f->peer_noted_ns ? ops->open(f, p) : -ENOMEM;
+	ret = ops->open(f, p);
 	if (ret) {
-		free(f->peer_down);
-		free(f->peer_noted_ns);
+		peer_backoff_destroy(f->peers);
 		free(f);
 		return ret;
 	}
@@ -149,79 +153,100 @@ void pc_fabric_close(struct pc_fabric *f)
 	if (!f)
 		return;
 	f->ops->close(f);
-	free(f->peer_down);
-	free(f->peer_noted_ns);
+	peer_backoff_destroy(f->peers);
 	free(f);
 }
 
-/* ------------------------------------------------------------------ peer reachability */
+/* ------------------------------------------------------------------ backoff */
 
-#define PEER_NOTE_GAP_NS 1000000000ULL	/* at most one line per peer per second */
+/*
+ * Ops and RPCs to a peer that is backing off fail at once with the error that put
+ * it there and never reach the backend; the rest go in one call. Only a batch in which some peer is
+ * skipped pays for it: its live entries are copied to a scratch array and back.
+ * The helpers below work on either array through the offsets of its peer and
+ * status fields.
+ */
+struct entries {
+	char *v;			/* n entries of size bytes */
+	size_t size, n, peer_off, status_off;
+};
 
-/* Errors that say the peer itself could not be reached (as opposed to a refusal or
- * a handler's answer). */
-static bool unreachable(int status)
+#define ENTRIES(arr, count) \
+	((struct entries){ .v = (char *)(arr), .size = sizeof(*(arr)), .n = (count), \
+			   .peer_off = offsetof(__typeof__(*(arr)), peer), \
+			   .status_off = offsetof(__typeof__(*(arr)), status) })
+
+static uint32_t entry_peer(const struct entries *e, size_t i)
 {
-	switch (-status) {
-	case ECONNREFUSED: case ECONNRESET: case ECONNABORTED: case EHOSTUNREACH:
-	case ENETUNREACH: case EHOSTDOWN: case ETIMEDOUT: case EPIPE: case EIO:
-	case ENOTCONN: case ESHUTDOWN: case EADDRNOTAVAIL:
-		return true;
-	default:
-		return false;
+	uint32_t peer;
+
+	memcpy(&peer, e->v + i * e->size + e->peer_off, sizeof(peer));
+	return peer;
+}
+
+static int *entry_status(const struct entries *e, size_t i)
+{
+	return (int *)(void *)(e->v + i * e->size + e->status_off);
+}
+
+static size_t count_skipped(struct pc_fabric *f, const struct entries *e, uint64_t now)
+{
+	size_t skipped = 0;
+
+	for (size_t i = 0; i < e->n; i++)
+		skipped += peer_backoff_skips(f->peers, entry_peer(e, i), now) != 0;
+	return skipped;
+}
+
+static void note_outcomes(struct pc_fabric *f, const struct entries *e)
+{
+	uint64_t now = pc_env_now(f->env);
+
+	for (size_t i = 0; i < e->n; i++)
+		peer_backoff_note(f->peers, f, entry_peer(e, i), *entry_status(e, i), now);
+}
+
+/* Fail the skipped entries of e and copy the others into *live (at[j]: where live
+ * entry j came from). 0, or -ENOMEM. */
+static int gather_live(struct pc_fabric *f, const struct entries *e, size_t skipped, uint64_t now,
+		       struct entries *live, size_t **at)
+{
+	*live = *e;
+	live->n = 0;
+	live->v = NULL;
+	*at = NULL;
+	if (skipped < e->n) {
+		live->v = malloc((e->n - skipped) * (e->size + sizeof(**at)));
+		if (!live->v)
+			return -ENOMEM;
+		*at = (size_t *)(void *)(live->v + (e->n - skipped) * e->size);
 	}
+	for (size_t i = 0; i < e->n; i++) {
+		int skip = peer_backoff_skips(f->peers, entry_peer(e, i), now);
+
+		if (skip) {
+			*entry_status(e, i) = skip;
+		} else {
+			(*at)[live->n] = i;
+			memcpy(live->v + live->n++ * e->size, e->v + i * e->size, e->size);
+		}
+	}
+	return 0;
 }
 
-/* A peer's reachability changed: one warning per transition, with the peer's name
- * and address and the reason, and none for a peer whose last line is under a second
- * old (a flapping peer). Concurrent callers agree on who logs by the exchange. */
-static void note_peer(struct pc_fabric *f, uint32_t peer, int status)
+static void scatter_live(const struct entries *e, struct entries *live, const size_t *at)
 {
-	const struct pc_node *n = &f->topo->nodes[peer];
-	uint8_t down = unreachable(status);
-	uint64_t now, last;
-
-	if (__atomic_exchange_n(&f->peer_down[peer], down, __ATOMIC_RELAXED) == down)
-		return;
-	if (down)
-		__atomic_fetch_add(&f->nr_down, 1, __ATOMIC_RELAXED);
-	else
-		__atomic_fetch_sub(&f->nr_down, 1, __ATOMIC_RELAXED);
-	now = pc_env_now(f->env);
-	last = __atomic_load_n(&f->peer_noted_ns[peer], __ATOMIC_RELAXED);
-	if (last && now - last < PEER_NOTE_GAP_NS)
-		return;
-	__atomic_store_n(&f->peer_noted_ns[peer], now, __ATOMIC_RELAXED);
-	if (down)
-		pc_warn("peer %s (%s port %u) unreachable: %s", n->name, n->address, n->port,
-			strerror(-status));
-	else
-		pc_warn("peer %s (%s port %u) reachable again", n->name, n->address, n->port);
+	for (size_t j = 0; j < live->n; j++)
+		memcpy(e->v + at[j] * e->size, live->v + j * e->size, e->size);
+	free(live->v);
 }
 
-/* status of one op or RPC to peer: a failure to reach it, or the first answer after
- * one, changes its state. any_down is nr_down as the call began: while no peer is
- * down, an answered op costs nothing here. */
-static inline void track_peer(struct pc_fabric *f, uint32_t peer, int status, bool any_down)
+static int post_all(struct pc_fabric *f, struct pc_op *ops, size_t n)
 {
-	if (__builtin_expect(status != 0, 0) ? unreachable(status) || any_down :
-	    __builtin_expect(any_down, 0) && __atomic_load_n(&f->peer_down[peer], __ATOMIC_RELAXED))
-		note_peer(f, peer, status);
-}
-
-int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
-{
-	uint64_t rd = 0, wr = 0, nr = 0, nw = 0, nc = 0, errs = 0;
-	bool any_down;
 	int ret;
 
 	if (!n)
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		assert(ops[i].peer < f->nr_peers);
-		assert(ops[i].kind != PC_OP_CAS || (ops[i].len == 8 && !ops[i].head_len));
-		ops[i].status = 0;
-	}
 	if (f->fault) {
 		ret = f->fault(f->fault_arg, PC_FAULT_BEFORE, ops, n);
 		if (ret)
@@ -232,9 +257,43 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		return ret;
 	if (f->fault)
 		f->fault(f->fault_arg, PC_FAULT_AFTER, ops, n);
-	any_down = __atomic_load_n(&f->nr_down, __ATOMIC_RELAXED) != 0;
+	return 0;
+}
+
+static int call_all(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
+{
+	return n ? f->ops->call(f, rpcs, n) : 0;
+}
+
+int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
+{
+	uint64_t rd = 0, wr = 0, nr = 0, nw = 0, nc = 0, errs = 0, now;
+	struct entries e = ENTRIES(ops, n), live;
+	size_t skipped, *at;
+	int ret;
+
+	if (!n)
+		return 0;
 	for (size_t i = 0; i < n; i++) {
-		track_peer(f, ops[i].peer, ops[i].status, any_down);
+		assert(ops[i].peer < f->nr_peers);
+		assert(ops[i].kind != PC_OP_CAS || (ops[i].len == 8 && !ops[i].head_len));
+		ops[i].status = 0;
+	}
+	now = pc_env_now(f->env);
+	skipped = count_skipped(f, &e, now);
+	if (!skipped) {
+		ret = post_all(f, ops, n);
+	} else {
+		ret = gather_live(f, &e, skipped, now, &live, &at);
+		if (ret)
+			return ret;
+		ret = post_all(f, (struct pc_op *)(void *)live.v, live.n);
+		scatter_live(&e, &live, at);
+	}
+	if (ret)
+		return ret;
+	note_outcomes(f, &e);
+	for (size_t i = 0; i < n; i++) {
 		if (ops[i].status) {
 			errs++;
 			continue;
@@ -259,12 +318,16 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	pc_stat_add(&f->stats.bytes_read, rd);
 	pc_stat_add(&f->stats.bytes_written, wr);
 	pc_stat_add(&f->stats.op_errors, errs);
+	if (skipped)
+		pc_stat_add(&f->stats.skipped_ops, skipped);
 	return 0;
 }
 
 int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 {
-	bool any_down;
+	struct entries e = ENTRIES(rpcs, n), live;
+	size_t skipped, *at;
+	uint64_t now;
 	int ret;
 
 	if (!n)
@@ -274,14 +337,24 @@ int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 		rpcs[i].status = 0;
 		rpcs[i].resp.len = 0;
 	}
-	ret = f->ops->call(f, rpcs, n);
+	now = pc_env_now(f->env);
+	skipped = count_skipped(f, &e, now);
+	if (!skipped) {
+		ret = call_all(f, rpcs, n);
+	} else {
+		ret = gather_live(f, &e, skipped, now, &live, &at);
+		if (ret)
+			return ret;
+		ret = call_all(f, (struct pc_rpc *)(void *)live.v, live.n);
+		scatter_live(&e, &live, at);
+	}
 	if (ret)
 		return ret;
-	any_down = __atomic_load_n(&f->nr_down, __ATOMIC_RELAXED) != 0;
-	for (size_t i = 0; i < n; i++)
-		track_peer(f, rpcs[i].peer, rpcs[i].status, any_down);
+	note_outcomes(f, &e);
 	pc_stat_add(&f->stats.rpc_phases, 1);
-	pc_stat_add(&f->stats.rpcs, n);
+	pc_stat_add(&f->stats.rpcs, n - skipped);
+	if (skipped)
+		pc_stat_add(&f->stats.skipped_rpcs, skipped);
 	return 0;
 }
 

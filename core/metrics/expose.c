@@ -18,6 +18,7 @@
 
 #include "base/sized.h"
 #include "config/topology.h"
+#include "io/peer_backoff.h"
 #include "store.h"
 
 #define OCC_MAX_AGE_NS 1000000000ULL	/* recount slots at most once a second */
@@ -187,13 +188,17 @@ static void fabric_client(struct out *o, struct pc_store *st, const struct pc_fa
 	one(o, "peercache_fabric_rpcs_total", "counter", "RPCs this process sent.", f->rpcs);
 	one(o, "peercache_fabric_connects_total", "counter", "Connections this process opened.",
 	    f->reconnects);
+	one(o, "peercache_fabric_skipped_ops_total", "counter",
+	    "One-sided ops failed at once: their peer was backing off.", f->skipped_ops);
+	one(o, "peercache_fabric_skipped_rpcs_total", "counter",
+	    "RPCs failed at once: their peer was backing off.", f->skipped_rpcs);
 	family(o, "peercache_peer_up", "gauge",
-	       "1 unless the last op or RPC this process sent to the peer failed to reach it.");
+	       "0 while the ops and RPCs this process sent to the peer fail to reach it, else 1.");
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
 		if (i == st->svc.self)
 			continue;
 		snprintf(l, sizeof(l), "peer=\"%s\"", t->nodes[i].name);
-		sample(o, "peercache_peer_up", l, pc_fabric_peer_up(st->svc.fabric, i));
+		sample(o, "peercache_peer_up", l, !peer_backoff_down(st->svc.fabric->peers, i));
 	}
 }
 

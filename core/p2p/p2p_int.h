@@ -36,7 +36,7 @@ struct p2p_class {
  * PC_RPC_P2P_TOUCH each, in one phase) a batch at a time (p2p_notes.c). Best effort:
  * past TOUCH_CAP waiting notes, new ones are dropped. One sender lives while notes
  * come, rather than a thread per batch of notes. The notes cost readers some
- * throughput and buy hit rate under oversubscription (figures in docs/performance.md).
+ * throughput and buy hit rate under oversubscription.
  */
 #define TOUCH_BATCH 1024
 #define TOUCH_CAP 2048

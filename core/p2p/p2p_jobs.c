@@ -119,7 +119,7 @@ void p2p_member_changed(struct p2p *p, uint32_t node, bool member, struct ring *
 	 * Any change: entries this shard holds but no longer owns move on. After a join,
 	 * that is the new node's share; after a leave, the departing node drains its
 	 * shard, and strays go home (a put that crossed an earlier change of the ring
-	 * can sit on a node that no longer owns it; a valgrind run lost one that way).
+	 * can sit on a node that no longer owns it, unreachable until it moves).
 	 */
 	p2p_handoff_soon(p);
 }

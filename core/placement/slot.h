@@ -181,7 +181,7 @@ static inline bool slot_header_empty(const struct slot_header *h)
 
 /* The checksum of a page that is not stored (payload-free mode): a mix of key and
  * length (splitmix64's finalizer). There are no bytes to hash, and it never leaves
- * the process; an xxh3 call here was a twentieth of a simulator run. */
+ * the process; a simulator lookup cannot afford a real hash here. */
 static inline uint64_t slot_checksum_virtual(struct pc_keyhash key, uint32_t len)
 {
 	uint64_t x = key.lo ^ (key.hi * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)len << 32 | len) ^

@@ -22,8 +22,8 @@ uint8_t *sm_direct_fill(struct slotmap *sm, uint64_t epoch, const struct sm_layo
  * misses alike either way. NULL: use ops.
  *
  * The answer is kept in the layout with the fabric's map epoch it was got at and
- * stands while the epoch does (a map per owner per batch was a twentieth of a
- * simulator run); sm_direct_fill gets and stores it. A pass reads the epoch once
+ * stands while the epoch does (asking the fabric per owner per batch would be a
+ * large share of a simulated lookup); sm_direct_fill gets and stores it. A pass reads the epoch once
  * (sm_direct_epoch) and asks per key (sm_direct).
  */
 static inline uint64_t sm_direct_epoch(struct slotmap *sm)

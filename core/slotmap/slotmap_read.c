@@ -504,7 +504,7 @@ static bool promote_misses(struct slotmap *sm, struct arena *a, struct gkey *key
 }
 
 /* A batch's outcomes, tallied per key and added to the store's metrics once: an
- * atomic add per key was a twentieth of a simulator run. */
+ * atomic add per key is a visible share of a simulated get. */
 struct get_tally {
 	uint64_t verdict[SLOT_NR_VERDICTS];	/* [SLOT_HIT] counts hits */
 	uint64_t unreachable, hit_bytes, first_phase, disk;

@@ -518,7 +518,7 @@ int slotmap_set(struct store_mode *m, struct pc_page *pages, size_t n)
 		else
 			failed++;
 	}
-	/* once per batch: an atomic add per key was a twentieth of a simulator run */
+	/* once per batch: an atomic add per key is a visible share of a simulated set */
 	METRIC_ADD(st, evictions, evicted);
 	METRIC_ADD(st, write_requests, stored);
 	METRIC_ADD(st, bytes_written, written);

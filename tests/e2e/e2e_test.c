@@ -636,6 +636,8 @@ static void test_publisher_killed(void)
 	 * the refused reconnect): then no read goes to n1 any more, and the keys whose
 	 * shard was n1's fail at the directory */
 	for (reads = 1; reads <= 4 && absent != 48 - shard_n1; reads++) {
+		if (reads > 1)
+			usleep(250 * 1000);	/* n1 is tried again after its backoff */
 		absent = unreachable = 0;
 		pc_store_metrics(E->n0, &m0);
 		get(E->n0, keys, 48, 12288, 12288, 7, st);

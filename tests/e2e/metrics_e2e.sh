@@ -220,7 +220,7 @@ kill -9 "$PID2"
 wait "$PID2" 2>/dev/null || true
 "$BIN/pcbench" --topology "$TMP/topo.yaml" --keys $KEYS --page-size 12KiB --batch 32 --iters 3 \
 	--ops get --no-raw-tcp --no-verify --prefix e2e > /dev/null 2>"$TMP/bench2.err" || true
-n=$(grep -c "warn pcbench: peer n2 (127.0.0.1 port $((BASE + 2))) unreachable: " "$TMP/bench2.err" || true)
+n=$(grep -c "warn pcbench: peer n2 (127.0.0.1:$((BASE + 2))): " "$TMP/bench2.err" || true)
 [ "$n" = 1 ] || { cat "$TMP/bench2.err"; fail "expected one warning for n2, got $n"; }
 grep "peer n2" "$TMP/bench2.err"
 

@@ -159,6 +159,8 @@ struct pc_fabric_stats {
 	uint64_t bad_frames;		/* malformed frames; each closed its connection */
 	uint64_t served_rpcs;
 	uint64_t reconnects;
+	uint64_t skipped_ops;		/* failed at once: their peer is backing off */
+	uint64_t skipped_rpcs;
 	/* Serving side, kept by backends that execute one-sided ops themselves (tcp,
 	 * in-process; an RDMA NIC serves them in hardware and counts none of these).
 	 * served_ops is the sum of the three kinds; bytes are what the ops moved on
@@ -177,6 +179,8 @@ enum pc_fault_when { PC_FAULT_BEFORE = 0, PC_FAULT_AFTER = 1 };
 /* Fault injection for tests. Called before each post (return -errno to fail the
  * whole call unrun) and after it (rewrite statuses to fail single ops). */
 typedef int pc_fabric_fault_fn(void *arg, int when, struct pc_op *ops, size_t n);
+
+struct pc_fabric_peers;
 
 /* The base every fabric backend embeds first. */
 struct pc_fabric {
@@ -198,13 +202,9 @@ struct pc_fabric {
 					 * answer stands while it shows the value it showed
 					 * before the call */
 	struct pc_fabric_stats stats;
+	struct pc_fabric_peers *peers;	/* the wrappers' per-peer backoff (peer_backoff.h) */
 	pc_fabric_fault_fn *fault;
 	void *fault_arg;
-	/* Kept by the core's wrappers: per peer, 1 while the last op or RPC sent to it
-	 * failed to reach it, and when its last transition was logged. */
-	uint8_t *peer_down;
-	uint64_t *peer_noted_ns;
-	uint32_t nr_down;		/* peers marked down: 0 spares the per-op look */
 };
 
 /* Bytes an op moves on the remote side. */
@@ -257,13 +257,6 @@ static inline int pc_fabric_map(struct pc_fabric *f, uint32_t peer, uint64_t pee
 	if (!f->maps || f->fault)
 		return -EOPNOTSUPP;
 	return f->ops->map(f, peer, peer_inc, rkey, raddr, len, access, addr);
-}
-
-/* Whether the last op or RPC this fabric sent to peer reached it (true before any
- * was sent). */
-static inline bool pc_fabric_peer_up(const struct pc_fabric *f, uint32_t peer)
-{
-	return peer >= f->nr_peers || !__atomic_load_n(&f->peer_down[peer], __ATOMIC_RELAXED);
 }
 
 /* A snapshot of the counters. */

@@ -2,8 +2,18 @@
  * peercache.h - the API applications use: a distributed KV-cache page store.
  *
  * Serving processes publish fixed-size KV pages under byte-string keys; any node
- * reads any page back with as few network round trips as the mode allows. See
- * README.md for the modes and DESIGN.md for the architecture.
+ * reads any page back with as few network round trips as the mode allows.
+ *
+ * In order below: logging and the version; opening a store (struct pc_store_opts,
+ * from a topology file, see pc_topology.h); batches of pages (struct pc_page:
+ * pc_batch_set, pc_batch_get, pc_batch_exists, each page with its own status);
+ * counters (struct pc_metrics, sized); registering page buffers for RDMA;
+ * membership (pc_store_set_member); and the tiered pool of KVBM peers (pc_tier_*).
+ *
+ * Conventions: 0 (or a count) or a negative errno; structs the caller passes or
+ * receives start with their size; nodes are named by their topology names; every
+ * call is safe from many threads on one store unless it says otherwise.
+ * docs/api.md is the overview, docs/design.md the architecture and invariants.
  */
 #ifndef PEERCACHE_H
 #define PEERCACHE_H

@@ -63,7 +63,7 @@ static void down(struct cluster *C)
 
 static void pace(void)
 {
-	usleep(getenv("PC_TEST_UNDER_VALGRIND") ? 200000 : 30000);
+	usleep(pc_test_under_valgrind() ? 200000 : 30000);
 }
 
 /* 480 pages into 120 slots, written through n0 and read through n1. Two ways per

@@ -321,7 +321,7 @@ static void *race_writer(void *p)
 static void test_local_race(void)
 {
 	struct race *r = calloc(1, sizeof(*r));
-	unsigned long hits = 0, torn = 0, bad = 0, want = getenv("PC_TEST_UNDER_VALGRIND") ? 200 : 20000;
+	unsigned long hits = 0, torn = 0, bad = 0, want = pc_test_under_valgrind() ? 200 : 20000;
 	time_t deadline = time(NULL) + 20;
 	uint8_t out[2048];
 	pthread_t t;

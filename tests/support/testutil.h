@@ -64,6 +64,14 @@ uint16_t pc_test_port_base(int attempt);
 /* A TCP connection to 127.0.0.1:port, for tests that speak raw frames (fatal on failure). */
 int pc_test_connect(uint16_t port);
 
+/* True under valgrind (ctest sets PC_TEST_UNDER_VALGRIND): tests run fewer rounds. */
+bool pc_test_under_valgrind(void);
+
+/* Whether a check that needs full speed or full sample counts should run: false under
+ * valgrind, and then it prints "skipped under valgrind: <what>", so the output says
+ * which checks did not run. */
+bool pc_test_precise(const char *what);
+
 /* Set before pc_test_main runs (e.g. from argv in a suite's test): suites for which
  * it returns false are registered but inactive, and show as such in the summary. */
 extern bool (*pc_test_suite_wanted)(const char *suite, int argc, char **argv);

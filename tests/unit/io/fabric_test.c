@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "builtin.h"
 #include "inproc/inproc.h"
+#include "io/peer_backoff.h"
 #include "io/region.h"
 #include "testutil.h"
 
@@ -186,12 +188,17 @@ static void test_inproc_refusals(void)
 	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], &ops[4], 1), 0);
 	CU_ASSERT_EQUAL(ops[4].status, -ECONNREFUSED);
 	inproc_world_set_down(W->w, 2, false);
+	/* the refusal made the peer back off: refused at once, without the backend */
+	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], &ops[4], 1), 0);
+	CU_ASSERT_EQUAL(ops[4].status, -ECONNREFUSED);
+	usleep(150 * 1000);		/* store.peer_backoff_ms: 100 */
 	CU_ASSERT_EQUAL(pc_fabric_post(W->f[0], &ops[4], 1), 0);
 	CU_ASSERT_EQUAL(ops[4].status, 0);
 	pc_fabric_get_stats(W->f[1], &st);
 	CU_ASSERT_EQUAL(st.refused_ops, 3);
 	pc_fabric_get_stats(W->f[0], &st);
-	CU_ASSERT_EQUAL(st.op_errors, 5);
+	CU_ASSERT_EQUAL(st.op_errors, 6);
+	CU_ASSERT_EQUAL(st.skipped_ops, 1);
 	pc_fabric_dereg(W->f[1], &ro);
 	world_down(W);
 }
@@ -409,10 +416,55 @@ static void test_rxe_is_verbs(void)
 #endif
 }
 
+/* A sick peer is skipped for a backoff that doubles per failed try up to the cap,
+ * and any answer that is not a sickness closes it at once. */
+static void test_peer_backoff(void)
+{
+	struct world *W = world_up();
+	struct pc_fabric_peers *p = peer_backoff_create(3, 100, 350);
+	const uint64_t ms = 1000000;
+	uint64_t t = 1000 * ms;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT(!peer_backoff_skips(p, 2, t));
+	peer_backoff_note(p, W->f[0], 2, -ETIMEDOUT, t);
+	CU_ASSERT_EQUAL(peer_backoff_skips(p, 2, t + 99 * ms), -ETIMEDOUT);
+	CU_ASSERT(!peer_backoff_skips(p, 2, t + 100 * ms));
+	CU_ASSERT(!peer_backoff_skips(p, 1, t));		/* other peers untouched */
+	/* a note inside the skip changes nothing (one doubling per batch) */
+	peer_backoff_note(p, W->f[0], 2, -ETIMEDOUT, t + 50 * ms);
+	CU_ASSERT(!peer_backoff_skips(p, 2, t + 100 * ms));
+	/* fails again once tried: 200 ms, then the 350 ms cap */
+	t += 100 * ms;
+	peer_backoff_note(p, W->f[0], 2, -ECONNREFUSED, t);
+	CU_ASSERT_EQUAL(peer_backoff_skips(p, 2, t + 199 * ms), -ECONNREFUSED);
+	CU_ASSERT(!peer_backoff_skips(p, 2, t + 200 * ms));
+	t += 200 * ms;
+	peer_backoff_note(p, W->f[0], 2, -ECONNRESET, t);
+	CU_ASSERT(peer_backoff_skips(p, 2, t + 349 * ms));
+	CU_ASSERT(!peer_backoff_skips(p, 2, t + 350 * ms));
+	/* an answer about a key or a region is not a sick peer */
+	CU_ASSERT(!peer_backoff_is_sick(-ENOKEY));
+	CU_ASSERT(!peer_backoff_is_sick(-ESTALE));
+	CU_ASSERT(!peer_backoff_is_sick(0));
+	t += 350 * ms;
+	peer_backoff_note(p, W->f[0], 2, -ENOKEY, t);
+	peer_backoff_note(p, W->f[0], 2, -ETIMEDOUT, t + ms);
+	CU_ASSERT(!peer_backoff_skips(p, 2, t + 101 * ms));	/* back to 100 ms */
+	peer_backoff_destroy(p);
+	/* base 0: never skips */
+	p = peer_backoff_create(3, 0, 100);
+	peer_backoff_note(p, W->f[0], 2, -ETIMEDOUT, t);
+	CU_ASSERT(!peer_backoff_skips(p, 2, t));
+	peer_backoff_destroy(p);
+	world_down(W);
+}
+
 static CU_TestInfo tests[] = {
 	{ "region table: key, bounds, rights, CAS alignment", test_region_checks },
 	{ "in-process: one batch across peers", test_inproc_batch },
 	{ "in-process: refused ops, stale and down peers", test_inproc_refusals },
+	{ "a sick peer backs off, doubling to the cap", test_peer_backoff },
 	{ "in-process: map() in a shared world, with an op's checks", test_inproc_map },
 	{ "in-process: RPC", test_inproc_rpc },
 	{ "fault hook before and after", test_fault_hook },

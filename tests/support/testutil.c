@@ -235,3 +235,16 @@ int pc_test_main(int argc, char **argv, CU_SuiteInfo *suites)
 	       failed, asserts);
 	return failed ? 1 : 0;
 }
+
+bool pc_test_under_valgrind(void)
+{
+	return getenv("PC_TEST_UNDER_VALGRIND") != NULL;
+}
+
+bool pc_test_precise(const char *what)
+{
+	if (!pc_test_under_valgrind())
+		return true;
+	printf("  skipped under valgrind: %s\n", what);
+	return false;
+}

@@ -512,7 +512,7 @@ static void test_dead_and_stalled(void)
 	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
 	CU_ASSERT_EQUAL(op.status, -ECONNREFUSED);
 	CU_ASSERT(now_ms() - t0 < 100);
-	/* and for the back-off period the error comes without a connect */
+	/* and for the back-off period the peer is skipped, without a connect */
 	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
 	CU_ASSERT_EQUAL(op.status, -ECONNREFUSED);
 	usleep(250000);
@@ -529,6 +529,15 @@ static void test_dead_and_stalled(void)
 	       (unsigned long long)dt);
 	CU_ASSERT_EQUAL(op.status, -ETIMEDOUT);
 	CU_ASSERT(dt >= 390 && dt < 1000);
+	/* the next batches do not wait the timeout again while the peer backs off */
+	t0 = now_ms();
+	for (int i = 0; i < 20; i++) {
+		CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+		CU_ASSERT_EQUAL(op.status, -ETIMEDOUT);
+	}
+	dt = now_ms() - t0;
+	printf("  20 more batches to it: %llu ms in all\n", (unsigned long long)dt);
+	CU_ASSERT(dt < 100);
 	close(lfd);
 	net_down(N);
 }
