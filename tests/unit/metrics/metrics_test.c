@@ -13,67 +13,32 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "builtin.h"
 #include "inproc/inproc.h"
 #include "base/latency.h"
 #include "slotmap/slotmap_int.h"
+#include "slotmap_fixture.h"
 #include "store.h"
 #include "testutil.h"
 
 #define NN 3
 #define PAGE 4096
 
-struct cluster {
-	struct pc_topology *topo;
-	struct inproc_world *w;
-	struct pc_store *s[NN];
-	struct pc_store *client;
-};
+static struct pc_store *client;	/* a client store of the cluster up3() opened */
 
-static struct pc_store *open_store(struct cluster *C, const char *node)
+/* Three nodes on the in-process fabric (the slotmap fixture) and a client. */
+static struct cluster *up3(void)
 {
-	char err[PC_ERR_MAX] = "";
-	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .node = node,
-				   .fabric = "inproc", .err = err, .errlen = sizeof(err) };
-	struct store_deps x = { .backend_arg = C->w };
-	struct pc_store *s = NULL;
+	struct cluster *C = up(NN, "slot_size_classes: [4KiB, 16KiB], global_segment_size: 8MiB");
 
-	if (builtin_store_open(&o, &x, &s))
-		printf("\n  open %s: %s\n", node ? node : "client", err);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-	return s;
-}
-
-static struct cluster *up(void)
-{
-	struct cluster *C = calloc(1, sizeof(*C));
-	char text[1024], err[PC_ERR_MAX], name[8];
-	int len = snprintf(text, sizeof(text),
-			   "store: {slot_size_classes: [4KiB, 16KiB], global_segment_size: 8MiB}\nnodes:\n");
-
-	for (uint32_t i = 0; i < NN; i++)
-		len += snprintf(text + len, sizeof(text) - (size_t)len,
-				"  - {name: n%u, address: 127.0.0.1, port: %u}\n", i, 41000 + i);
-	if (pc_topology_parse(text, (size_t)len, "test", &C->topo, err, sizeof(err)))
-		printf("\n  %s\n", err);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(C->topo);
-	C->w = inproc_world_create(NN);
-	for (uint32_t i = 0; i < NN; i++) {
-		snprintf(name, sizeof(name), "n%u", i);
-		C->s[i] = open_store(C, name);
-	}
-	C->client = open_store(C, NULL);
+	client = open_node(C, NULL, NULL);
 	return C;
 }
 
-static void down(struct cluster *C)
+static void down3(struct cluster *C)
 {
-	pc_store_close(C->client);
-	for (uint32_t i = 0; i < NN; i++)
-		pc_store_close(C->s[i]);
-	inproc_world_destroy(C->w);
-	pc_topology_free(C->topo);
-	free(C);
+	pc_store_close(client);
+	client = NULL;
+	down(C);
 }
 
 static struct pc_served_metrics served(struct pc_store *s)
@@ -138,19 +103,19 @@ static void test_latency_buckets(void)
  * cumulative buckets never fall, +Inf is the count, and promtool takes the text. */
 static void test_histogram_text(void)
 {
-	struct cluster *C = up();
+	struct cluster *C = up3();
 	char *t, pre[160];
 	double prev = 0;
 
 	for (int b = 0; b < 7; b++)
-		CU_ASSERT_EQUAL(pc_test_write_pages(C->client, (uint32_t)b * 8, 8, PAGE), 8);
+		CU_ASSERT_EQUAL(pc_test_write_pages(client, (uint32_t)b * 8, 8, PAGE), 8);
 	for (int b = 0; b < 5; b++) {
 		int wrong = 0, bad = 0;
 
-		CU_ASSERT_EQUAL(pc_test_read_pages(C->client, 16, PAGE, &wrong, &bad), 16);
+		CU_ASSERT_EQUAL(pc_test_read_pages(client, 16, PAGE, &wrong, &bad), 16);
 		CU_ASSERT_EQUAL(wrong + bad, 0);
 	}
-	t = text_of(C->client);
+	t = text_of(client);
 	CU_ASSERT_EQUAL(value_of(t, "peercache_batch_duration_seconds_count{node=\"client\",op=\"set\"}"), 7);
 	/* pc_test_read_pages reads 16 pages 16 per batch: one batch each time */
 	CU_ASSERT_EQUAL(value_of(t, "peercache_batch_duration_seconds_count{node=\"client\",op=\"get\"}"), 5);
@@ -175,7 +140,7 @@ static void test_histogram_text(void)
 	CU_ASSERT_EQUAL(value_of(t, "peercache_ready{node=\"n1\"}"), 1);
 	CU_ASSERT_EQUAL(value_of(t, "peercache_members{node=\"n1\"}"), NN);
 	free(t);
-	down(C);
+	down3(C);
 }
 
 /* ------------------------------------------------------------------ served counters */
@@ -184,7 +149,7 @@ static void test_histogram_text(void)
  * used are the pages stored; the layout RPCs the client sent are the ones served. */
 static void test_served_matches_client(void)
 {
-	struct cluster *C = up();
+	struct cluster *C = up3();
 	struct pc_metrics cm = { .size = sizeof(cm) };
 	struct pc_served_metrics sum = { 0 }, n0;
 	struct pc_fabric_stats f;
@@ -192,10 +157,10 @@ static void test_served_matches_client(void)
 	char *t;
 
 	for (uint32_t b = 0; b < 5; b++)
-		CU_ASSERT_EQUAL(pc_test_write_pages(C->client, b * 10, 10, PAGE), 10);
-	CU_ASSERT_EQUAL(pc_test_read_pages(C->client, 50, PAGE, &wrong, &bad), 50);
-	pc_store_metrics(C->client, &cm);
-	pc_fabric_get_stats(C->client->svc.fabric, &f);
+		CU_ASSERT_EQUAL(pc_test_write_pages(client, b * 10, 10, PAGE), 10);
+	CU_ASSERT_EQUAL(pc_test_read_pages(client, 50, PAGE, &wrong, &bad), 50);
+	pc_store_metrics(client, &cm);
+	pc_fabric_get_stats(client->svc.fabric, &f);
 	for (int i = 0; i < NN; i++) {
 		struct pc_served_metrics m = served(C->s[i]);
 
@@ -231,14 +196,14 @@ static void test_served_matches_client(void)
 	CU_ASSERT_EQUAL(value_of(t, "peercache_slots_used{node=\"n0\",class=\"16384\"}"), 0);
 	CU_ASSERT_EQUAL(value_of(t, "peercache_served_rpcs_total{node=\"n0\",type=\"layout\"}"), (double)n0.rpcs);
 	free(t);
-	down(C);
+	down3(C);
 }
 
 /* Each way an op can be refused moves its own counter by one. */
 static void test_refused_by_reason(void)
 {
-	struct cluster *C = up();
-	struct pc_fabric *cf = C->client->svc.fabric, *nf = C->s[0]->svc.fabric;
+	struct cluster *C = up3();
+	struct pc_fabric *cf = client->svc.fabric, *nf = C->s[0]->svc.fabric;
 	const struct sm_class *k = &sm_of(C->s[0]->mode)->own->cls[0];
 	static uint8_t ro[4096] __attribute__((aligned(64)));
 	struct pc_region r = { .addr = ro, .len = sizeof(ro), .access = PC_ACCESS_REMOTE_READ };
@@ -272,7 +237,7 @@ static void test_refused_by_reason(void)
 	CU_ASSERT_EQUAL(m.read_bytes, 16);
 	CU_ASSERT_EQUAL(m.writes + m.cas, 0);
 	pc_fabric_dereg(nf, &r);
-	down(C);
+	down3(C);
 }
 
 /* ------------------------------------------------------------------ peer lines */
@@ -292,37 +257,37 @@ static void capture(void *arg, enum pc_log_level level, const char *line)
  * peer_up follows. */
 static void test_peer_transitions(void)
 {
-	struct cluster *C = up();
+	struct cluster *C = up3();
 	int wrong = 0, bad = 0;
 	char *t;
 
-	CU_ASSERT_EQUAL(pc_test_write_pages(C->client, 0, 30, PAGE), 30);
+	CU_ASSERT_EQUAL(pc_test_write_pages(client, 0, 30, PAGE), 30);
 	pc_log_set_sink(capture, NULL);
 	nlines = 0;
 	inproc_world_set_down(C->w, 2, true);
 	for (int i = 0; i < 3; i++)
-		pc_test_read_pages(C->client, 30, PAGE, &wrong, &bad);
+		pc_test_read_pages(client, 30, PAGE, &wrong, &bad);
 	CU_ASSERT(bad > 0);
 	CU_ASSERT_EQUAL(nlines, 1);
-	CU_ASSERT_NSTRING_EQUAL(lines[0], "peer n2 (127.0.0.1:41002): Connection refused; skipping it for ",
-				strlen("peer n2 (127.0.0.1:41002): Connection refused; skipping it for "));
-	t = text_of(C->client);
+	CU_ASSERT_NSTRING_EQUAL(lines[0], "peer n2 (127.0.0.1:40002): Connection refused; skipping it for ",
+				strlen("peer n2 (127.0.0.1:40002): Connection refused; skipping it for "));
+	t = text_of(client);
 	CU_ASSERT_EQUAL(value_of(t, "peercache_peer_up{node=\"client\",peer=\"n2\"}"), 0);
 	CU_ASSERT_EQUAL(value_of(t, "peercache_peer_up{node=\"client\",peer=\"n1\"}"), 1);
 	free(t);
 	inproc_world_set_down(C->w, 2, false);
 	usleep(1100 * 1000);	/* past the peer's backoff */
 	wrong = bad = 0;
-	CU_ASSERT_EQUAL(pc_test_read_pages(C->client, 30, PAGE, &wrong, &bad), 30);
+	CU_ASSERT_EQUAL(pc_test_read_pages(client, 30, PAGE, &wrong, &bad), 30);
 	CU_ASSERT_EQUAL(nlines, 2);
 	if (nlines == 2)
-		CU_ASSERT_NSTRING_EQUAL(lines[1], "peer n2 (127.0.0.1:41002) answers again after ",
-					strlen("peer n2 (127.0.0.1:41002) answers again after "));
+		CU_ASSERT_NSTRING_EQUAL(lines[1], "peer n2 (127.0.0.1:40002) answers again after ",
+					strlen("peer n2 (127.0.0.1:40002) answers again after "));
 	pc_log_set_sink(NULL, NULL);
-	t = text_of(C->client);
+	t = text_of(client);
 	CU_ASSERT_EQUAL(value_of(t, "peercache_peer_up{node=\"client\",peer=\"n2\"}"), 1);
 	free(t);
-	down(C);
+	down3(C);
 }
 
 /* ------------------------------------------------------------------ the endpoint */
@@ -355,7 +320,7 @@ static int http_get(uint16_t port, const char *path, char *body, size_t len)
  * /healthz is 200 all along. */
 static void test_readyz_flips(void)
 {
-	struct cluster *C = up();
+	struct cluster *C = up3();
 	struct pc_metrics_server *ms;
 	char body[512];
 	uint16_t port;
@@ -384,7 +349,7 @@ static void test_readyz_flips(void)
 	CU_ASSERT_STRING_EQUAL(body, "not ready: shutting down");
 	CU_ASSERT_EQUAL(http_get(port, "/healthz", body, sizeof(body)), 200);
 	pc_metrics_server_close(ms);
-	down(C);
+	down3(C);
 }
 
 /* A port in use is an error, not a silent fallback. */
