@@ -28,13 +28,15 @@ enum pc_rpc_opcode {
 	PC_RPC_DIR_GET = 10,		/* proto_dir_get + key[n] -> proto_dir_ans[n] */
 	PC_RPC_MEMBER = 11,		/* proto_member -> () */
 	PC_RPC_P2P_TOUCH = 12,		/* proto_touch_hdr + proto_touch[n] -> () */
+	PC_RPC_HEARTBEAT = 13,		/* proto_heartbeat -> proto_view [+ proto_view_node[nr]] */
 	PROTO_NR_RPCS			/* one past the last opcode */
 };
 
 /* The RPCs whose handlers never block (no disk, no pulls from the caller, no waits):
  * a backend may answer them on its event thread instead of a worker. */
 #define PROTO_QUICK_RPCS ((1ULL << PC_RPC_LAYOUT) | (1ULL << PC_RPC_DIR_UPDATE) | \
-			  (1ULL << PC_RPC_DIR_GET) | (1ULL << PC_RPC_P2P_TOUCH))
+			  (1ULL << PC_RPC_DIR_GET) | (1ULL << PC_RPC_P2P_TOUCH) | \
+			  (1ULL << PC_RPC_HEARTBEAT))
 
 #define PROTO_DIR_MAX 65536		/* entries per directory request */
 
@@ -110,6 +112,42 @@ struct proto_touch {
 struct proto_member {
 	uint32_t node;
 	uint32_t member;
+};
+
+/* Membership (member.c). A heartbeat says who sends it; the answer is the
+ * receiver's view: its header always, every node's entry when the sender is not a
+ * node (a client or a tool) and did not say it holds this receiver's view of this
+ * generation already (PROTO_HB_HAVE_VIEW). */
+#define PROTO_VIEW_MAGIC 0x57564350u	/* "PCVW" */
+#define PROTO_HB_HAVE_VIEW 1u
+
+enum proto_member_state { PROTO_UP = 0, PROTO_DOWN = 1, PROTO_LEFT = 2 };
+
+struct proto_heartbeat {
+	uint32_t node;			/* the sender's index, or PC_PEER_NONE */
+	uint32_t flags;			/* PROTO_HB_HAVE_VIEW */
+	uint64_t incarnation;		/* the sender's */
+	uint64_t generation;		/* the sender's view's */
+};
+
+struct proto_view {
+	uint32_t magic;
+	uint32_t nr;			/* entries that follow: 0, or every node */
+	uint64_t generation;
+	uint64_t incarnation;		/* the answering node's */
+	uint32_t self;			/* the answering node's index */
+	uint32_t nr_nodes;		/* nodes in its topology */
+};
+
+struct proto_view_node {
+	uint64_t incarnation;		/* as last heard; 0: never */
+	uint64_t silent_ms;		/* since last heard; UINT64_MAX: never */
+	uint8_t state;			/* enum proto_member_state */
+	uint8_t pad;
+	uint16_t port;
+	uint32_t pad2;
+	char name[64];
+	char address[64];
 };
 
 #define PROTO_PROMOTE_MAX_KEYS 4096

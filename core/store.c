@@ -15,6 +15,7 @@
 #include "base/sized.h"
 #include "config/topology.h"
 #include "proto.h"
+#include "member.h"
 #include "store.h"
 #include "tier/tier.h"
 
@@ -125,6 +126,7 @@ static void teardown(struct pc_store *st)
 	/* Stop answering peers before the slots they address go away. */
 	if (st->serving)
 		pc_fabric_serve(sv->fabric, NULL, NULL);
+	members_close(st->members);
 	tier_close(st->tier);
 	if (st->mode)
 		st->mode_ops->close(st->mode);
@@ -194,6 +196,9 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 		if (ret)
 			goto err;
 	}
+	ret = members_open(st, &st->members);
+	if (ret)
+		goto err;
 	if (sv->self != PC_PEER_NONE) {
 		sv->fabric->quick_rpcs = PROTO_QUICK_RPCS;
 		ret = pc_fabric_serve(sv->fabric, store_rpc, st);
@@ -205,6 +210,12 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 			goto err;
 		}
 		st->serving = true;
+	}
+	ret = d->no_heartbeats ? 0 : members_start(st->members);
+	if (ret) {
+		open_error(o, "%s: cannot start the membership task: %s", sv->topo->source,
+			   strerror(-ret));
+		goto err;
 	}
 	*out = st;
 	return 0;

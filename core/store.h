@@ -18,6 +18,7 @@
 #include "proto.h"
 #include "store_svc.h"
 
+struct members;
 struct tier;
 
 /* Opens the fabric a store runs on, by backend name (NULL: the topology's protocol,
@@ -40,6 +41,9 @@ struct store_deps {
 	struct ring *ring;			/* one built ring shared by many stores */
 	bool payload_free;			/* keep slot headers only; a hit gives status
 						 * and length, never bytes (data may be NULL) */
+	bool no_heartbeats;			/* run no membership task (the simulator: a
+						 * task that never ends would keep its event
+						 * queue from draining) */
 };
 
 enum store_batch_op { STORE_OP_GET, STORE_OP_SET, STORE_OP_EXISTS, STORE_NR_BATCH_OPS };
@@ -49,6 +53,7 @@ struct pc_store {
 	const struct mode_ops *mode_ops;
 	struct store_mode *mode;
 	struct tier *tier;		/* the tiered pool this node serves, or NULL */
+	struct members *members;	/* who is in the ring (member.c) */
 	bool owns_fabric;
 	bool serving;			/* peers' requests reach store_rpc */
 	struct ring *retired;		/* earlier rings, freed at close (readers may hold them) */
@@ -90,13 +95,14 @@ int store_ready(struct pc_store *st, const char **why);
 
 /* ---- store_rpc.c */
 
-/* Every RPC a peer sends this node: to the mode, the tiered pool or membership. */
+/* Every RPC a peer sends this node: to membership, the tiered pool or the mode. */
 int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
 	      struct pc_msg *resp);
 
-/* Add a node to this store's ring or take it out (join, leave), in this store only
- * (pc_store_set_member also tells the peers). The ring is swapped whole; batches
- * that already took the old one finish with it. 0 or -errno. */
+/* ---- member.c */
+
+/* Add a node to this store's ring or take it out (join, leave) as if told, in this
+ * store only (pc_store_set_member also tells the peers). 0 or -errno. */
 int store_set_member(struct pc_store *st, uint32_t node, bool member);
 
 #endif

@@ -15,14 +15,17 @@
  *
  * Logs to stderr in the library's line format. --stats N logs the counters every N
  * seconds, SIGUSR1 logs them at once (and pcd keeps serving). SIGTERM or SIGINT
- * shuts it down cleanly (/readyz 503 first, slots released, connections closed, a
- * last metrics line). A bad flag or topology is one line on stderr and exit code 2;
- * a node that cannot start (port taken, no memory) exits 1.
+ * shuts it down cleanly: /readyz answers 503 first; with heartbeats on
+ * (store.heartbeat_ms) it tells the cluster it leaves, then slots are released,
+ * connections closed, a last metrics line. A node drained by pcctl (taken out of the
+ * ring, its own included) shuts down the same way. A bad flag or topology is one line
+ * on stderr and exit code 2; a node that cannot start (port taken, no memory) exits 1.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +115,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	const char *path = NULL, *node = NULL, *protocol = NULL, *metrics_addr = NULL;
-	struct pc_metrics_server *ms = NULL;
+	struct pc_metrics_server *msrv = NULL;
 	char mhost[256];
 	uint16_t mport = 0;
 	char **sets = calloc((size_t)argc + 3, sizeof(char *)), err[PC_ERR_MAX], tag[96];
@@ -120,9 +123,11 @@ int main(int argc, char **argv)
 	struct pc_store_opts o = { .size = sizeof(o), .err = err, .errlen = sizeof(err) };
 	struct pc_topology *t;
 	struct pc_store *s;
-	struct timespec every = { 0 };
+	struct timespec every = { 0 }, tick = { .tv_nsec = 100000000 };
+	long waited = 0;
+	bool drained = false;
 	sigset_t sigs;
-	int c, nsets = 0, sig, idx, ret;
+	int c, nsets = 0, sig = 0, idx, ret;
 
 	opterr = 0;	/* one line of our own instead of getopt's */
 	while ((c = getopt_long(argc, argv, "t:n:s:p:S:H:D:d:M:h", opts, NULL)) != -1) {
@@ -194,46 +199,59 @@ int main(int argc, char **argv)
 		snprintf(mhost, sizeof(mhost), "%s", t->nodes[idx].address);
 		mport = (uint16_t)t->store.metrics_port;
 	}
-	if ((metrics_addr || t->store.metrics) && (ret = pc_metrics_serve(NULL, mhost, mport, &ms))) {
+	if ((metrics_addr || t->store.metrics) && (ret = pc_metrics_serve(NULL, mhost, mport, &msrv))) {
 		tool_log(PC_LOG_ERROR, "cannot serve metrics on %s port %u: %s", mhost, mport,
 			 strerror(-ret));
 		pc_topology_free(t);
 		return 1;
 	}
-	pc_metrics_server_attach(ms, NULL, "starting");
+	pc_metrics_server_attach(msrv, NULL, "starting");
 	o.topo = t;
 	o.node = node;
 	if (pc_store_open(&o, &s)) {
 		tool_log(PC_LOG_ERROR, "%s", err);
-		pc_metrics_server_close(ms);
+		pc_metrics_server_close(msrv);
 		pc_topology_free(t);
 		return 1;
 	}
-	pc_metrics_server_attach(ms, s, NULL);
+	pc_metrics_server_attach(msrv, s, NULL);
 	tool_log(PC_LOG_INFO, "serving on %s port %u; ready", t->nodes[idx].address,
 		 t->nodes[idx].port);
 	for (;;) {
-		if (every.tv_sec) {
-			sig = sigtimedwait(&sigs, NULL, &every);
-			if (sig < 0) {
-				if (errno == EAGAIN)
-					log_metrics(s);
-				continue;
-			}
-		} else if (sigwait(&sigs, &sig)) {
-			continue;
-		}
+		enum pc_member_state ms;
+
+		sig = sigtimedwait(&sigs, NULL, &tick);
 		if (sig == SIGUSR1) {
 			log_metrics(s);
 			continue;
 		}
-		break;
+		if (sig > 0)
+			break;
+		if (errno != EAGAIN)
+			continue;
+		if (!pc_store_member(s, node, &ms, NULL) && ms == PC_MEMBER_LEFT) {
+			drained = true;
+			break;
+		}
+		waited += tick.tv_nsec / 1000000;
+		if (every.tv_sec && waited >= every.tv_sec * 1000) {
+			log_metrics(s);
+			waited = 0;
+		}
 	}
-	tool_log(PC_LOG_INFO, "%s; shutting down", strsignal(sig));
-	pc_metrics_server_attach(ms, NULL, "shutting down");
+	if (drained) {
+		tool_log(PC_LOG_INFO, "drained (taken out of the ring); shutting down");
+	} else {
+		tool_log(PC_LOG_INFO, "%s; shutting down", strsignal(sig));
+		/* with heartbeats the others keep this run out once told; without, a
+		 * restart under this name could not come back by itself */
+		if (t->store.heartbeat_ms && pc_store_set_member(s, node, false) == 0)
+			tool_log(PC_LOG_INFO, "told the cluster it leaves");
+	}
+	pc_metrics_server_attach(msrv, NULL, "shutting down");
 	log_metrics(s);
 	pc_store_close(s);
-	pc_metrics_server_close(ms);
+	pc_metrics_server_close(msrv);
 	pc_topology_free(t);
 	tool_log(PC_LOG_INFO, "stopped");
 	return 0;

@@ -7,7 +7,8 @@
  *
  * Failures stay per peer: a refused connect, a reset or the phase deadline fails
  * the ops of that peer alone; its connection is dropped and the next call
- * reconnects (after a short back-off, so a dead peer costs nothing per batch).
+ * reconnects (the core's per-peer backoff keeps a dead peer from costing every
+ * batch a connect).
  *
  * Not for: serving (tcp_server.c).
  */
@@ -27,7 +28,6 @@
 #include "tcp_proto.h"
 #include "tcp_sock.h"
 
-#define BACKOFF_NS 200000000ULL	/* after a failed connect, fail fast for 200 ms */
 
 /* One connection to a peer's server. */
 struct tcp_conn {
@@ -44,8 +44,6 @@ struct tcp_peer {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	bool resolved;
-	uint64_t down_until;		/* after a failed connect, fail fast until then */
-	int down_err;
 };
 
 int tcp_peers_init(struct tcp_fabric *tf)
@@ -116,17 +114,6 @@ static int conn_start(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **ou
 	return 0;
 }
 
-/* A peer that failed to connect is not tried again for a moment. */
-static void mark_down(struct tcp_fabric *tf, uint32_t peer, int err)
-{
-	struct tcp_peer *p = &tf->peers[peer];
-
-	pthread_mutex_lock(&p->lock);
-	p->down_until = pc_env_now(tf->base.env) + BACKOFF_NS;
-	p->down_err = err;
-	pthread_mutex_unlock(&p->lock);
-}
-
 /* An idle connection whose peer went away reads as EOF or an error: drop it. */
 static bool conn_alive(struct tcp_conn *c)
 {
@@ -140,16 +127,9 @@ static bool conn_alive(struct tcp_conn *c)
 static int conn_get(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **out, bool *fresh)
 {
 	struct tcp_peer *p = &tf->peers[peer];
-	uint64_t now = pc_env_now(tf->base.env);
 	struct tcp_conn *c;
-	int ret;
 
 	pthread_mutex_lock(&p->lock);
-	if (p->down_until > now) {
-		ret = p->down_err;
-		pthread_mutex_unlock(&p->lock);
-		return ret;
-	}
 	while ((c = p->idle)) {
 		p->idle = c->next;
 		if (conn_alive(c))
@@ -163,10 +143,7 @@ static int conn_get(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **out,
 		return 0;
 	}
 	pc_stat_add(&tf->base.stats.reconnects, 1);
-	ret = conn_start(tf, peer, out);
-	if (ret)
-		mark_down(tf, peer, ret);
-	return ret;
+	return conn_start(tf, peer, out);
 }
 
 static void conn_put(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn *c)
@@ -364,7 +341,8 @@ static int flight_handshake(struct flight *fl)
 			return -(err ? err : errno);
 		*h = (struct tcp_hdr){ .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
 				       .body_len = sizeof(*hello) };
-		*hello = (struct tcp_hello){ .node = tf->base.self, .expect_node = fl->peer,
+		*hello = (struct tcp_hello){ .node = tf->base.self,
+					     .expect_node = tf->base.any_node ? PC_PEER_NONE : fl->peer,
 					     .incarnation = tf->base.incarnation };
 		fl->hs = HS_SEND;
 		fl->hs_got = 0;
@@ -391,7 +369,7 @@ static int flight_handshake(struct flight *fl)
 		if (h->magic != TCP_MAGIC || h->type != TCP_HELLO_ACK || h->body_len != sizeof(*ack))
 			return -EPROTO;
 		/* Something else answers at that address: not the node we meant. */
-		if (h->status || ack->node != fl->peer)
+		if (h->status || (ack->node != fl->peer && !tf->base.any_node))
 			return -EADDRNOTAVAIL;
 		fl->conn->server_inc = ack->incarnation;
 	}
@@ -409,7 +387,6 @@ static short flight_step(struct flight *fl)
 		r = flight_handshake(fl);
 		if (r < 0) {
 			fl->err = r;
-			mark_down(fl->tf, fl->peer, r);
 			return 0;
 		}
 		if (!r)
@@ -494,8 +471,6 @@ static void run_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf, ui
 				struct flight *fl = &fls[map[k]];
 
 				fl->err = -ETIMEDOUT;
-				if (fl->hs != HS_READY)
-					mark_down(tf, fl->peer, -ETIMEDOUT);
 			}
 			break;
 		}
@@ -671,7 +646,8 @@ static int build_rpc(struct flight *fl)
 int tcp_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 {
 	struct tcp_fabric *tf = to_tcp(f);
-	uint64_t deadline = deadline_of(f);
+	uint32_t wait_ms = 0;
+	uint64_t deadline;
 	struct flight *fls = calloc(n ? n : 1, sizeof(*fls));
 	struct iovec *tx = calloc(2 * (n ? n : 1), sizeof(*tx));
 
@@ -680,6 +656,12 @@ int tcp_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 		free(tx);
 		return -ENOMEM;
 	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t = rpcs[i].timeout_ms ? rpcs[i].timeout_ms : f->timeout_ms;
+
+		wait_ms = t > wait_ms ? t : wait_ms;
+	}
+	deadline = pc_env_now(f->env) + (uint64_t)wait_ms * 1000000ULL;
 	for (size_t i = 0; i < n; i++) {
 		struct flight *fl = &fls[i];
 

@@ -206,8 +206,9 @@ static int on_hello(struct tcp_server *s, struct sconn *c)
 				     .incarnation = s->tf->base.incarnation };
 	int32_t status = 0;
 
-	/* A client that meant another node (stale address, port reuse) is told so. */
-	if (hello->expect_node != s->tf->base.self)
+	/* A client that meant another node (stale address, port reuse) is told so; one
+	 * that takes whichever node answers (PC_FABRIC_ANY_NODE) is not. */
+	if (hello->expect_node != s->tf->base.self && hello->expect_node != PC_PEER_NONE)
 		status = -EADDRNOTAVAIL;
 	c->hello = true;
 	c->peer = hello->node;

@@ -83,6 +83,8 @@ struct pc_store_cfg {
 	uint32_t tcp_poll_us;			/* tcp: poll this long before sleeping */
 	uint32_t peer_backoff_ms;		/* skip a sick peer this long, doubling; 0 = never */
 	uint32_t peer_backoff_max_ms;		/* ... up to this */
+	uint32_t heartbeat_ms;			/* membership heartbeats; 0 = none */
+	uint32_t failure_timeout_ms;		/* a member silent this long leaves the ring */
 	bool slot_cas_claim;			/* remote writers claim a slot with CAS */
 	enum pc_read_policy slot_read_policy;
 	/* Spill under slotmap: each node keeps this many ways per bucket free by moving

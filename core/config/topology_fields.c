@@ -48,6 +48,8 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, tcp_poll_us, FT_U32, 0, 100000, "50"),
 	F(struct pc_store_cfg, peer_backoff_ms, FT_U32, 0, 3600000, "100"),
 	F(struct pc_store_cfg, peer_backoff_max_ms, FT_U32, 1, 3600000, "10000"),
+	F(struct pc_store_cfg, heartbeat_ms, FT_U32, 0, 600000, "200"),
+	F(struct pc_store_cfg, failure_timeout_ms, FT_U32, 1, 3600000, "2000"),
 	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1, NULL),
 	FENUM(struct pc_store_cfg, slot_read_policy, read_policy_names, "auto"),
 	F(struct pc_store_cfg, slot_spill_ways, FT_U32, 0, SLOT_MAX_WAYS - 1, NULL),

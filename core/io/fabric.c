@@ -127,6 +127,7 @@ int pc_fabric_open_ops(const struct pc_fabric_ops *ops, const struct pc_fabric_p
 	f->self = p->self;
 	f->nr_peers = p->topo->nr_nodes;
 	f->timeout_ms = p->timeout_ms ? p->timeout_ms : p->topo->store.timeout_ms;
+	f->any_node = p->flags & PC_FABRIC_ANY_NODE;
 	f->peers = peer_backoff_create(f->nr_peers, p->topo->store.peer_backoff_ms,
 				       p->topo->store.peer_backoff_max_ms);
 	if (!f->peers) {
@@ -169,6 +170,7 @@ void pc_fabric_close(struct pc_fabric *f)
 struct entries {
 	char *v;			/* n entries of size bytes */
 	size_t size, n, peer_off, status_off;
+	size_t flags_off;		/* RPCs: where their flags are; ops: 0 */
 };
 
 #define ENTRIES(arr, count) \
@@ -189,12 +191,24 @@ static int *entry_status(const struct entries *e, size_t i)
 	return (int *)(void *)(e->v + i * e->size + e->status_off);
 }
 
+/* Probes are neither skipped nor noted (PC_RPC_PROBE). */
+static bool entry_probe(const struct entries *e, size_t i)
+{
+	return e->flags_off && (*(const uint32_t *)(const void *)(e->v + i * e->size + e->flags_off) &
+				PC_RPC_PROBE);
+}
+
+static int entry_skips(struct pc_fabric *f, const struct entries *e, size_t i, uint64_t now)
+{
+	return entry_probe(e, i) ? 0 : peer_backoff_skips(f->peers, entry_peer(e, i), now);
+}
+
 static size_t count_skipped(struct pc_fabric *f, const struct entries *e, uint64_t now)
 {
 	size_t skipped = 0;
 
 	for (size_t i = 0; i < e->n; i++)
-		skipped += peer_backoff_skips(f->peers, entry_peer(e, i), now) != 0;
+		skipped += entry_skips(f, e, i, now) != 0;
 	return skipped;
 }
 
@@ -203,7 +217,8 @@ static void note_outcomes(struct pc_fabric *f, const struct entries *e)
 	uint64_t now = pc_env_now(f->env);
 
 	for (size_t i = 0; i < e->n; i++)
-		peer_backoff_note(f->peers, f, entry_peer(e, i), *entry_status(e, i), now);
+		if (!entry_probe(e, i))
+			peer_backoff_note(f->peers, f, entry_peer(e, i), *entry_status(e, i), now);
 }
 
 /* Fail the skipped entries of e and copy the others into *live (at[j]: where live
@@ -222,7 +237,7 @@ static int gather_live(struct pc_fabric *f, const struct entries *e, size_t skip
 		*at = (size_t *)(void *)(live->v + (e->n - skipped) * e->size);
 	}
 	for (size_t i = 0; i < e->n; i++) {
-		int skip = peer_backoff_skips(f->peers, entry_peer(e, i), now);
+		int skip = entry_skips(f, e, i, now);
 
 		if (skip) {
 			*entry_status(e, i) = skip;
@@ -328,6 +343,8 @@ int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	struct entries e = ENTRIES(rpcs, n), live;
 	size_t skipped, *at;
 	uint64_t now;
+
+	e.flags_off = offsetof(struct pc_rpc, flags);
 	int ret;
 
 	if (!n)

@@ -99,13 +99,9 @@ void peer_backoff_note(struct pc_fabric_peers *p, const struct pc_fabric *f, uin
 		return;
 	s = &p->s[peer];
 	if (!peer_backoff_is_sick(status)) {
-		uint64_t failures;
-
-		/* every answered op comes here: a healthy peer costs a load, not a
-		 * locked exchange */
-		if (!__atomic_load_n(&s->failures, __ATOMIC_RELAXED))
-			return;
-		failures = __atomic_exchange_n(&s->failures, 0, __ATOMIC_RELAXED);
+		/* the common case reads only: no write to a line every thread shares */
+		uint64_t failures = __atomic_load_n(&s->failures, __ATOMIC_RELAXED) ?
+					    __atomic_exchange_n(&s->failures, 0, __ATOMIC_RELAXED) : 0;
 
 		if (failures) {
 			__atomic_store_n(&s->backoff_ns, 0, __ATOMIC_RELAXED);

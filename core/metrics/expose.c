@@ -218,6 +218,7 @@ static const char *const rpc_names[PROTO_NR_RPCS] = {
 	[PC_RPC_DIR_GET] = "dir_get",
 	[PC_RPC_MEMBER] = "member",
 	[PC_RPC_P2P_TOUCH] = "p2p_touch",
+	[PC_RPC_HEARTBEAT] = "heartbeat",
 };
 
 static void served(struct out *o, struct pc_store *st, const struct pc_fabric_stats *f)

@@ -69,7 +69,8 @@ static int open_node(struct cluster *c, uint32_t i)
 				   .node = c->cfg->topo->nodes[i].name,
 				   .err = c->err, .errlen = sizeof(c->err) };
 	struct store_deps d = { .env = sim_world_env(c->w, i), .payload_free = c->cfg->payload_free,
-				.ring = c->ring, .storage = &sim_storage_ops, .backend_arg = c->w };
+				.ring = c->ring, .storage = &sim_storage_ops, .backend_arg = c->w,
+				.no_heartbeats = true };
 	int ret = pc_fabric_open_ops(&sim_fabric_ops, &fp, &c->fab[i]);
 
 	if (ret) {

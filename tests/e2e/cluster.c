@@ -122,9 +122,11 @@ struct ecl *ecl_up_args(const char *pcd, const char *protocol, const char *store
 		E->port0 = pc_test_port_base(attempt);
 		snprintf(E->path, sizeof(E->path), "%s/e2e-%u.yaml", pc_test_tmpdir(), E->port0);
 		f = fopen(E->path, "w");
-		fprintf(f, "name: e2e\nstore: {protocol: %s, fallback: none, timeout_ms: 1000, %s}\n"
+		/* these tests hold the ring fixed unless they ask for heartbeats */
+		fprintf(f, "name: e2e\nstore: {protocol: %s, fallback: none, timeout_ms: 1000, %s%s}\n"
 			"node_defaults: {nvme: {path: %s, capacity: 64MiB}}\nnodes:\n",
-			protocol, store, pc_test_tmpdir());
+			protocol, strstr(store, "heartbeat_ms") ? "" : "heartbeat_ms: 0, ", store,
+			pc_test_tmpdir());
 		for (uint32_t i = 0; i < NODES; i++)
 			fprintf(f, "  - {name: n%u, address: 127.0.0.1, port: %u}\n", i, E->port0 + i);
 		fclose(f);

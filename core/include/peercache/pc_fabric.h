@@ -95,7 +95,14 @@ struct pc_rpc {
 	size_t req_len;
 	struct pc_msg resp;		/* out: the response body (caller frees resp.data) */
 	int status;			/* out: 0, the handler's -errno, or a transport -errno */
+	uint32_t timeout_ms;		/* 0: the fabric's; a phase waits for the longest */
+	uint32_t flags;			/* PC_RPC_PROBE */
 };
+
+/* A probe (a membership heartbeat) goes to its peer even while the peer backs off,
+ * and its failure does not make the peer back off: the data path's own failures
+ * decide that. */
+#define PC_RPC_PROBE 1u
 
 /* Serves one request. Runs on a backend worker thread (tcp/verbs: several at once,
  * while one-sided ops keep being served), in the caller's thread (in-process) or on
@@ -112,7 +119,12 @@ struct pc_fabric_params {
 	uint32_t timeout_ms;		/* per phase; 0 = topology's store.timeout_ms */
 	struct pc_env *env;		/* by name: NULL for the posix env; by ops: required */
 	void *backend_arg;		/* backend-specific (in-process world, simulator) */
+	uint32_t flags;			/* PC_FABRIC_ANY_NODE */
 };
+
+/* The topology's nodes are addresses only: whichever node answers at one is taken
+ * (a tool that knows an address of the cluster, not which node it is). */
+#define PC_FABRIC_ANY_NODE 1u
 
 struct pc_fabric;
 
@@ -195,6 +207,7 @@ struct pc_fabric {
 	uint64_t quick_rpcs;		/* bit o: RPC opcode o (< 64) never blocks, so a
 					 * backend may answer it on its event thread
 					 * (set by the serving side before serve) */
+	bool any_node;			/* PC_FABRIC_ANY_NODE */
 	bool maps;			/* map() gives peers' memory (set by the backend) */
 	const uint64_t *map_epoch;	/* with maps: a counter the backend advances whenever
 					 * an address map() gave may have stopped being good

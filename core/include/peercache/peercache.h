@@ -249,6 +249,29 @@ PC_API const char *pc_store_node(const struct pc_store *s);
  */
 PC_API int pc_store_set_member(struct pc_store *s, const char *node, bool member);
 
+/*
+ * Nodes also find out by themselves: each heartbeats every other node of the
+ * topology every store.heartbeat_ms; a member silent for store.failure_timeout_ms
+ * leaves the ring of every node that stops hearing it, and comes back when heard
+ * again. A client store asks a node for its view every heartbeat and follows it. A
+ * node that pc_store_set_member() took out stays out while it runs with the
+ * incarnation it had (it comes back when it restarts, or is set member again).
+ */
+enum pc_member_state {
+	PC_MEMBER_UP = 0,		/* in the ring */
+	PC_MEMBER_DOWN = 1,		/* silent: out of the ring until heard again */
+	PC_MEMBER_LEFT = 2,		/* taken out on purpose */
+};
+
+/* node's state as this store sees it, and its incarnation as last heard (0: never;
+ * either pointer may be NULL). 0, or -ENXIO for a name not in the topology. */
+PC_API int pc_store_member(const struct pc_store *s, const char *node,
+			   enum pc_member_state *state, uint64_t *incarnation);
+
+/* The generation of this store's view: it grows with every membership change the
+ * store made or heard of (a Lamport clock: every node keeps the largest it hears). */
+PC_API uint64_t pc_store_generation(const struct pc_store *s);
+
 /* ------------------------------------------------------------------ tiered pools */
 
 /*

@@ -1,0 +1,453 @@
+/*
+ * member.c - membership: which nodes are in the ring, kept by heartbeats.
+ *
+ * Every node sends PC_RPC_HEARTBEAT to every other node of its topology each
+ * store.heartbeat_ms, with a deadline of one heartbeat, and notes whom it heard (a
+ * heartbeat, or the answer to its own) and when. A member silent for
+ * store.failure_timeout_ms leaves this node's ring; a node heard again comes back.
+ * Each node decides alone, so detection has no single point of failure once the
+ * nodes are up. Hearing a peer also ends its backoff (io/peer_backoff.h), so a peer
+ * that comes back is used again at once.
+ *
+ * Clients serve nothing, so nobody heartbeats them: each heartbeat they ask one node
+ * for its view (the same node while it answers, the next one when it does not) and
+ * take its memberships.
+ *
+ * A node that leaves on purpose (pc_store_set_member(self, false): pcd on SIGTERM,
+ * pcctl drain) tells the others, which keep it out while it runs with that
+ * incarnation; it comes back when it restarts (a new incarnation) or is told to
+ * join. The generation is a Lamport clock over changes of the view (a node in or out
+ * of the ring, a new incarnation heard): each adds one, heartbeats carry it,
+ * everyone keeps the largest.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "config/topology.h"
+#include "io/peer_backoff.h"
+#include "member.h"
+#include "proto.h"
+#include "store.h"
+
+#define SLICE_NS 10000000ULL		/* the task looks at its stop flag this often */
+
+struct member_peer {
+	uint64_t heard_ns;		/* last heard (relaxed atomics); 0: never */
+	uint64_t incarnation;		/* as last heard */
+	uint64_t left_inc;		/* with left: the incarnation it left at (0: the
+					 * first one heard after) */
+	bool left;			/* left on purpose (under the store's member_lock) */
+};
+
+struct members {
+	struct pc_store *st;
+	uint32_t nr;
+	struct member_peer *p;
+	uint64_t generation;		/* atomics */
+	uint64_t opened_ns;
+	uint64_t heartbeat_ns, failure_ns;
+	uint32_t ask;			/* client: the node it pulls the view from */
+	uint64_t ask_generation;	/* ... and the generation it last took from it */
+	struct pc_task *task;
+	int stop;
+};
+
+static const char *node_name(const struct members *m, uint32_t i)
+{
+	return m->st->svc.topo->nodes[i].name;
+}
+
+static void generation_at_least(struct members *m, uint64_t g)
+{
+	uint64_t cur = __atomic_load_n(&m->generation, __ATOMIC_RELAXED);
+
+	while (cur < g && !__atomic_compare_exchange_n(&m->generation, &cur, g, true,
+						       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+/* Heard node i: a new incarnation (a first one, or a restart) changes the view. */
+static void heard(struct members *m, uint32_t i, uint64_t incarnation, uint64_t now)
+{
+	struct pc_fabric *f = m->st->svc.fabric;
+
+	if (__atomic_exchange_n(&m->p[i].incarnation, incarnation, __ATOMIC_RELAXED) != incarnation)
+		__atomic_fetch_add(&m->generation, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->p[i].heard_ns, now, __ATOMIC_RELAXED);
+	peer_backoff_note(f->peers, f, i, 0, now);
+}
+
+/* ------------------------------------------------------------------ the ring */
+
+static int change_ring(struct pc_store *st, uint32_t node, bool member)
+{
+	struct store_svc *sv = &st->svc;
+	struct ring *old = store_ring(sv), *r;
+	int ret;
+
+	if (ring_contains(old, node) == member)
+		return 0;
+	r = ring_dup(old);
+	if (!r)
+		return -ENOMEM;
+	ret = member ? ring_add(r, node, sv->topo->nodes[node].name) : ring_remove(r, node);
+	if (ret) {
+		ring_destroy(r);
+		return ret;
+	}
+	__atomic_store_n(&sv->ring, r, __ATOMIC_RELEASE);
+	pc_stat_add(&st->member_changes, 1);
+	old->retired_next = st->retired;
+	st->retired = old;
+	st->mode_ops->member_changed(st->mode, node, member, old);
+	return 1;
+}
+
+int members_set(struct members *m, uint32_t node, bool member, bool told)
+{
+	struct pc_store *st = m->st;
+	int ret;
+
+	if (node >= m->nr)
+		return -EINVAL;
+	pthread_mutex_lock(&st->member_lock);
+	if (told) {
+		m->p[node].left = !member;
+		m->p[node].left_inc = __atomic_load_n(&m->p[node].incarnation, __ATOMIC_RELAXED);
+	}
+	ret = change_ring(st, node, member);
+	pthread_mutex_unlock(&st->member_lock);
+	if (ret > 0) {
+		__atomic_fetch_add(&m->generation, 1, __ATOMIC_RELAXED);
+		pc_info("node %s %s the ring", node_name(m, node), member ? "joined" : "left");
+	}
+	return ret < 0 ? ret : 0;
+}
+
+int store_set_member(struct pc_store *st, uint32_t node, bool member)
+{
+	return members_set(st->members, node, member, true);
+}
+
+int pc_store_set_member(struct pc_store *st, const char *node, bool member)
+{
+	struct store_svc *sv = st ? &st->svc : NULL;
+	int idx = sv && node ? pc_topology_find_node(sv->topo, node) : -1;
+	struct proto_member msg;
+	struct pc_rpc *rpcs;
+	uint32_t nr = 0;
+	int ret;
+
+	if (idx < 0)
+		return st ? -ENXIO : -EINVAL;
+	ret = members_set(st->members, (uint32_t)idx, member, true);
+	if (ret)
+		return ret;
+	/* tell every other node that is up here (the joining one too); a node leaving is
+	 * not asked (it may be dead) */
+	rpcs = calloc(sv->topo->nr_nodes, sizeof(*rpcs));
+	if (!rpcs)
+		return -ENOMEM;
+	msg = (struct proto_member){ .node = (uint32_t)idx, .member = member };
+	for (uint32_t i = 0; i < sv->topo->nr_nodes; i++)
+		if (i != sv->self && (i == (uint32_t)idx ? member : ring_contains(store_ring(sv), i) ||
+				      !st->members->task))
+			rpcs[nr++] = (struct pc_rpc){ .peer = i, .opcode = PC_RPC_MEMBER, .req = &msg,
+						      .req_len = sizeof(msg) };
+	pc_fabric_call(sv->fabric, rpcs, nr);
+	for (uint32_t r = 0; r < nr; r++) {
+		if (rpcs[r].status)
+			pc_warn("node %s did not hear that %s %s: %s", sv->topo->nodes[rpcs[r].peer].name,
+				node, member ? "joined" : "left", strerror(-rpcs[r].status));
+		pc_msg_free(&rpcs[r].resp);
+	}
+	free(rpcs);
+	return 0;
+}
+
+int members_rpc_member(struct members *m, const void *req, size_t len)
+{
+	struct proto_member msg;
+
+	if (len != sizeof(msg))
+		return -EPROTO;
+	memcpy(&msg, req, sizeof(msg));
+	if (msg.member > 1 || msg.node >= m->nr)
+		return -EPROTO;
+	return members_set(m, msg.node, msg.member, true);
+}
+
+/* ------------------------------------------------------------------ the view */
+
+static enum proto_member_state state_of(struct members *m, const struct ring *r, uint32_t i)
+{
+	if (ring_contains(r, i))
+		return PROTO_UP;
+	return __atomic_load_n(&m->p[i].left, __ATOMIC_RELAXED) ? PROTO_LEFT : PROTO_DOWN;
+}
+
+int pc_store_member(const struct pc_store *st, const char *node, enum pc_member_state *state,
+		    uint64_t *incarnation)
+{
+	int idx = st && node ? pc_topology_find_node(st->svc.topo, node) : -1;
+	struct members *m;
+
+	if (idx < 0)
+		return st ? -ENXIO : -EINVAL;
+	m = st->members;
+	if (state)
+		*state = (enum pc_member_state)state_of(m, store_ring((struct store_svc *)&st->svc),
+							(uint32_t)idx);
+	if (incarnation)
+		*incarnation = (uint32_t)idx == st->svc.self ?
+				       st->svc.fabric->incarnation :
+				       __atomic_load_n(&m->p[idx].incarnation, __ATOMIC_RELAXED);
+	return 0;
+}
+
+uint64_t pc_store_generation(const struct pc_store *st)
+{
+	return st ? __atomic_load_n(&st->members->generation, __ATOMIC_RELAXED) : 0;
+}
+
+static int put_view(struct members *m, bool whole, struct pc_msg *resp)
+{
+	struct store_svc *sv = &m->st->svc;
+	struct ring *r = store_ring(sv);
+	uint64_t now = pc_env_now(sv->env);
+	struct proto_view v = { .magic = PROTO_VIEW_MAGIC, .nr = whole ? m->nr : 0,
+				.generation = __atomic_load_n(&m->generation, __ATOMIC_RELAXED),
+				.incarnation = sv->fabric->incarnation, .self = sv->self,
+				.nr_nodes = m->nr };
+	int ret = pc_msg_reserve(resp, sizeof(v) + v.nr * sizeof(struct proto_view_node));
+
+	if (ret)
+		return ret;
+	pc_msg_append(resp, &v, sizeof(v));
+	for (uint32_t i = 0; i < v.nr; i++) {
+		const struct pc_node *n = &sv->topo->nodes[i];
+		uint64_t at = __atomic_load_n(&m->p[i].heard_ns, __ATOMIC_RELAXED);
+		struct proto_view_node e = {
+			.incarnation = __atomic_load_n(&m->p[i].incarnation, __ATOMIC_RELAXED),
+			.silent_ms = !at ? UINT64_MAX : at < now ? (now - at) / 1000000 : 0,
+			.state = (uint8_t)state_of(m, r, i), .port = n->port,
+		};
+
+		if (i == sv->self) {
+			e.incarnation = sv->fabric->incarnation;
+			e.silent_ms = 0;
+		}
+		snprintf(e.name, sizeof(e.name), "%s", n->name);
+		snprintf(e.address, sizeof(e.address), "%s", n->address);
+		pc_msg_append(resp, &e, sizeof(e));
+	}
+	return 0;
+}
+
+int members_rpc_heartbeat(struct members *m, uint32_t from, const void *req, size_t len,
+			  struct pc_msg *resp)
+{
+	struct proto_heartbeat hb;
+	bool whole;
+
+	if (len != sizeof(hb))
+		return -EPROTO;
+	memcpy(&hb, req, sizeof(hb));
+	if (hb.node != PC_PEER_NONE && (hb.node >= m->nr || hb.node != from))
+		return -EPROTO;
+	if (hb.node != PC_PEER_NONE)
+		heard(m, hb.node, hb.incarnation, pc_env_now(m->st->svc.env));
+	generation_at_least(m, hb.generation);
+	whole = hb.node == PC_PEER_NONE &&
+		!((hb.flags & PROTO_HB_HAVE_VIEW) &&
+		  hb.generation == __atomic_load_n(&m->generation, __ATOMIC_RELAXED));
+	return put_view(m, whole, resp);
+}
+
+/* ------------------------------------------------------------------ the task */
+
+static const struct proto_view *view_of(const struct pc_rpc *r)
+{
+	const struct proto_view *v = r->resp.data;
+
+	if (r->status || r->resp.len < sizeof(*v) || v->magic != PROTO_VIEW_MAGIC ||
+	    r->resp.len != sizeof(*v) + (size_t)v->nr * sizeof(struct proto_view_node))
+		return NULL;
+	return v;
+}
+
+/* A node: heartbeat everyone, then decide who is down and who is back. */
+static void node_tick(struct members *m)
+{
+	struct store_svc *sv = &m->st->svc;
+	struct proto_heartbeat hb = { .node = sv->self, .incarnation = sv->fabric->incarnation };
+	struct pc_rpc *rpcs = calloc(m->nr, sizeof(*rpcs));
+	uint32_t n = 0;
+	uint64_t now;
+
+	if (!rpcs)
+		return;
+	hb.generation = __atomic_load_n(&m->generation, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < m->nr; i++)
+		if (i != sv->self)
+			rpcs[n++] = (struct pc_rpc){ .peer = i, .opcode = PC_RPC_HEARTBEAT, .req = &hb,
+						     .req_len = sizeof(hb), .flags = PC_RPC_PROBE,
+						     .timeout_ms = (uint32_t)(m->heartbeat_ns / 1000000) };
+	pc_fabric_call(sv->fabric, rpcs, n);
+	now = pc_env_now(sv->env);
+	for (uint32_t k = 0; k < n; k++) {
+		const struct proto_view *v = view_of(&rpcs[k]);
+
+		if (v && v->self == rpcs[k].peer) {
+			heard(m, rpcs[k].peer, v->incarnation, now);
+			generation_at_least(m, v->generation);
+		}
+		pc_msg_free(&rpcs[k].resp);
+	}
+	free(rpcs);
+	for (uint32_t i = 0; i < m->nr; i++) {
+		struct member_peer *p = &m->p[i];
+		uint64_t at = __atomic_load_n(&p->heard_ns, __ATOMIC_RELAXED);
+		uint64_t inc = __atomic_load_n(&p->incarnation, __ATOMIC_RELAXED);
+		uint64_t since = at ? at : m->opened_ns;
+		uint64_t silent = since < now ? now - since : 0;	/* heard after now was read */
+		bool member = ring_contains(store_ring(sv), i), back;
+
+		if (i == sv->self)
+			continue;
+		if (member && silent > m->failure_ns) {
+			pc_warn("node %s (%s:%u): no heartbeat for %llu ms: taken out of the ring",
+				node_name(m, i), sv->topo->nodes[i].address, sv->topo->nodes[i].port,
+				(unsigned long long)(silent / 1000000));
+			members_set(m, i, false, false);
+			continue;
+		}
+		if (member || !at || silent > m->failure_ns)
+			continue;
+		pthread_mutex_lock(&m->st->member_lock);
+		if (p->left && !p->left_inc)
+			p->left_inc = inc;	/* it left before we heard it: this is that run */
+		back = !p->left || p->left_inc != inc;
+		if (back)
+			p->left = false;
+		pthread_mutex_unlock(&m->st->member_lock);
+		if (back) {
+			pc_info("node %s heard again (incarnation %016llx)", node_name(m, i),
+				(unsigned long long)inc);
+			members_set(m, i, true, false);
+		}
+	}
+}
+
+/* Take the memberships of a node's view. */
+static void take_view(struct members *m, const struct proto_view *v)
+{
+	const struct proto_view_node *e = (const void *)(v + 1);
+	uint64_t now = pc_env_now(m->st->svc.env);
+
+	for (uint32_t i = 0; i < v->nr && i < m->nr; i++) {
+		bool up = e[i].state == PROTO_UP;
+
+		if (e[i].incarnation) {
+			__atomic_store_n(&m->p[i].incarnation, e[i].incarnation, __ATOMIC_RELAXED);
+			if (e[i].silent_ms != UINT64_MAX && e[i].silent_ms * 1000000 < now)
+				__atomic_store_n(&m->p[i].heard_ns, now - e[i].silent_ms * 1000000,
+						 __ATOMIC_RELAXED);
+		}
+		__atomic_store_n(&m->p[i].left, e[i].state == PROTO_LEFT, __ATOMIC_RELAXED);
+		members_set(m, i, up, false);
+	}
+}
+
+/* A client: ask one node for its view; the next one if it does not answer. */
+static void client_tick(struct members *m)
+{
+	struct store_svc *sv = &m->st->svc;
+
+	for (uint32_t tries = 0; tries < m->nr; tries++) {
+		uint32_t i = m->ask % m->nr;
+		struct proto_heartbeat hb = {
+			.node = PC_PEER_NONE, .incarnation = sv->fabric->incarnation,
+			.flags = m->ask_generation ? PROTO_HB_HAVE_VIEW : 0,
+			.generation = m->ask_generation,
+		};
+		struct pc_rpc r = { .peer = i, .opcode = PC_RPC_HEARTBEAT, .req = &hb,
+				    .req_len = sizeof(hb), .flags = PC_RPC_PROBE,
+				    .timeout_ms = (uint32_t)(m->heartbeat_ns / 1000000) };
+		const struct proto_view *v;
+
+		pc_fabric_call(sv->fabric, &r, 1);
+		v = view_of(&r);
+		if (v && v->self == i && v->nr_nodes == m->nr) {
+			heard(m, i, v->incarnation, pc_env_now(sv->env));
+			generation_at_least(m, v->generation);
+			if (v->nr)
+				take_view(m, v);
+			m->ask_generation = v->generation;
+			pc_msg_free(&r.resp);
+			return;
+		}
+		pc_msg_free(&r.resp);
+		m->ask++;
+		m->ask_generation = 0;
+	}
+}
+
+static void run(void *arg)
+{
+	struct members *m = arg;
+
+	while (!__atomic_load_n(&m->stop, __ATOMIC_RELAXED)) {
+		if (m->st->svc.self == PC_PEER_NONE)
+			client_tick(m);
+		else
+			node_tick(m);
+		for (uint64_t t = 0; t < m->heartbeat_ns && !__atomic_load_n(&m->stop, __ATOMIC_RELAXED);
+		     t += SLICE_NS)
+			pc_env_sleep(m->st->svc.env, SLICE_NS);
+	}
+}
+
+int members_open(struct pc_store *st, struct members **out)
+{
+	const struct pc_store_cfg *c = &st->svc.topo->store;
+	struct members *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	m->st = st;
+	m->nr = st->svc.topo->nr_nodes;
+	m->p = calloc(m->nr, sizeof(*m->p));
+	if (!m->p) {
+		free(m);
+		return -ENOMEM;
+	}
+	m->opened_ns = pc_env_now(st->svc.env);
+	m->heartbeat_ns = (uint64_t)c->heartbeat_ms * 1000000;
+	m->failure_ns = (uint64_t)c->failure_timeout_ms * 1000000;
+	m->generation = 1;
+	*out = m;
+	return 0;
+}
+
+int members_start(struct members *m)
+{
+	if (!m->heartbeat_ns || m->nr <= (m->st->svc.self == PC_PEER_NONE ? 0u : 1u))
+		return 0;
+	m->opened_ns = pc_env_now(m->st->svc.env);
+	return pc_env_spawn(m->st->svc.env, "pc-members", run, m, &m->task);
+}
+
+void members_close(struct members *m)
+{
+	if (!m)
+		return;
+	if (m->task) {
+		__atomic_store_n(&m->stop, 1, __ATOMIC_RELAXED);
+		pc_env_join(m->st->svc.env, m->task);
+	}
+	free(m->p);
+	free(m);
+}

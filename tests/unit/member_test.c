@@ -1,0 +1,143 @@
+/*
+ * member_test.c - membership on the in-process fabric, heartbeats every 20 ms and a
+ * failure timeout of 150 ms: a node that stops is taken out of every ring (the
+ * client's too) and comes back when it restarts; a leave asked for sticks while the
+ * node runs; heartbeats that lie about their sender are refused.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <peercache/peercache.h>
+#include "proto.h"
+#include "slotmap_fixture.h"
+#include "store.h"
+#include "testutil.h"
+
+/* Heartbeats and timeouts, slower under valgrind, where threads wait their turn. */
+static double slow = 1;
+static char STORE[256];
+
+static int suite_init(void)
+{
+	slow = pc_test_under_valgrind() ? 10 : 1;
+	snprintf(STORE, sizeof(STORE),
+		 "slot_size_classes: [4KiB], global_segment_size: 1MiB, heartbeat_ms: %.0f, "
+		 "failure_timeout_ms: %.0f", 20 * slow, 150 * slow);
+	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static enum pc_member_state state(struct pc_store *s, const char *node)
+{
+	enum pc_member_state st = PC_MEMBER_UP;
+
+	CU_ASSERT_EQUAL(pc_store_member(s, node, &st, NULL), 0);
+	return st;
+}
+
+/* Whether every store in s[0..n) sees node in state want within limit_ms. */
+static bool all_see(struct pc_store **s, int n, const char *node, enum pc_member_state want,
+		    double limit_ms)
+{
+	double t0 = now_ms();
+
+	for (;;) {
+		int seen = 0;
+
+		for (int i = 0; i < n; i++)
+			seen += state(s[i], node) == want;
+		if (seen == n)
+			return true;
+		if (now_ms() - t0 > limit_ms * slow)
+			return false;
+		usleep(5000);
+	}
+}
+
+static void test_stop_and_restart(void)
+{
+	struct cluster *C = up(3, STORE);
+	struct pc_store *cl = open_node(C, NULL, NULL);
+	struct pc_store *watch[3] = { C->s[0], C->s[1], cl };
+	uint64_t g0 = pc_store_generation(C->s[0]), inc0 = 0, inc1 = 0;
+	double t0;
+
+	CU_ASSERT(all_see(watch, 3, "n2", PC_MEMBER_UP, 1000));
+	pc_store_member(C->s[0], "n2", NULL, &inc0);
+	pc_store_close(C->s[2]);		/* silent from now on */
+	C->s[2] = NULL;
+	t0 = now_ms();
+	CU_ASSERT(all_see(watch, 3, "n2", PC_MEMBER_DOWN, 3000));
+	printf("\n  n2 silent: down on both nodes and the client after %.0f ms (timeout %.0f ms)\n",
+	       now_ms() - t0, 150 * slow);
+	CU_ASSERT(!ring_contains(store_ring_of(C->s[0]), 2));
+	CU_ASSERT(!ring_contains(store_ring_of(cl), 2));
+	CU_ASSERT(pc_store_generation(C->s[0]) > g0);
+	C->s[2] = open_node(C, "n2", NULL);	/* a restart: a new incarnation */
+	CU_ASSERT(all_see(watch, 3, "n2", PC_MEMBER_UP, 3000));
+	pc_store_member(C->s[0], "n2", NULL, &inc1);
+	CU_ASSERT(inc1 != inc0 && inc1 != 0);
+	CU_ASSERT(ring_contains(store_ring_of(cl), 2));
+	pc_store_close(cl);
+	down(C);
+}
+
+static void test_leave_sticks(void)
+{
+	struct cluster *C = up(3, STORE);
+	struct pc_store *watch[2] = { C->s[0], C->s[1] };
+
+	CU_ASSERT(all_see(watch, 2, "n2", PC_MEMBER_UP, 1000));
+	CU_ASSERT_EQUAL(pc_store_set_member(C->s[0], "n2", false), 0);
+	CU_ASSERT(all_see(watch, 2, "n2", PC_MEMBER_LEFT, 100));
+	usleep((useconds_t)(300 * 1000 * slow));	/* n2 goes on heartbeating: it stays out */
+	CU_ASSERT(all_see(watch, 2, "n2", PC_MEMBER_LEFT, 0));
+	CU_ASSERT_EQUAL(pc_store_set_member(C->s[1], "n2", true), 0);
+	CU_ASSERT(all_see(watch, 2, "n2", PC_MEMBER_UP, 100));
+	down(C);
+}
+
+/* A heartbeat is taken only from the node it names. */
+static void test_heartbeat_checks(void)
+{
+	struct cluster *C = up(2, STORE);
+	struct proto_heartbeat hb = { .node = 1, .incarnation = 77 };
+	struct pc_msg resp = { 0 };
+
+	CU_ASSERT_EQUAL(store_rpc(C->s[0], 1, PC_RPC_HEARTBEAT, &hb, sizeof(hb), &resp), 0);
+	CU_ASSERT(resp.len >= sizeof(struct proto_view));
+	resp.len = 0;
+	CU_ASSERT_EQUAL(store_rpc(C->s[0], PC_PEER_NONE, PC_RPC_HEARTBEAT, &hb, sizeof(hb), &resp),
+			-EPROTO);
+	hb.node = 7;
+	CU_ASSERT_EQUAL(store_rpc(C->s[0], 7, PC_RPC_HEARTBEAT, &hb, sizeof(hb), &resp), -EPROTO);
+	CU_ASSERT_EQUAL(store_rpc(C->s[0], 1, PC_RPC_HEARTBEAT, &hb, sizeof(hb) - 1, &resp), -EPROTO);
+	/* a client (or a tool) gets every node's entry */
+	hb.node = PC_PEER_NONE;
+	resp.len = 0;
+	CU_ASSERT_EQUAL(store_rpc(C->s[0], PC_PEER_NONE, PC_RPC_HEARTBEAT, &hb, sizeof(hb), &resp), 0);
+	CU_ASSERT_EQUAL(resp.len, sizeof(struct proto_view) + 2 * sizeof(struct proto_view_node));
+	pc_msg_free(&resp);
+	CU_ASSERT_EQUAL(pc_store_member(C->s[0], "n9", NULL, NULL), -ENXIO);
+	down(C);
+}
+
+static CU_TestInfo tests[] = {
+	{ "a silent node leaves every ring, a restarted one comes back", test_stop_and_restart },
+	{ "a leave asked for sticks while the node runs", test_leave_sticks },
+	{ "heartbeats are taken only from the node they name", test_heartbeat_checks },
+	CU_TEST_INFO_NULL,
+};
+
+PC_TEST_MAIN({ "membership", suite_init, NULL, NULL, NULL, tests })
