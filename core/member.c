@@ -98,6 +98,7 @@ static int change_ring(struct pc_store *st, uint32_t node, bool member)
 		return ret;
 	}
 	__atomic_store_n(&sv->ring, r, __ATOMIC_RELEASE);
+	pc_stat_add(&st->member_changes, 1);
 	old->retired_next = st->retired;
 	st->retired = old;
 	st->mode_ops->member_changed(st->mode, node, member, old);

@@ -10,6 +10,7 @@
 
 #include <peercache/peercache.h>
 
+#include "config/topology.h"
 #include "store_svc.h"
 
 struct store_mode;
@@ -19,6 +20,20 @@ struct store_footprint {
 	uint64_t cache_bytes;		/* page bytes the node can hold, nominal */
 	uint64_t mem_bytes;		/* memory mapped for them here (headers only
 					 * without payloads) */
+};
+
+/* How full this node's slots are, per size class (slotmap; p2p has no slots). */
+struct store_class_use {
+	uint64_t page_bytes;		/* the class's page size */
+	uint64_t slots;			/* nr_buckets x ways */
+	uint64_t used;			/* slots holding a page */
+	uint64_t stored_bytes;		/* their payload bytes */
+	uint64_t claims;		/* slots with a write in progress (odd seq) */
+};
+
+struct store_occupancy {
+	uint32_t nr_classes;
+	struct store_class_use cls[PC_MAX_CLASSES];
 };
 
 struct mode_ops {
@@ -39,6 +54,9 @@ struct mode_ops {
 	 * as node joined (member) or left. */
 	void (*member_changed)(struct store_mode *m, uint32_t node, bool member, struct ring *old);
 	void (*footprint)(struct store_mode *m, struct store_footprint *out);
+	/* Count this node's slots by state, reading every slot header: for metrics
+	 * scrapes, never on a batch path. */
+	void (*occupancy)(struct store_mode *m, struct store_occupancy *out);
 };
 
 /* The base each mode's state embeds first. */

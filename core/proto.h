@@ -29,6 +29,7 @@ enum pc_rpc_opcode {
 	PC_RPC_MEMBER = 11,		/* proto_member -> () */
 	PC_RPC_P2P_TOUCH = 12,		/* proto_touch_hdr + proto_touch[n] -> () */
 	PC_RPC_HEARTBEAT = 13,		/* proto_heartbeat -> proto_view [+ proto_view_node[nr]] */
+	PROTO_NR_RPCS			/* one past the last opcode */
 };
 
 /* The RPCs whose handlers never block (no disk, no pulls from the caller, no waits):

@@ -13,7 +13,9 @@
 #include <peercache/pc_fabric.h>
 #include <peercache/peercache.h>
 
+#include "base/latency.h"
 #include "mode.h"
+#include "proto.h"
 #include "store_svc.h"
 
 struct members;
@@ -44,6 +46,8 @@ struct store_deps {
 						 * queue from draining) */
 };
 
+enum store_batch_op { STORE_OP_GET, STORE_OP_SET, STORE_OP_EXISTS, STORE_NR_BATCH_OPS };
+
 struct pc_store {
 	struct store_svc svc;		/* first: what the mode and the tier share */
 	const struct mode_ops *mode_ops;
@@ -54,6 +58,14 @@ struct pc_store {
 	bool serving;			/* peers' requests reach store_rpc */
 	struct ring *retired;		/* earlier rings, freed at close (readers may hold them) */
 	pthread_mutex_t member_lock;	/* serialises membership changes */
+	/* Counters the facade keeps for metrics (metrics/expose.c renders them). */
+	struct latency_hist lat[STORE_NR_BATCH_OPS];	/* batch calls, by op */
+	uint64_t rpc_served[PROTO_NR_RPCS];	/* peers' requests, by opcode */
+	uint64_t rpc_failed[PROTO_NR_RPCS];	/* ... answered with an error */
+	uint64_t member_changes;	/* ring swaps: the membership generation */
+	pthread_mutex_t occ_lock;	/* the occupancy snapshot below */
+	uint64_t occ_at_ns;		/* when it was taken (0: never) */
+	struct store_occupancy occ;
 };
 
 /* Open a store on the given environment and backends (store_env above). */
@@ -70,6 +82,16 @@ static inline struct ring *store_ring_of(struct pc_store *st)
 {
 	return store_ring(&st->svc);
 }
+
+/* ---- metrics/expose.c */
+
+/* Append the store's metrics to out in the Prometheus text exposition format
+ * (version 0.0.4). Slot occupancy is recounted at most once a second. 0 or -ENOMEM. */
+int store_expose(struct pc_store *st, struct pc_msg *out);
+
+/* Whether the store is ready to serve: 0, or -errno with a one-line reason in why
+ * (a node not serving, or not in its own ring). */
+int store_ready(struct pc_store *st, const char **why);
 
 /* ---- store_rpc.c */
 

@@ -70,18 +70,9 @@ int store_rpc_allowed(uint32_t from, uint16_t opcode, size_t len)
 	return 0;
 }
 
-/* Every RPC a peer sends this node arrives here. */
-int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
-	      struct pc_msg *resp)
+static int route(struct pc_store *st, uint32_t from, uint16_t opcode, const void *req, size_t len,
+		 struct pc_msg *resp)
 {
-	struct pc_store *st = arg;
-	int ret = store_rpc_allowed(from, opcode, len);
-
-	if (ret) {
-		if (ret == -EPERM)
-			pc_stat_add(&st->svc.metrics.rpc_refused, 1);
-		return ret;
-	}
 	switch (opcode) {
 	case PC_RPC_MEMBER:
 		return members_rpc_member(st->members, from, req, len);
@@ -97,4 +88,24 @@ int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t
 	default:
 		return st->mode_ops->rpc(st->mode, from, opcode, req, len, resp);
 	}
+}
+
+/* Every RPC a peer sends this node arrives here: checked against the table, routed,
+ * and counted by opcode (opcodes this build does not know count under 0). */
+int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
+	      struct pc_msg *resp)
+{
+	struct pc_store *st = arg;
+	uint16_t o = opcode < PROTO_NR_RPCS ? opcode : 0;
+	int ret = store_rpc_allowed(from, opcode, len);
+
+	if (ret == -EPERM)
+		pc_stat_add(&st->svc.metrics.rpc_refused, 1);
+	if (!ret)
+		ret = route(st, from, opcode, req, len, resp);
+
+	pc_stat_add(&st->rpc_served[o], 1);
+	if (ret)
+		pc_stat_add(&st->rpc_failed[o], 1);
+	return ret;
 }

@@ -4,6 +4,7 @@
  *   pcctl --discovery HOST:PORT [--secret-file F] [--timeout-ms N] status
  *   pcctl --discovery HOST:PORT [--secret-file F] [--timeout-ms N] drain NAME
  *   pcctl --discovery HOST:PORT [--secret-file F] [--timeout-ms N] join NAME
+ *   pcctl stats [--json] HOST:PORT ... | --topology FILE   (pcctl_stats.c)
  *
  * HOST:PORT is any node of the cluster (store.discovery_addr). status prints one
  * line per node as that node sees it, `NAME ADDRESS:PORT up|down|left
@@ -22,12 +23,14 @@
 
 #include <peercache/pc_fabric.h>
 
+#include "pcctl_stats.h"
 #include "proto.h"
 #include "tool/tool_common.h"
 
 static const char usage[] =
 	"usage: pcctl --discovery HOST:PORT [--secret-file F] [--timeout-ms N]\n"
-	"             status | drain NAME | join NAME\n";
+	"             status | drain NAME | join NAME\n"
+	"       pcctl stats [--json] HOST:PORT ... | --topology FILE [--set key=value ...]\n";
 
 static const char *const state_names[] = { "up", "down", "left" };
 
@@ -164,6 +167,8 @@ int main(int argc, char **argv)
 	struct view v = { 0 };
 	int c, ret;
 
+	if (argc >= 2 && !strcmp(argv[1], "stats"))
+		return pcctl_stats(argc, argv);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "d:T:k:h", opts, NULL)) != -1) {
 		switch (c) {

@@ -3,16 +3,23 @@
  *
  *   pcd --topology FILE --node NAME [--set key=value ...] [--protocol tcp|rdma|rxe]
  *       [--host-blocks N] [--disk-blocks N] [--disk-dir PATH] [--stats SECONDS]
+ *       [--metrics-addr HOST:PORT]
  *
  * --host-blocks/--disk-blocks/--disk-dir set store.tier_host_blocks,
  * store.tier_disk_blocks and nodes.nvme.path: a tiered pool of N host blocks that
  * spills to N disk blocks in an unlinked file in PATH.
  *
- * Logs to stderr. SIGTERM or SIGINT shuts it down cleanly: with heartbeats on
- * (store.heartbeat_ms) it first tells the cluster it leaves, then slots are
- * released, connections closed, a last metrics line. A node drained by pcctl (taken
- * out of the ring, its own included) shuts down the same way. A bad flag or topology is one line on
- * stderr and exit code 2; a node that cannot start (port taken, no memory) exits 1.
+ * --metrics-addr serves /metrics, /healthz and /readyz over HTTP on HOST:PORT (port 0:
+ * an ephemeral one, logged); without it, store.metrics: true in the topology serves
+ * them on the node's address and store.metrics_port. Off otherwise.
+ *
+ * Logs to stderr in the library's line format. --stats N logs the counters every N
+ * seconds, SIGUSR1 logs them at once (and pcd keeps serving). SIGTERM or SIGINT
+ * shuts it down cleanly: /readyz answers 503 first; with heartbeats on
+ * (store.heartbeat_ms) it tells the cluster it leaves, then slots are released,
+ * connections closed, a last metrics line. A node drained by pcctl (taken out of the
+ * ring, its own included) shuts down the same way. A bad flag or topology is one line
+ * on stderr and exit code 2; a node that cannot start (port taken, no memory) exits 1.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,7 +37,8 @@
 
 static const char usage[] =
 	"usage: pcd --topology FILE --node NAME [--set key=value ...] [--protocol tcp|rdma|rxe]\n"
-	"           [--host-blocks N] [--disk-blocks N] [--disk-dir PATH] [--stats SECONDS]\n";
+	"           [--host-blocks N] [--disk-blocks N] [--disk-dir PATH] [--stats SECONDS]\n"
+	"           [--metrics-addr HOST:PORT]\n";
 
 /* Every connection takes a descriptor: raise the soft limit to the hard one (the
  * server still caps connections at store.max_connections and backs off when the
@@ -48,30 +56,69 @@ static void raise_fd_limit(void)
 		if (setrlimit(RLIMIT_NOFILE, &rl))
 			rl.rlim_cur = was;
 	}
-	pc_info("file descriptor limit %llu (hard limit %llu)", (unsigned long long)rl.rlim_cur,
+	tool_log(PC_LOG_INFO, "file descriptor limit %llu (hard limit %llu)", (unsigned long long)rl.rlim_cur,
 		(unsigned long long)rl.rlim_max);
 }
 
-static void log_metrics(const char *node, struct pc_store *s)
+/* What this process asked (a node's own calls are few), what it served, its
+ * slots, and its tiered pool: one line each. */
+static void log_metrics(struct pc_store *s)
 {
+	struct pc_served_metrics sv = { .size = sizeof(sv) };
 	struct pc_tier_metrics tm = { .size = sizeof(tm) };
 	struct pc_metrics m = { .size = sizeof(m) };
 
 	pc_store_metrics(s, &m);
-	fprintf(stderr,
-		"pcd %s: metrics write_requests=%llu bytes_written=%llu read_requests=%llu hits=%llu bytes_read=%llu evictions=%llu layout_fetches=%llu\n",
-		node, (unsigned long long)m.write_requests, (unsigned long long)m.bytes_written,
-		(unsigned long long)m.read_requests, (unsigned long long)m.hits,
-		(unsigned long long)m.bytes_read, (unsigned long long)m.evictions,
-		(unsigned long long)m.layout_fetches);
+	pc_store_served_metrics(s, &sv);
+	tool_log(PC_LOG_INFO,
+		 "metrics write_requests=%llu bytes_written=%llu read_requests=%llu hits=%llu bytes_read=%llu evictions=%llu layout_fetches=%llu",
+		 (unsigned long long)m.write_requests, (unsigned long long)m.bytes_written,
+		 (unsigned long long)m.read_requests, (unsigned long long)m.hits,
+		 (unsigned long long)m.bytes_read, (unsigned long long)m.evictions,
+		 (unsigned long long)m.layout_fetches);
+	tool_log(PC_LOG_INFO,
+		 "served reads=%llu read_bytes=%llu writes=%llu write_bytes=%llu cas=%llu refused=%llu bad_frames=%llu rpcs=%llu rpc_errors=%llu conns_open=%llu conns_accepted=%llu",
+		 (unsigned long long)sv.reads, (unsigned long long)sv.read_bytes,
+		 (unsigned long long)sv.writes, (unsigned long long)sv.write_bytes,
+		 (unsigned long long)sv.cas,
+		 (unsigned long long)(sv.refused_key + sv.refused_bounds + sv.refused_rights +
+				      sv.refused_malformed),
+		 (unsigned long long)sv.bad_frames, (unsigned long long)sv.rpcs,
+		 (unsigned long long)sv.rpc_errors,
+		 (unsigned long long)(sv.conns_accepted - sv.conns_closed),
+		 (unsigned long long)sv.conns_accepted);
+	tool_log(PC_LOG_INFO, "slots used=%llu of %llu stored_bytes=%llu claims=%llu members=%llu",
+		 (unsigned long long)sv.slots_used, (unsigned long long)sv.slots,
+		 (unsigned long long)sv.slot_stored_bytes, (unsigned long long)sv.slot_claims,
+		 (unsigned long long)sv.members);
 	if (!pc_tier_metrics(s, &tm))
-		fprintf(stderr,
-			"pcd %s: tier resident_committed_blocks=%u resident_disk_blocks=%u free_host_blocks=%u evicted_blocks=%llu demoted_blocks=%llu promoted_blocks=%llu dropped_blocks=%llu corrupt_on_promote=%llu spill_failures=%llu lease_expired=%llu\n",
-			node, tm.resident_committed_blocks, tm.resident_disk_blocks, tm.free_host_blocks,
-			(unsigned long long)tm.evicted_blocks, (unsigned long long)tm.demoted_blocks,
-			(unsigned long long)tm.promoted_blocks, (unsigned long long)tm.dropped_blocks,
-			(unsigned long long)tm.corrupt_on_promote, (unsigned long long)tm.spill_failures,
-			(unsigned long long)tm.lease_expired);
+		tool_log(PC_LOG_INFO,
+			 "tier resident_committed_blocks=%u resident_disk_blocks=%u free_host_blocks=%u evicted_blocks=%llu demoted_blocks=%llu promoted_blocks=%llu dropped_blocks=%llu corrupt_on_promote=%llu spill_failures=%llu lease_expired=%llu",
+			 tm.resident_committed_blocks, tm.resident_disk_blocks, tm.free_host_blocks,
+			 (unsigned long long)tm.evicted_blocks, (unsigned long long)tm.demoted_blocks,
+			 (unsigned long long)tm.promoted_blocks, (unsigned long long)tm.dropped_blocks,
+			 (unsigned long long)tm.corrupt_on_promote,
+			 (unsigned long long)tm.spill_failures, (unsigned long long)tm.lease_expired);
+}
+
+/* HOST:PORT (the last colon splits, so "[::1]:0" and "::1:0" both work). */
+static void parse_addr(const char *v, char *host, size_t hostlen, uint16_t *port)
+{
+	const char *colon = strrchr(v, ':');
+	size_t n;
+
+	if (!colon || colon == v)
+		tool_die("pcd", "--metrics-addr %s: expected HOST:PORT (PORT 0: any free port)", v);
+	*port = (uint16_t)tool_port("pcd", "--metrics-addr", colon + 1);
+	n = (size_t)(colon - v);
+	if (v[0] == '[' && colon[-1] == ']') {
+		v++;
+		n -= 2;
+	}
+	if (n >= hostlen)
+		tool_die("pcd", "--metrics-addr %s: host longer than %zu characters", v, hostlen - 1);
+	memcpy(host, v, n);
+	host[n] = 0;
 }
 
 int main(int argc, char **argv)
@@ -85,10 +132,14 @@ int main(int argc, char **argv)
 		{ "host-blocks", required_argument, NULL, 'H' },
 		{ "disk-blocks", required_argument, NULL, 'D' },
 		{ "disk-dir", required_argument, NULL, 'd' },
+		{ "metrics-addr", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *path = NULL, *node = NULL, *protocol = NULL;
+	const char *path = NULL, *node = NULL, *protocol = NULL, *metrics_addr = NULL;
+	struct pc_metrics_server *msrv = NULL;
+	char mhost[256];
+	uint16_t mport = 0;
 	char **sets = calloc((size_t)argc + 3, sizeof(char *)), err[PC_ERR_MAX], tag[96];
 	char host_set[64], disk_set[64], dir_set[PC_PATH_MAX + 32];
 	struct pc_store_opts o = { .size = sizeof(o), .err = err, .errlen = sizeof(err) };
@@ -98,10 +149,10 @@ int main(int argc, char **argv)
 	long waited = 0;
 	bool drained = false;
 	sigset_t sigs;
-	int c, nsets = 0, sig = 0, idx;
+	int c, nsets = 0, sig = 0, idx, ret;
 
 	opterr = 0;	/* one line of our own instead of getopt's */
-	while ((c = getopt_long(argc, argv, "t:n:s:p:S:H:D:d:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:n:s:p:S:H:D:d:M:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			path = optarg;
@@ -135,6 +186,10 @@ int main(int argc, char **argv)
 					 PC_PATH_MAX - 1);
 			sets[nsets++] = dir_set;
 			break;
+		case 'M':
+			metrics_addr = optarg;
+			parse_addr(optarg, mhost, sizeof(mhost), &mport);
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -158,23 +213,42 @@ int main(int argc, char **argv)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	raise_fd_limit();
-	o.topo = t;
-	o.node = node;
-	if (pc_store_open(&o, &s)) {
-		fprintf(stderr, "pcd: %s\n", err);
+	/* The endpoint first, so that /readyz says "starting" until the node serves. */
+	if (!metrics_addr && t->store.metrics) {
+		snprintf(mhost, sizeof(mhost), "%s", t->nodes[idx].address);
+		mport = (uint16_t)t->store.metrics_port;
+	}
+	if ((metrics_addr || t->store.metrics) && (ret = pc_metrics_serve(NULL, mhost, mport, &msrv))) {
+		tool_log(PC_LOG_ERROR, "cannot serve metrics on %s port %u: %s", mhost, mport,
+			 strerror(-ret));
 		pc_topology_free(t);
 		return 1;
 	}
-	fprintf(stderr, "pcd %s: serving on %s port %u%s%s; ready\n", node, t->nodes[idx].address,
-		t->nodes[idx].port, t->nodes[idx].bind_address[0] ? ", listening on " : "",
-		t->nodes[idx].bind_address);
+	pc_metrics_server_attach(msrv, NULL, "starting");
+	o.topo = t;
+	o.node = node;
+	if (pc_store_open(&o, &s)) {
+		tool_log(PC_LOG_ERROR, "%s", err);
+		pc_metrics_server_close(msrv);
+		pc_topology_free(t);
+		return 1;
+	}
+	pc_metrics_server_attach(msrv, s, NULL);
+	tool_log(PC_LOG_INFO, "serving on %s port %u%s%s; ready", t->nodes[idx].address,
+		 t->nodes[idx].port, t->nodes[idx].bind_address[0] ? ", listening on " : "",
+		 t->nodes[idx].bind_address);
 	for (;;) {
 		enum pc_member_state ms;
 
 		sig = sigtimedwait(&sigs, NULL, &tick);
+		if (sig == SIGUSR1) {
+			log_metrics(s);
+			continue;
+		}
 		if (sig > 0)
 			break;
 		if (errno != EAGAIN)
@@ -185,22 +259,24 @@ int main(int argc, char **argv)
 		}
 		waited += tick.tv_nsec / 1000000;
 		if (every.tv_sec && waited >= every.tv_sec * 1000) {
-			log_metrics(node, s);
+			log_metrics(s);
 			waited = 0;
 		}
 	}
 	if (drained) {
-		fprintf(stderr, "pcd %s: drained (taken out of the ring); shutting down\n", node);
+		tool_log(PC_LOG_INFO, "drained (taken out of the ring); shutting down");
 	} else {
-		fprintf(stderr, "pcd %s: %s; shutting down\n", node, strsignal(sig));
+		tool_log(PC_LOG_INFO, "%s; shutting down", strsignal(sig));
 		/* with heartbeats the others keep this run out once told; without, a
 		 * restart under this name could not come back by itself */
 		if (t->store.heartbeat_ms && pc_store_set_member(s, node, false) == 0)
-			fprintf(stderr, "pcd %s: told the cluster it leaves\n", node);
+			tool_log(PC_LOG_INFO, "told the cluster it leaves");
 	}
-	log_metrics(node, s);
+	pc_metrics_server_attach(msrv, NULL, "shutting down");
+	log_metrics(s);
 	pc_store_close(s);
+	pc_metrics_server_close(msrv);
 	pc_topology_free(t);
-	fprintf(stderr, "pcd %s: stopped\n", node);
+	tool_log(PC_LOG_INFO, "stopped");
 	return 0;
 }

@@ -135,11 +135,11 @@ static int check_at(struct inproc_fabric *ep, const struct pc_op *op, uint8_t **
 	ret = region_table_check(&ep->regions, op->rkey, op->raddr, pc_op_bytes(op),
 				 region_access_for(op->kind), where);
 	if (ret)
-		pc_stat_add(&ep->base.stats.refused_ops, 1);
+		region_count_refused(&ep->base.stats, ret);
 	return ret;
 }
 
-static int apply_at(struct inproc_fabric *ep, struct pc_op *op)
+static int apply_at(struct inproc_fabric *ep, struct pc_op *op, struct region_tally *served)
 {
 	uint8_t *where;
 	int ret = check_at(ep, op, &where);
@@ -147,7 +147,7 @@ static int apply_at(struct inproc_fabric *ep, struct pc_op *op)
 	if (ret)
 		return ret;
 	region_apply(op, where);
-	pc_stat_add(&ep->base.stats.served_ops, 1);
+	region_tally_op(served, op->kind, pc_op_bytes(op));
 	return 0;
 }
 
@@ -194,12 +194,13 @@ void inproc_world_apply_batch(struct inproc_world *w, struct pc_op *ops, const u
 			if (!o[i]->status)
 				region_apply(o[i], where[i]);
 		for (i = 0; i < m; i = j) {
-			uint64_t served = 0;
+			struct region_tally served = { 0 };
 
 			for (j = i; j < m && eps[j] == eps[i]; j++)
-				served += !o[j]->status;
-			if (served)
-				pc_stat_add(&eps[i]->base.stats.served_ops, served);
+				if (!o[j]->status)
+					region_tally_op(&served, o[j]->kind, pc_op_bytes(o[j]));
+			if (eps[i])
+				region_tally_flush(&eps[i]->base.stats, &served);
 		}
 	}
 }
@@ -304,16 +305,21 @@ static int inproc_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)
 	return 0;
 }
 
+/* Each run of ops to one peer enters it once and adds its served counts once. */
 static int inproc_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 {
 	struct inproc_world *w = to_inproc(f)->world;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0, j; i < n; i = j) {
 		struct inproc_fabric *ep = enter(w, ops[i].peer);
+		struct region_tally served = { 0 };
 
-		ops[i].status = apply_at(ep, &ops[i]);
-		if (ep)
+		for (j = i; j < n && ops[j].peer == ops[i].peer; j++)
+			ops[j].status = apply_at(ep, &ops[j], &served);
+		if (ep) {
+			region_tally_flush(&ep->base.stats, &served);
 			leave(w, ep);
+		}
 	}
 	return 0;
 }

@@ -143,6 +143,7 @@ static void conn_doom(struct tcp_server *s, struct sconn *c)
 {
 	if (c->doomed)
 		return;
+	pc_stat_add(&stats(s)->conns_closed, 1);
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	c->doomed = true;
@@ -155,6 +156,7 @@ static void conn_close(struct tcp_server *s, struct sconn *c)
 	if (c->doomed) {
 		s->nr_doomed--;
 	} else {
+		pc_stat_add(&stats(s)->conns_closed, 1);
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 		close(c->fd);
 		s->nr_conns--;
@@ -474,7 +476,7 @@ static int on_ops(struct tcp_server *s, struct sconn *c)
 		c->status[i] = region_table_check(&s->tf->regions, d[i].rkey, d[i].raddr, d[i].len,
 						  region_access_for(d[i].kind), &c->where[i]);
 		if (c->status[i])
-			pc_stat_add(&stats(s)->refused_ops, 1);
+			region_count_refused(stats(s), c->status[i]);
 		if (d[i].kind != PC_OP_WRITE)
 			continue;
 		/* WRITE payloads land in their regions; refused ones in the discard buffer. */
@@ -496,7 +498,8 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 {
 	const struct tcp_opdesc *d = (const struct tcp_opdesc *)c->fr.body;
 	uint32_t nops = c->fr.nops;
-	uint64_t body = (uint64_t)nops * 4, served = 0;
+	uint64_t body = (uint64_t)nops * 4;
+	struct region_tally served = { 0 };
 	size_t cas_off;
 
 	for (uint32_t i = 0; i < nops; i++)
@@ -521,7 +524,7 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 	for (uint32_t i = 0; i < nops; i++) {
 		if (c->status[i])
 			continue;
-		served++;
+		region_tally_op(&served, d[i].kind, d[i].len);
 		if (d[i].kind == PC_OP_READ && iov_push(c, c->where[i], d[i].len))
 			return -ENOMEM;
 		if (d[i].kind == PC_OP_CAS) {
@@ -530,7 +533,7 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 			cas_off += 8;
 		}
 	}
-	pc_stat_add(&stats(s)->served_ops, served);
+	region_tally_flush(stats(s), &served);
 	return 0;
 }
 
@@ -752,6 +755,7 @@ static void on_accept(struct tcp_server *s)
 			free(c);
 			continue;
 		}
+		pc_stat_add(&stats(s)->conns_accepted, 1);
 		c->next = s->conns;
 		if (s->conns)
 			s->conns->prev = c;

@@ -9,6 +9,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "base/log.h"
 #include "tool_common.h"
 
 void tool_die(const char *tool, const char *fmt, ...)
@@ -44,24 +45,28 @@ struct pc_topology *tool_load_topology(const char *tool, const char *path, char 
 	return t;
 }
 
+static char log_tag[96] = "tool";
+
 static void stderr_sink(void *arg, enum pc_log_level level, const char *line)
 {
-	static const char *const names[] = { "error", "warn", "info", "debug" };
-	struct timeval tv;
-	struct tm tm;
-
-	gettimeofday(&tv, NULL);
-	localtime_r(&tv.tv_sec, &tm);
-	fprintf(stderr, "%02d:%02d:%02d.%03ld %s: %s: %s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
-		(long)tv.tv_usec / 1000, (const char *)arg, names[level], line);
+	log_write(stderr, level, (const char *)arg, line);
 }
 
 void tool_log_to_stderr(const char *tag)
 {
-	static char buf[96];
+	snprintf(log_tag, sizeof(log_tag), "%s", tag);
+	pc_log_set_sink(stderr_sink, log_tag);
+}
 
-	snprintf(buf, sizeof(buf), "%s", tag);
-	pc_log_set_sink(stderr_sink, buf);
+void tool_log(enum pc_log_level level, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	log_write(stderr, level, log_tag, line);
 }
 
 uint64_t tool_size(const char *tool, const char *flag, const char *value)
@@ -81,6 +86,16 @@ uint64_t tool_uint(const char *tool, const char *flag, const char *value)
 	if (!*value || *end || !v || value[0] == '-')
 		tool_die(tool, "%s %s: expected a positive integer", flag, value);
 	return v;
+}
+
+uint16_t tool_port(const char *tool, const char *flag, const char *value)
+{
+	char *end;
+	unsigned long v = strtoul(value, &end, 10);
+
+	if (!*value || *end || v > 65535 || value[0] == '-')
+		tool_die(tool, "%s %s: expected a port number 0-65535 (0: any free port)", flag, value);
+	return (uint16_t)v;
 }
 
 double tool_now(void)

@@ -20,13 +20,19 @@ void tool_die(const char *tool, const char *fmt, ...) __attribute__((noreturn, f
 struct pc_topology *tool_load_topology(const char *tool, const char *path, char **sets, int nsets,
 				       const char *protocol);
 
-/* Route library log lines to stderr as "HH:MM:SS.mmm tag: level: line". */
+/* Route library log lines to stderr in the library's line format (base/log.h),
+ * with tag (e.g. "pcd n0") as who. */
 void tool_log_to_stderr(const char *tag);
+/* One line of the tool's own in the same format, whatever PC_LOG_LEVEL says. */
+void tool_log(enum pc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* "12KiB" etc. into bytes; dies naming the flag on error. */
 uint64_t tool_size(const char *tool, const char *flag, const char *value);
 /* A positive integer; dies naming the flag on error. */
 uint64_t tool_uint(const char *tool, const char *flag, const char *value);
+
+/* A port number, 0 to 65535 (0: the system picks); dies naming the flag on error. */
+uint16_t tool_port(const char *tool, const char *flag, const char *value);
 
 /* Seconds on the monotonic clock, for timing in tools. */
 double tool_now(void);

@@ -1,10 +1,16 @@
 /*
  * log.c - formats a log line and hands it to the sink the application chose.
+ *
+ * The line's timestamp is the one read of the real clock in core/: it is for people
+ * correlating lines across processes, nothing decides by it, and the simulator
+ * installs a sink of its own (virtual time).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -51,10 +57,26 @@ void pc_log(enum pc_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (log_sink)
+	if (log_sink) {
 		log_sink(log_sink_arg, level, line);
-	else
-		fprintf(stderr, "peercache %s: %s\n", level_names[level], line);
+	} else {
+		char who[32];
+
+		snprintf(who, sizeof(who), "peercache[%d]", (int)getpid());
+		log_write(stderr, level, who, line);
+	}
+}
+
+void log_write(FILE *f, enum pc_log_level level, const char *who, const char *line)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	fprintf(f, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s: %s\n", tm.tm_year + 1900,
+		tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+		level_names[level & 3], who, line);
 }
 
 bool log_limit_ok(struct log_limit *l, uint64_t now_ns, uint64_t *skipped)

@@ -112,6 +112,10 @@ struct pc_store_cfg {
 	uint64_t max_buffered_bytes;		/* request bytes a node holds for all peers */
 	uint32_t dir_entries_per_block;		/* p2p: a shard keeps at most this many entries
 						 * per block of each publisher's pool */
+	/* pcd's metrics endpoint (pc_metrics_serve) on the node's address: off unless
+	 * asked; port 0 takes an ephemeral one (pcd logs which). */
+	bool metrics;
+	uint32_t metrics_port;
 };
 
 /* Model shape: page bytes = 2 (K and V) x layers x kv_heads x head_dim x dtype bytes

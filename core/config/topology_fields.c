@@ -75,6 +75,8 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, idle_timeout_s, FT_U32, 0, 86400, "120"),
 	F(struct pc_store_cfg, max_buffered_bytes, FT_SIZE, 16 * MiB, 64 * GiB, "256MiB"),
 	F(struct pc_store_cfg, dir_entries_per_block, FT_U32, 1, 64, "2"),
+	F(struct pc_store_cfg, metrics, FT_BOOL, 0, 1, NULL),
+	F(struct pc_store_cfg, metrics_port, FT_U32, 0, 65535, "0"),
 };
 
 static const struct field model_fields[] = {

@@ -54,6 +54,11 @@ int peer_backoff_skips(const struct pc_fabric_peers *p, uint32_t peer, uint64_t 
 	return status ? status : -EHOSTDOWN;
 }
 
+bool peer_backoff_down(const struct pc_fabric_peers *p, uint32_t peer)
+{
+	return p && peer < p->nr && __atomic_load_n(&p->s[peer].failures, __ATOMIC_RELAXED) != 0;
+}
+
 bool peer_backoff_is_sick(int status)
 {
 	switch (-status) {
@@ -101,7 +106,7 @@ void peer_backoff_note(struct pc_fabric_peers *p, const struct pc_fabric *f, uin
 		if (failures) {
 			__atomic_store_n(&s->backoff_ns, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->skip_until_ns, 0, __ATOMIC_RELAXED);
-			pc_info("peer %s answers again after %llu failed tries",
+			pc_warn("peer %s answers again after %llu failed tries",
 			       peer_name(f, peer, name, sizeof(name)), (unsigned long long)failures);
 		}
 		return;

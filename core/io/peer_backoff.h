@@ -27,13 +27,17 @@ void peer_backoff_destroy(struct pc_fabric_peers *p);
  * being skipped at time now_ns (the sickness that last opened its backoff). */
 int peer_backoff_skips(const struct pc_fabric_peers *p, uint32_t peer, uint64_t now_ns);
 
+/* Whether the last op or RPC to peer failed to reach it (and nothing has answered
+ * since): what the metrics call a peer that is down. */
+bool peer_backoff_down(const struct pc_fabric_peers *p, uint32_t peer);
+
 /* Whether a status says the peer itself is sick (timed out, refused, reset,
  * unreachable), as opposed to an answer about one key or region. */
 bool peer_backoff_is_sick(int status);
 
 /* What an op or RPC to peer ended with: a sick status opens (or extends) the
- * peer's backoff, anything else closes it. Logs when a peer starts being skipped and
- * when it answers again. */
+ * peer's backoff, anything else closes it. Logs a warning when a peer starts being
+ * skipped and when it answers again: one line per transition. */
 void peer_backoff_note(struct pc_fabric_peers *p, const struct pc_fabric *f, uint32_t peer,
 		       int status, uint64_t now_ns);
 

@@ -112,6 +112,45 @@ int region_table_check(struct region_table *t, uint32_t key, uint64_t raddr, uin
 	return 0;
 }
 
+void region_tally_flush(struct pc_fabric_stats *s, const struct region_tally *t)
+{
+	uint64_t n = t->ops[PC_OP_READ] + t->ops[PC_OP_WRITE] + t->ops[PC_OP_CAS];
+
+	if (!n)
+		return;
+	pc_stat_add(&s->served_ops, n);
+	if (t->ops[PC_OP_READ]) {
+		pc_stat_add(&s->served_reads, t->ops[PC_OP_READ]);
+		pc_stat_add(&s->served_read_bytes, t->bytes[PC_OP_READ]);
+	}
+	if (t->ops[PC_OP_WRITE]) {
+		pc_stat_add(&s->served_writes, t->ops[PC_OP_WRITE]);
+		pc_stat_add(&s->served_write_bytes, t->bytes[PC_OP_WRITE]);
+	}
+	if (t->ops[PC_OP_CAS]) {
+		pc_stat_add(&s->served_cas, t->ops[PC_OP_CAS]);
+		pc_stat_add(&s->served_cas_bytes, t->bytes[PC_OP_CAS]);
+	}
+}
+
+void region_count_refused(struct pc_fabric_stats *s, int status)
+{
+	pc_stat_add(&s->refused_ops, 1);
+	switch (status) {
+	case -ENOKEY:
+		pc_stat_add(&s->refused_key, 1);
+		break;
+	case -EFAULT:
+		pc_stat_add(&s->refused_bounds, 1);
+		break;
+	case -EACCES:
+		pc_stat_add(&s->refused_rights, 1);
+		break;
+	default:
+		pc_stat_add(&s->refused_malformed, 1);
+	}
+}
+
 uint64_t region_cas(uint8_t *where, uint64_t compare, uint64_t swap)
 {
 	uint64_t expect = compare;

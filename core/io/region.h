@@ -66,6 +66,24 @@ static inline unsigned region_access_for(uint8_t kind)
  * against local CPU writers. */
 void region_apply(const struct pc_op *op, uint8_t *where);
 
+/* Served ops of one batch, counted locally and added to the fabric's counters once
+ * (region_tally_flush), so that serving a batch costs a few atomic adds, not a few
+ * per op. */
+struct region_tally {
+	uint64_t ops[4], bytes[4];	/* by pc_op_kind */
+};
+
+static inline void region_tally_op(struct region_tally *t, uint8_t kind, uint64_t bytes)
+{
+	t->ops[kind & 3]++;
+	t->bytes[kind & 3] += bytes;
+}
+
+void region_tally_flush(struct pc_fabric_stats *s, const struct region_tally *t);
+
+/* Count an op region_table_check() refused with status, by reason. */
+void region_count_refused(struct pc_fabric_stats *s, int status);
+
 /* CAS on 8 aligned bytes; returns the old value. */
 uint64_t region_cas(uint8_t *where, uint64_t compare, uint64_t swap);
 

@@ -473,6 +473,13 @@ static void p2p_footprint(struct store_mode *m, struct store_footprint *out)
 		out->mem_bytes += p->cls[c].pool->mem_bytes;
 }
 
+/* No slots: the published pool's size is pool_keys in the counters. */
+static void p2p_occupancy(struct store_mode *m, struct store_occupancy *out)
+{
+	(void)m;
+	*out = (struct store_occupancy){ 0 };
+}
+
 const struct mode_ops p2p_mode_ops = {
 	.name = "p2p",
 	.open = p2p_open,
@@ -484,4 +491,5 @@ const struct mode_ops p2p_mode_ops = {
 	.metrics = p2p_metrics,
 	.member_changed = mode_member_changed,
 	.footprint = p2p_footprint,
+	.occupancy = p2p_occupancy,
 };

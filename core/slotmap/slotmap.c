@@ -170,6 +170,37 @@ static void sm_footprint(struct store_mode *m, struct store_footprint *out)
 	}
 }
 
+/* Every slot's header as it is now: a page (magic and version), a write in progress
+ * (odd seq, claimed or being rewritten), or empty. Reads race with writers; the
+ * counts are a snapshot good to a slot or two. */
+static void sm_occupancy(struct store_mode *m, struct store_occupancy *out)
+{
+	struct slotmap *sm = sm_of(m);
+	const struct sm_layout *own = sm->own;
+
+	*out = (struct store_occupancy){ 0 };
+	for (uint32_t c = 0; own && c < own->nr_classes; c++) {
+		const struct slot_geometry *g = &own->cls[c].g;
+		struct store_class_use *u = &out->cls[c];
+
+		u->page_bytes = g->page_bytes;
+		u->slots = g->nr_buckets * g->ways;
+		for (uint64_t i = 0; i < u->slots; i++) {
+			const uint8_t *p = sm->mem[c] + i * g->mem_stride;
+			struct slot_header h;
+
+			slot_header_peek(p, &h);
+			if (h.seq & 1) {
+				u->claims++;
+			} else if (!slot_header_empty(&h)) {
+				u->used++;
+				u->stored_bytes += slot_get32(p + 32);
+			}
+		}
+		out->nr_classes = c + 1;
+	}
+}
+
 const struct mode_ops slotmap_mode_ops = {
 	.name = "slotmap",
 	.open = sm_open,
@@ -181,4 +212,5 @@ const struct mode_ops slotmap_mode_ops = {
 	.metrics = sm_metrics,
 	.member_changed = sm_member_changed,
 	.footprint = sm_footprint,
+	.occupancy = sm_occupancy,
 };

@@ -138,6 +138,11 @@ def _declare(lib: ctypes.CDLL) -> None:
         "pc_store_unregister": ([vp, vp], None),
         "pc_store_node": ([vp], cp),
         "pc_store_set_member": ([vp, cp, ctypes.c_bool], i),
+        "pc_store_metrics_text": ([vp, cp, sz], ctypes.c_long),
+        "pc_metrics_serve": ([vp, cp, ctypes.c_uint16, ctypes.POINTER(vp)], i),
+        "pc_metrics_server_port": ([vp], ctypes.c_uint16),
+        "pc_metrics_server_attach": ([vp, vp, cp], None),
+        "pc_metrics_server_close": ([vp], None),
     }
     for name, (args, res) in protos.items():
         fn = getattr(lib, name)
@@ -348,6 +353,7 @@ class Store:
         self._inflight = 0
         self._closed = False
         self._registered: list[int] = []
+        self._metrics_server = None
         _open_stores.add(self)
 
     # Calls run outside the condition's lock; it only counts them, so that close()
@@ -420,6 +426,39 @@ class Store:
             self._leave()
         return {name: getattr(m, name) for name in METRIC_FIELDS}
 
+    def metrics_text(self) -> str:
+        """The store's metrics in the Prometheus text format (pc_store_metrics_text)."""
+        if not self._enter():
+            return ""
+        try:
+            n = self._lib.pc_store_metrics_text(self._h, None, 0)
+            while n >= 0:
+                buf = ctypes.create_string_buffer(n + 1)
+                got = self._lib.pc_store_metrics_text(self._h, buf, n + 1)
+                if got <= n:
+                    return buf.value.decode()
+                n = got  # it grew between the two calls
+            raise StoreError(strerror(-n), -n)
+        finally:
+            self._leave()
+
+    def serve_metrics(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        """Serve /metrics, /healthz and /readyz over HTTP (pc_metrics_serve) until
+        close(); returns the port (port 0: a free one)."""
+        if self._metrics_server is not None:
+            return self._lib.pc_metrics_server_port(self._metrics_server)
+        if not self._enter():
+            raise StoreError("store is closed", errno.ESHUTDOWN)
+        try:
+            srv = ctypes.c_void_p()
+            ret = self._lib.pc_metrics_serve(self._h, host.encode(), port, ctypes.byref(srv))
+            if ret:
+                raise StoreError("metrics endpoint on %s port %d: %s" % (host, port, strerror(-ret)), -ret)
+            self._metrics_server = srv.value
+            return self._lib.pc_metrics_server_port(srv.value)
+        finally:
+            self._leave()
+
     def node(self) -> Optional[str]:
         """This store's node name, or None for a client."""
         if not self._enter():
@@ -451,6 +490,10 @@ class Store:
             self._closed = True
             while self._inflight:
                 self._cv.wait()
+        if self._metrics_server is not None:
+            self._lib.pc_metrics_server_attach(self._metrics_server, None, b"shutting down")
+            self._lib.pc_metrics_server_close(self._metrics_server)
+            self._metrics_server = None
         for addr in self._registered:
             self._lib.pc_store_unregister(self._h, addr)
         self._registered.clear()

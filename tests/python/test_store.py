@@ -184,6 +184,29 @@ class ZeroCopy(Live):
         self.assertEqual(st["adapter"]["exists_pages"], 3)
         self.assertTrue(st["namespace"].startswith("org-model-a@"))
 
+    def test_metrics_endpoint(self):
+        # a serving engine's client store exports its own counters over HTTP
+        import urllib.request
+        from peercache import _lib
+        s = _lib.Store(self.c.path)
+        try:
+            ks = [b"metrics-%d" % i for i in range(5)]
+            table = _lib.PageTable(ks, None, [0] * 5)
+            self.assertEqual(s.batch_exists(table), 0)
+            text = s.metrics_text()
+            self.assertIn('peercache_exists_requests_total{node="client"} 5\n', text)
+            self.assertIn('peercache_batch_duration_seconds_count{node="client",op="exists"} 1\n', text)
+            port = s.serve_metrics()
+            self.assertGreater(port, 0)
+            base = "http://127.0.0.1:%d" % port
+            with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+                self.assertEqual(r.status, 200)
+                self.assertIn(b"peercache_exists_requests_total", r.read())
+            with urllib.request.urlopen(base + "/readyz", timeout=10) as r:
+                self.assertEqual(r.read(), b"ready\n")
+        finally:
+            s.close()
+
     def test_two_threads(self):
         pool = MHAPool(pages=32)
         pool.fill(8)

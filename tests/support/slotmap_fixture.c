@@ -44,7 +44,7 @@ struct pc_store *open_node(struct cluster *C, const char *node, struct pc_env *e
 struct cluster *up(uint32_t n, const char *store)
 {
 	struct cluster *C = calloc(1, sizeof(*C));
-	char text[1024], err[PC_ERR_MAX], name[8];
+	char text[1024], err[PC_ERR_MAX], name[16];
 	int len = snprintf(text, sizeof(text), "store: {%s}\nnodes:\n", store);
 
 	for (uint32_t i = 0; i < n; i++)

@@ -32,6 +32,7 @@
 #include "bench_ref.h"
 #include "pcbench_modes.h"
 #include "pcbench_page.h"
+#include "store.h"
 #include "tool/tool_common.h"
 
 struct bench {
@@ -155,6 +156,20 @@ static void print_result(const struct bench *B, const struct result *r)
 	else
 		printf("%10s %7.1f%%   (%llu evictions)\n", "-", 100.0 * (double)r->ok / (double)r->pages,
 		       (unsigned long long)r->d.evictions);
+}
+
+/* What this process's one-sided ops moved, as the nodes count what they served
+ * (their peercache_served_* metrics add up to these when every op succeeded). */
+static void print_fabric(const struct bench *B)
+{
+	struct pc_fabric_stats f;
+
+	pc_fabric_get_stats(B->s->svc.fabric, &f);
+	printf("fabric: read_ops=%llu read_bytes=%llu write_ops=%llu write_bytes=%llu cas_ops=%llu op_errors=%llu rpcs=%llu\n",
+	       (unsigned long long)f.ops_read, (unsigned long long)f.bytes_read,
+	       (unsigned long long)f.ops_write, (unsigned long long)f.bytes_written,
+	       (unsigned long long)f.ops_cas, (unsigned long long)f.op_errors,
+	       (unsigned long long)f.rpcs);
 }
 
 static void pin_self(int cpu)
@@ -351,6 +366,7 @@ int main(int argc, char **argv)
 		       100.0 * (double)get_r.ok / (double)get_r.pages, min_hits);
 		B.bad++;
 	}
+	print_fabric(&B);
 	pc_store_close(B.s);
 	pc_topology_free(t);
 	free(B.names);

@@ -184,6 +184,17 @@ struct pc_fabric_stats {
 	uint64_t oversize_refused;	/* requests larger than their opcode allows */
 	uint64_t buffer_refused;	/* requests over store.max_buffered_bytes in all */
 	uint64_t accept_backoffs;	/* out of file descriptors: accepting paused */
+	/* Serving side, kept by backends that execute one-sided ops themselves (tcp,
+	 * in-process; an RDMA NIC serves them in hardware and counts none of these).
+	 * served_ops is the sum of the three kinds; bytes are what the ops moved on
+	 * this node (head and payload; 8 per CAS). */
+	uint64_t served_reads, served_writes, served_cas;
+	uint64_t served_read_bytes, served_write_bytes, served_cas_bytes;
+	/* refused_ops by reason: unknown region key, out of bounds, missing access
+	 * right, malformed op (a CAS that is not 8 aligned bytes) */
+	uint64_t refused_key, refused_bounds, refused_rights, refused_malformed;
+	/* connections peers opened to this node (backends with connections) */
+	uint64_t conns_accepted, conns_closed;
 };
 
 struct pc_fabric_peers;

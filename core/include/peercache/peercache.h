@@ -178,6 +178,58 @@ struct pc_metrics {
 /* 0, or -EINVAL when out->size cannot hold the size field itself. */
 PC_API int pc_store_metrics(struct pc_store *s, struct pc_metrics *out);
 
+/* What this node served its peers, and its slots now: the serving side that
+ * pc_metrics (this process's own calls) does not show. One-sided op counters stay 0
+ * on fabrics whose NIC serves the ops in hardware (verbs, rxe); a client serves
+ * nothing. Slot counts are recounted at most once a second. size first, as in struct
+ * pc_metrics. */
+struct pc_served_metrics {
+	uint32_t size;
+	uint32_t reserved;
+	uint64_t reads, writes, cas;		/* one-sided ops served */
+	uint64_t read_bytes, write_bytes, cas_bytes;
+	uint64_t refused_key, refused_bounds, refused_rights, refused_malformed;
+	uint64_t bad_frames;			/* malformed frames (connection closed) */
+	uint64_t rpcs, rpc_errors;		/* peers' requests, every type */
+	uint64_t conns_accepted, conns_closed;
+	uint64_t slots, slots_used, slot_claims, slot_stored_bytes;	/* all classes */
+	uint64_t members;			/* nodes in this store's ring */
+	uint64_t member_changes;		/* ring changes applied */
+};
+
+/* 0, or -EINVAL when out->size cannot hold the size field itself. */
+PC_API int pc_store_served_metrics(struct pc_store *s, struct pc_served_metrics *out);
+
+/* The store's counters as Prometheus text (exposition format 0.0.4; the names are
+ * in docs/observability.md): what this process asked as a client, with batch latency
+ * histograms, and for a node what it served, its slot occupancy, tiered pool and
+ * membership. Writes at most cap bytes into buf, NUL-terminated when cap > 0, and
+ * returns the length of the whole text as snprintf does (call with cap 0 to size
+ * it), or -errno. Any thread; it reads counters without stopping the batches. */
+PC_API long pc_store_metrics_text(struct pc_store *s, char *buf, size_t cap);
+
+/*
+ * An HTTP endpoint for scrapers, on a thread of its own (libmicrohttpd), never on
+ * the fabric's: GET /metrics (the text above), /healthz (200 while the process
+ * runs) and /readyz (200 when a store is attached, serving and a member of its
+ * ring; else 503 with the reason). It binds host (NULL: 127.0.0.1) on port (0: an
+ * ephemeral one, see pc_metrics_server_port). s may be NULL and attached later (a
+ * daemon that is not ready yet); attach NULL before closing the store it serves.
+ * 0 or -errno (-EADDRINUSE, -EADDRNOTAVAIL, -ENOMEM).
+ */
+struct pc_metrics_server;
+
+PC_API int pc_metrics_serve(struct pc_store *s, const char *host, uint16_t port,
+			    struct pc_metrics_server **out);
+/* The port it listens on. */
+PC_API uint16_t pc_metrics_server_port(const struct pc_metrics_server *m);
+/* Serve s from now on (NULL: none; /readyz answers 503 with why, or "no store"). Waits
+ * for scrapes of the previous store to finish. */
+PC_API void pc_metrics_server_attach(struct pc_metrics_server *m, struct pc_store *s,
+				     const char *why);
+/* Stop serving; in-flight requests finish first. */
+PC_API void pc_metrics_server_close(struct pc_metrics_server *m);
+
 /* Register memory the caller passes as page buffers (a host KV pool, a staging
  * area). Over RDMA, pages then move between the NIC and that memory directly instead
  * of through a registered bounce buffer; over tcp it changes nothing. The memory
