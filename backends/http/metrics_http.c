@@ -128,7 +128,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return text(conn, MHD_HTTP_NOT_FOUND, "%s: try /metrics, /healthz or /readyz\n", url);
 }
 
-/* libmicrohttpd's own error lines, into the library's log. */
+/* libmicrohttpd's own error lines, into the library's log. fmt is its own format
+ * string, checked as one. */
+__attribute__((format(printf, 2, 0)))
 static void mhd_log(void *arg, const char *fmt, va_list ap)
 {
 	char line[256];
