@@ -209,6 +209,8 @@ static size_t count_skipped(struct pc_fabric *f, const struct entries *e, uint64
 {
 	size_t skipped = 0;
 
+	if (!peer_backoff_any(f->peers))
+		return 0;
 	for (size_t i = 0; i < e->n; i++)
 		skipped += entry_skips(f, e, i, now) != 0;
 	return skipped;
@@ -216,10 +218,11 @@ static size_t count_skipped(struct pc_fabric *f, const struct entries *e, uint64
 
 static void note_outcomes(struct pc_fabric *f, const struct entries *e)
 {
+	bool any = peer_backoff_any(f->peers);
 	uint64_t now = pc_env_now(f->env);
 
 	for (size_t i = 0; i < e->n; i++)
-		if (!entry_probe(e, i))
+		if ((any || *entry_status(e, i)) && !entry_probe(e, i))
 			peer_backoff_note(f->peers, f, entry_peer(e, i), *entry_status(e, i), now);
 }
 

@@ -23,6 +23,7 @@ struct peer_state {
 struct pc_fabric_peers {
 	uint64_t base_ns, max_ns;
 	uint32_t nr;
+	uint32_t nr_sick;		/* peers whose failures are not 0 (atomics) */
 	struct peer_state s[];
 };
 
@@ -52,6 +53,11 @@ int peer_backoff_skips(const struct pc_fabric_peers *p, uint32_t peer, uint64_t 
 		return 0;
 	status = __atomic_load_n(&p->s[peer].status, __ATOMIC_RELAXED);
 	return status ? status : -EHOSTDOWN;
+}
+
+bool peer_backoff_any(const struct pc_fabric_peers *p)
+{
+	return p && __atomic_load_n(&p->nr_sick, __ATOMIC_RELAXED);
 }
 
 bool peer_backoff_down(const struct pc_fabric_peers *p, uint32_t peer)
@@ -104,6 +110,7 @@ void peer_backoff_note(struct pc_fabric_peers *p, const struct pc_fabric *f, uin
 					    __atomic_exchange_n(&s->failures, 0, __ATOMIC_RELAXED) : 0;
 
 		if (failures) {
+			__atomic_fetch_sub(&p->nr_sick, 1, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->backoff_ns, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->skip_until_ns, 0, __ATOMIC_RELAXED);
 			pc_warn("peer %s answers again after %llu failed tries",
@@ -119,8 +126,10 @@ void peer_backoff_note(struct pc_fabric_peers *p, const struct pc_fabric *f, uin
 	__atomic_store_n(&s->backoff_ns, b, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->status, status, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->skip_until_ns, now_ns + b, __ATOMIC_RELAXED);
-	if (__atomic_fetch_add(&s->failures, 1, __ATOMIC_RELAXED) == 0)
+	if (__atomic_fetch_add(&s->failures, 1, __ATOMIC_RELAXED) == 0) {
+		__atomic_fetch_add(&p->nr_sick, 1, __ATOMIC_RELAXED);
 		pc_warn("peer %s: %s; skipping it for %llu ms, then up to %llu ms while it fails",
-		       peer_name(f, peer, name, sizeof(name)), strerror(-status),
-		       (unsigned long long)(b / 1000000), (unsigned long long)(p->max_ns / 1000000));
+			peer_name(f, peer, name, sizeof(name)), strerror(-status),
+			(unsigned long long)(b / 1000000), (unsigned long long)(p->max_ns / 1000000));
+	}
 }

@@ -31,6 +31,10 @@ int peer_backoff_skips(const struct pc_fabric_peers *p, uint32_t peer, uint64_t 
  * since): what the metrics call a peer that is down. */
 bool peer_backoff_down(const struct pc_fabric_peers *p, uint32_t peer);
 
+/* Whether any peer is failing now: while none is, a batch that went well needs no
+ * per-op look at the breaker. */
+bool peer_backoff_any(const struct pc_fabric_peers *p);
+
 /* Whether a status says the peer itself is sick (timed out, refused, reset,
  * unreachable), as opposed to an answer about one key or region. */
 bool peer_backoff_is_sick(int status);
