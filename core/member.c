@@ -39,6 +39,7 @@ struct member_peer {
 	uint64_t left_inc;		/* with left: the incarnation it left at (0: the
 					 * first one heard after) */
 	bool left;			/* left on purpose (under the store's member_lock) */
+	bool conflict;			/* another name claimed this entry (warned) */
 };
 
 struct members {
@@ -52,6 +53,8 @@ struct members {
 	uint64_t ask_generation;	/* ... and the generation it last took from it */
 	struct pc_task *task;
 	int stop;
+	pthread_mutex_t table_lock;	/* fills vacant entries of the node table (a
+					 * leaf lock: the event thread takes it) */
 };
 
 static const char *node_name(const struct members *m, uint32_t i)
@@ -77,6 +80,59 @@ static void heard(struct members *m, uint32_t i, uint64_t incarnation, uint64_t 
 		__atomic_fetch_add(&m->generation, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->p[i].heard_ns, now, __ATOMIC_RELAXED);
 	peer_backoff_note(f->peers, f, i, 0, now);
+}
+
+/* ------------------------------------------------------------------ the table */
+
+int members_learn(struct members *m, uint32_t i, const char *name, size_t name_cap,
+		  const char *address, size_t address_cap, uint16_t port)
+{
+	struct pc_topology *t = m->st->svc.topo;
+	char nm[PC_NAME_MAX], ad[PC_NAME_MAX];
+	int ret = 0;
+
+	snprintf(nm, sizeof(nm), "%.*s", (int)strnlen(name, name_cap), name);
+	snprintf(ad, sizeof(ad), "%.*s", (int)strnlen(address, address_cap), address);
+	if (i >= m->nr)
+		return -EPROTO;
+	if (pc_node_listed(&t->nodes[i])) {
+		if (!strcmp(t->nodes[i].name, nm))
+			return 0;
+		if (!__atomic_exchange_n(&m->p[i].conflict, true, __ATOMIC_RELAXED))
+			pc_warn("entry %u of the node table is node %s here, but %s (%s:%u) says it is: two nodes joined through different nodes at once, or the topology files list nodes in different orders; restart %s with store.discovery_addr set",
+				i, t->nodes[i].name, nm, ad, port, nm);
+		return -EPROTO;
+	}
+	pthread_mutex_lock(&m->table_lock);
+	if (!pc_node_listed(&t->nodes[i]))
+		ret = topology_fill_node(t, i, nm, ad, port);
+	pthread_mutex_unlock(&m->table_lock);
+	if (ret) {
+		pc_warn("a peer says entry %u of the node table is '%s' (%s:%u), which this node cannot take (a bad or taken name)",
+			i, nm, ad, port);
+		return -EPROTO;
+	}
+	__atomic_fetch_add(&m->generation, 1, __ATOMIC_RELAXED);
+	pc_info("node %s (%s:%u) is in the node table as entry %u", nm, ad, port, i);
+	return 0;
+}
+
+int members_take_entry(struct members *m, const char *name, const char *address, uint16_t port,
+		       uint32_t *index)
+{
+	struct pc_topology *t = m->st->svc.topo;
+	int ret = -ENOSPC;
+
+	pthread_mutex_lock(&m->table_lock);
+	for (uint32_t i = 0; i < m->nr && ret == -ENOSPC; i++)
+		if (!pc_node_listed(&t->nodes[i])) {
+			ret = topology_fill_node(t, i, name, address, port);
+			*index = i;
+		}
+	pthread_mutex_unlock(&m->table_lock);
+	if (!ret)
+		__atomic_fetch_add(&m->generation, 1, __ATOMIC_RELAXED);
+	return ret;
 }
 
 /* ------------------------------------------------------------------ the ring */
@@ -152,8 +208,8 @@ int pc_store_set_member(struct pc_store *st, const char *node, bool member)
 		return -ENOMEM;
 	msg = (struct proto_member){ .node = (uint32_t)idx, .member = member };
 	for (uint32_t i = 0; i < sv->topo->nr_nodes; i++)
-		if (i != sv->self && (i == (uint32_t)idx ? member : ring_contains(store_ring(sv), i) ||
-				      !st->members->task))
+		if (i != sv->self && pc_node_listed(&sv->topo->nodes[i]) &&
+		    (i == (uint32_t)idx ? member : ring_contains(store_ring(sv), i) || !st->members->task))
 			rpcs[nr++] = (struct pc_rpc){ .peer = i, .opcode = PC_RPC_MEMBER, .req = &msg,
 						      .req_len = sizeof(msg) };
 	pc_fabric_call(sv->fabric, rpcs, nr);
@@ -218,7 +274,7 @@ uint64_t pc_store_generation(const struct pc_store *st)
 	return st ? __atomic_load_n(&st->members->generation, __ATOMIC_RELAXED) : 0;
 }
 
-static int put_view(struct members *m, bool whole, struct pc_msg *resp)
+int members_put_view(struct members *m, bool whole, struct pc_msg *resp)
 {
 	struct store_svc *sv = &m->st->svc;
 	struct ring *r = store_ring(sv);
@@ -263,13 +319,20 @@ int members_rpc_heartbeat(struct members *m, uint32_t from, const void *req, siz
 	memcpy(&hb, req, sizeof(hb));
 	if (hb.node != PC_PEER_NONE && (hb.node >= m->nr || hb.node != from))
 		return -EPROTO;
-	if (hb.node != PC_PEER_NONE)
+	if (hb.node != PC_PEER_NONE) {
+		int ret = !hb.name[0] ? (pc_node_listed(&m->st->svc.topo->nodes[hb.node]) ? 0 : -EPROTO) :
+					members_learn(m, hb.node, hb.name, sizeof(hb.name), hb.address,
+					sizeof(hb.address), hb.port);
+
+		if (ret)
+			return ret;
 		heard(m, hb.node, hb.incarnation, pc_env_now(m->st->svc.env));
+	}
 	generation_at_least(m, hb.generation);
 	whole = hb.node == PC_PEER_NONE &&
 		!((hb.flags & PROTO_HB_HAVE_VIEW) &&
 		  hb.generation == __atomic_load_n(&m->generation, __ATOMIC_RELAXED));
-	return put_view(m, whole, resp);
+	return members_put_view(m, whole, resp);
 }
 
 /* ------------------------------------------------------------------ the task */
@@ -288,16 +351,20 @@ static const struct proto_view *view_of(const struct pc_rpc *r)
 static void node_tick(struct members *m)
 {
 	struct store_svc *sv = &m->st->svc;
-	struct proto_heartbeat hb = { .node = sv->self, .incarnation = sv->fabric->incarnation };
+	const struct pc_node *me = &sv->topo->nodes[sv->self];
+	struct proto_heartbeat hb = { .node = sv->self, .incarnation = sv->fabric->incarnation,
+				      .port = me->port };
 	struct pc_rpc *rpcs = calloc(m->nr, sizeof(*rpcs));
 	uint32_t n = 0;
 	uint64_t now;
 
 	if (!rpcs)
 		return;
+	snprintf(hb.name, sizeof(hb.name), "%s", me->name);
+	snprintf(hb.address, sizeof(hb.address), "%s", me->address);
 	hb.generation = __atomic_load_n(&m->generation, __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < m->nr; i++)
-		if (i != sv->self)
+		if (i != sv->self && pc_node_listed(&sv->topo->nodes[i]))
 			rpcs[n++] = (struct pc_rpc){ .peer = i, .opcode = PC_RPC_HEARTBEAT, .req = &hb,
 						     .req_len = sizeof(hb), .flags = PC_RPC_PROBE,
 						     .timeout_ms = (uint32_t)(m->heartbeat_ns / 1000000) };
@@ -321,7 +388,7 @@ static void node_tick(struct members *m)
 		uint64_t silent = since < now ? now - since : 0;	/* heard after now was read */
 		bool member = ring_contains(store_ring(sv), i), back;
 
-		if (i == sv->self)
+		if (i == sv->self || !pc_node_listed(&sv->topo->nodes[i]))
 			continue;
 		if (member && silent > m->failure_ns) {
 			pc_warn("node %s (%s:%u): no heartbeat for %llu ms: taken out of the ring",
@@ -347,8 +414,7 @@ static void node_tick(struct members *m)
 	}
 }
 
-/* Take the memberships of a node's view. */
-static void take_view(struct members *m, const struct proto_view *v)
+void members_take_view(struct members *m, const struct proto_view *v)
 {
 	const struct proto_view_node *e = (const void *)(v + 1);
 	uint64_t now = pc_env_now(m->st->svc.env);
@@ -356,6 +422,10 @@ static void take_view(struct members *m, const struct proto_view *v)
 	for (uint32_t i = 0; i < v->nr && i < m->nr; i++) {
 		bool up = e[i].state == PROTO_UP;
 
+		if (i == m->st->svc.self || !e[i].name[0] ||
+		    members_learn(m, i, e[i].name, sizeof(e[i].name), e[i].address,
+				  sizeof(e[i].address), e[i].port))
+			continue;	/* vacant there, or not the node this entry holds here */
 		if (e[i].incarnation) {
 			__atomic_store_n(&m->p[i].incarnation, e[i].incarnation, __ATOMIC_RELAXED);
 			if (e[i].silent_ms != UINT64_MAX && e[i].silent_ms * 1000000 < now)
@@ -390,7 +460,7 @@ static void client_tick(struct members *m)
 			heard(m, i, v->incarnation, pc_env_now(sv->env));
 			generation_at_least(m, v->generation);
 			if (v->nr)
-				take_view(m, v);
+				members_take_view(m, v);
 			m->ask_generation = v->generation;
 			pc_msg_free(&r.resp);
 			return;
@@ -434,6 +504,7 @@ int members_open(struct pc_store *st, struct members **out)
 	m->heartbeat_ns = (uint64_t)c->heartbeat_ms * 1000000;
 	m->failure_ns = (uint64_t)c->failure_timeout_ms * 1000000;
 	m->generation = 1;
+	pthread_mutex_init(&m->table_lock, NULL);
 	*out = m;
 	return 0;
 }
@@ -454,6 +525,7 @@ void members_close(struct members *m)
 		__atomic_store_n(&m->stop, 1, __ATOMIC_RELAXED);
 		pc_env_join(m->st->svc.env, m->task);
 	}
+	pthread_mutex_destroy(&m->table_lock);
 	free(m->p);
 	free(m);
 }

@@ -14,6 +14,9 @@
 #include <peercache/pc_fabric.h>
 
 struct pc_store;
+struct pc_topology;
+struct proto_view;
+struct store_deps;
 struct members;
 
 /* Membership state of an open store (before it serves). 0 or -errno. */
@@ -40,5 +43,33 @@ int members_rpc_member(struct members *m, uint32_t from, const void *req, size_t
  * the incarnation it has; one decided by silence lets it back when heard again.
  * The ring is swapped whole; batches that took the old one finish with it. */
 int members_set(struct members *m, uint32_t node, bool member, bool told);
+
+/* PC_RPC_JOIN (member_join.c): a newcomer asks for the node table, a node also for
+ * an entry. Never blocks. */
+int members_rpc_join(struct pc_store *st, const void *req, size_t len, struct pc_msg *resp);
+
+/* Before a store opens its fabric (member_join.c): when store.discovery_addr is set,
+ * ask the cluster for its node table (and, for node self_name, the entry it holds)
+ * and put it in *topo; *view (free()) is the answering node's view, for
+ * members_take_view once membership is open. 0 (also when nobody answered but the
+ * topology lists this node, or a client's nodes: it starts from them, warned), or
+ * -errno with one line in err. */
+int members_discover(struct pc_topology *topo, const char *self_name, const struct store_deps *d,
+		     struct proto_view **view, char *err, size_t errlen);
+
+/* The membership states of a node's whole view (a client's pull; a joiner's first). */
+void members_take_view(struct members *m, const struct proto_view *v);
+
+/* This node's view into resp: the header, and every entry when whole. */
+int members_put_view(struct members *m, bool whole, struct pc_msg *resp);
+
+/* Entry i of the node table is name at address:port, a peer says: fill it when it is
+ * vacant. 0, or -EPROTO when it holds another node (warned once). */
+int members_learn(struct members *m, uint32_t i, const char *name, size_t name_cap,
+		  const char *address, size_t address_cap, uint16_t port);
+
+/* Give the lowest vacant entry to a node that joins. 0 with *index, or -ENOSPC. */
+int members_take_entry(struct members *m, const char *name, const char *address, uint16_t port,
+		       uint32_t *index);
 
 #endif

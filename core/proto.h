@@ -29,6 +29,8 @@ enum pc_rpc_opcode {
 	PC_RPC_MEMBER = 11,		/* proto_member -> () */
 	PC_RPC_P2P_TOUCH = 12,		/* proto_touch_hdr + proto_touch[n] -> () */
 	PC_RPC_HEARTBEAT = 13,		/* proto_heartbeat -> proto_view [+ proto_view_node[nr]] */
+	PC_RPC_JOIN = 14,		/* proto_join + text -> proto_join_ans + text + proto_view
+					 * + proto_view_node[nr] */
 	PROTO_NR_RPCS			/* one past the last opcode */
 };
 
@@ -128,6 +130,13 @@ struct proto_heartbeat {
 	uint32_t flags;			/* PROTO_HB_HAVE_VIEW */
 	uint64_t incarnation;		/* the sender's */
 	uint64_t generation;		/* the sender's view's */
+	/* A node's own entry, so that a receiver whose table does not hold it yet (it
+	 * joined through another node) learns it; zero from clients and tools. */
+	uint16_t port;
+	uint16_t pad;
+	uint32_t pad2;
+	char name[64];
+	char address[64];
 };
 
 struct proto_view {
@@ -148,6 +157,33 @@ struct proto_view_node {
 	uint32_t pad2;
 	char name[64];
 	char address[64];
+};
+
+/* Joining (member_join.c): a node or client that knows the cluster only by
+ * store.discovery_addr asks one node for the node table. A node also asks for an
+ * entry: the one its name holds, or a vacant one (given out by the lowest member in
+ * the ring; another node answers -EAGAIN naming it). Both sides' placement settings
+ * travel as text (topology_placement_text), so a mismatch names the key. */
+#define PROTO_JOIN_NODE 1u		/* the sender is a node and wants an entry */
+#define PROTO_JOIN_TEXT_MAX 2048	/* TOPOLOGY_PLACEMENT_TEXT_MAX */
+
+struct proto_join {
+	uint32_t flags;			/* PROTO_JOIN_NODE */
+	uint16_t port;			/* the node's */
+	uint16_t text_len;		/* the placement text after this header */
+	char name[64];
+	char address[64];
+};
+
+struct proto_join_ans {
+	int32_t status;			/* 0; -ESTALE: placement differs; -ENOSPC: no vacant
+					 * entry; -EEXIST: the name is taken at another
+					 * address; -EAGAIN: ask node `ask` */
+	uint32_t index;			/* the entry the node holds (status 0) */
+	uint32_t ask;
+	uint16_t text_len;		/* the answering node's placement text follows */
+	uint16_t pad;
+	/* then the text, then proto_view + proto_view_node[nr] (the whole table) */
 };
 
 #define PROTO_PROMOTE_MAX_KEYS 4096

@@ -58,11 +58,11 @@ static int open_topology(struct store_svc *sv, const struct pc_store_opts *o)
 	return 0;
 }
 
-/* Every node of the topology on a new ring, or the caller's shared one. */
+/* Every node of the topology's table on a new ring, or the caller's shared one. */
 static int open_ring(struct store_svc *sv, struct ring *shared)
 {
 	const struct pc_topology *t = sv->topo;
-	uint32_t *ids;
+	uint32_t *ids, n = 0;
 	const char **names;
 	int ret;
 
@@ -75,11 +75,13 @@ static int open_ring(struct store_svc *sv, struct ring *shared)
 	names = malloc(t->nr_nodes * sizeof(*names));
 	ret = sv->ring && ids && names ? 0 : -ENOMEM;
 	for (uint32_t i = 0; !ret && i < t->nr_nodes; i++) {
-		ids[i] = i;
-		names[i] = t->nodes[i].name;
+		if (!pc_node_listed(&t->nodes[i]))
+			continue;
+		ids[n] = i;
+		names[n++] = t->nodes[i].name;
 	}
 	if (!ret)
-		ret = ring_add_many(sv->ring, ids, names, t->nr_nodes);
+		ret = ring_add_many(sv->ring, ids, names, n);
 	free(ids);
 	free(names);
 	return ret;
@@ -150,6 +152,7 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 {
 	char err[PC_ERR_MAX];
 	struct store_svc *sv;
+	struct proto_view *view = NULL;
 	struct pc_store *st;
 	int ret, idx;
 
@@ -169,6 +172,8 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 	pthread_mutex_init(&st->member_lock, NULL);
 	pthread_mutex_init(&st->occ_lock, NULL);
 	ret = open_topology(sv, o);
+	if (!ret && (ret = members_discover(sv->topo, o->node, d, &view, err, sizeof(err))))
+		open_error(o, "%s", err);
 	if (ret)
 		goto err;
 	if (o->node) {
@@ -199,6 +204,8 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 	ret = members_open(st, &st->members);
 	if (ret)
 		goto err;
+	if (view)
+		members_take_view(st->members, view);	/* who is down, as the cluster sees it */
 	if (sv->self != PC_PEER_NONE) {
 		sv->fabric->quick_rpcs = PROTO_QUICK_RPCS;
 		sv->fabric->rpc_max_req = store_rpc_max_req;
@@ -218,9 +225,11 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 			   strerror(-ret));
 		goto err;
 	}
+	free(view);
 	*out = st;
 	return 0;
 err:
+	free(view);
 	teardown(st);
 	return ret;
 }

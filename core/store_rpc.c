@@ -20,7 +20,8 @@
  * node's: membership, directory updates and handoffs, tier puts (the node pulls the
  * blocks from the caller's region). A tool that reached an address (PC_PEER_TOOL:
  * pcctl) may ask for views (HEARTBEAT) and drain or join the node it reached
- * (MEMBER about that node; member.c checks), nothing else. With a cluster secret
+ * (MEMBER about that node; member.c checks), nothing else. JOIN is anyone's: a
+ * newcomer knows no index yet, and a cluster with a secret has authenticated it. With a cluster secret
  * the fabric authenticated from; without one from is what the caller claimed
  * (docs/security.md). An opcode not in the table is refused to clients too.
  */
@@ -46,6 +47,7 @@ static const struct {
 				      PROTO_DIR_MAX * sizeof(struct proto_dir_key) },
 	[PC_RPC_MEMBER] = { RPC_NODE, sizeof(struct proto_member) },
 	[PC_RPC_HEARTBEAT] = { RPC_ANY, sizeof(struct proto_heartbeat) },
+	[PC_RPC_JOIN] = { RPC_ANY, sizeof(struct proto_join) + PROTO_JOIN_TEXT_MAX },
 	[PC_RPC_P2P_TOUCH] = { RPC_ANY, sizeof(struct proto_touch_hdr) +
 					PROTO_TOUCH_MAX * sizeof(struct proto_touch) },
 };
@@ -64,7 +66,8 @@ int store_rpc_allowed(uint32_t from, uint16_t opcode, size_t len)
 	if (len > rpc_table[opcode].max_req)
 		return -EMSGSIZE;
 	if (from == PC_PEER_TOOL)
-		return opcode == PC_RPC_HEARTBEAT || opcode == PC_RPC_MEMBER ? 0 : -EPERM;
+		return opcode == PC_RPC_HEARTBEAT || opcode == PC_RPC_MEMBER ||
+		       opcode == PC_RPC_JOIN ? 0 : -EPERM;
 	if (rpc_table[opcode].caller == RPC_NODE && from == PC_PEER_NONE)
 		return -EPERM;
 	return 0;
@@ -78,6 +81,8 @@ static int route(struct pc_store *st, uint32_t from, uint16_t opcode, const void
 		return members_rpc_member(st->members, from, req, len);
 	case PC_RPC_HEARTBEAT:
 		return members_rpc_heartbeat(st->members, from, req, len, resp);
+	case PC_RPC_JOIN:
+		return members_rpc_join(st, req, len, resp);
 	case PC_RPC_TIER_OFFER:
 	case PC_RPC_TIER_QUERY:
 	case PC_RPC_TIER_PUT:

@@ -311,6 +311,7 @@ int main(int argc, char **argv)
 	if (wl_parse(wl, &cfg.wl, err, sizeof(err)))
 		tool_die(TOOL, "%s", err);
 	base = tool_load_topology(TOOL, path, sets, nsets, NULL);
+	tool_require_listed(TOOL, path, base);
 	/* Without timing, how a get fetches bytes cannot change what hits: read whole
 	 * buckets (headers side by side without payloads), the cheapest on the CPU. */
 	if (!cfg.timing && base->store.slot_read_policy == PC_READ_AUTO &&

@@ -310,6 +310,7 @@ int main(int argc, char **argv)
 	if (cfg.wl.kind == WL_TRACE)
 		tool_die(TOOL, "--workload %s: a generated workload (zipf: or prefix:), not a trace", wl);
 	t = tool_load_topology(TOOL, path, sets, nsets, NULL);
+	tool_require_listed(TOOL, path, t);
 	if (t->store.mode != PC_MODE_SLOTMAP || t->store.nr_classes != 1 ||
 	    t->store.slot_spill_ways || t->store.slot_ways > 16)
 		tool_die(TOOL, "%s: the bare model covers slotmap with one size class, up to 16 ways and no spill (store.mode, store.slot_size_classes, store.slot_ways, store.slot_spill_ways)",

@@ -100,6 +100,8 @@ static int status(const struct view *v)
 		const struct proto_view_node *n = &v->nodes[i];
 		const char *st = n->state < 3 ? state_names[n->state] : "?";
 
+		if (!n->name[0])
+			continue;	/* a vacant entry: room for a node to join */
 		printf("%.*s %.*s:%u %s incarnation=%016llx", (int)strnlen(n->name, sizeof(n->name)),
 		       n->name, (int)strnlen(n->address, sizeof(n->address)), n->address, n->port, st,
 		       (unsigned long long)n->incarnation);

@@ -313,10 +313,13 @@ int pcctl_stats(int argc, char **argv)
 		if (!t->store.metrics || !t->store.metrics_port)
 			tool_die("pcctl", "%s: store.metrics is off or store.metrics_port is 0 (ephemeral): "
 				 "pass the nodes' HOST:PORT instead", path);
-		for (uint32_t i = 0; i < t->nr_nodes && n < MAX_NODES; i++, n++) {
+		for (uint32_t i = 0; i < t->nr_nodes && n < MAX_NODES; i++) {
+			if (!pc_node_listed(&t->nodes[i]))
+				continue;
 			snprintf(nodes[n].endpoint, sizeof(nodes[n].endpoint), "%s:%u",
 				 t->nodes[i].address, t->store.metrics_port);
 			snprintf(nodes[n].name, sizeof(nodes[n].name), "%s", t->nodes[i].name);
+			n++;
 		}
 		pc_topology_free(t);
 	}

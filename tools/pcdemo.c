@@ -198,6 +198,7 @@ int main(int argc, char **argv)
 	}
 	t = tool_load_topology("pcdemo", path, sets, nsets, protocol);
 	free(sets);
+	tool_require_listed("pcdemo", path, t);
 	if (t->nr_nodes < 2 || t->nr_nodes > MAX_NODES)
 		tool_die("pcdemo", "%s: the demo needs 2 to %d nodes, the topology has %u", path,
 			 MAX_NODES, t->nr_nodes);

@@ -59,7 +59,8 @@ static int print_placement(const struct pc_topology *t, uint64_t nkeys)
 		return 1;
 	}
 	for (uint32_t i = 0; i < t->nr_nodes; i++)
-		ring_add(r, i, t->nodes[i].name);
+		if (pc_node_listed(&t->nodes[i]))
+			ring_add(r, i, t->nodes[i].name);
 	printf("placement of %llu keys (\"key-0\" ...), %u vnodes per node:\n",
 	       (unsigned long long)nkeys, t->store.vnodes);
 	for (uint64_t k = 0; k < nkeys; k++) {
@@ -77,11 +78,13 @@ static int print_placement(const struct pc_topology *t, uint64_t nkeys)
 			       slot_predicted_way(&g, h));
 		}
 	}
-	mean = (double)nkeys / t->nr_nodes;
+	mean = (double)nkeys / topology_nr_listed(t);
 	printf("  %-12s %-22s %10s %8s %8s\n", "node", "address", "keys", "share", "/ideal");
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
 		char addr[96];
 
+		if (!pc_node_listed(&t->nodes[i]))
+			continue;
 		var += ((double)count[i] - mean) * ((double)count[i] - mean);
 		if (t->nr_nodes > 24 && i >= 8 && i + 8 < t->nr_nodes) {
 			if (i == 8)

@@ -105,3 +105,10 @@ double tool_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+void tool_require_listed(const char *tool, const char *path, const struct pc_topology *t)
+{
+	if (topology_nr_listed(t) != t->nr_nodes)
+		tool_die(tool, "%s: store.max_nodes=%u leaves room for nodes that join a running cluster; %s runs the %u nodes listed only: drop store.max_nodes",
+			 path, t->store.max_nodes, tool, topology_nr_listed(t));
+}

@@ -20,6 +20,11 @@ void tool_die(const char *tool, const char *fmt, ...) __attribute__((noreturn, f
 struct pc_topology *tool_load_topology(const char *tool, const char *path, char **sets, int nsets,
 				       const char *protocol);
 
+/* Die unless every entry of t's node table holds a listed node: for tools that
+ * start or simulate every node themselves (store.max_nodes leaves room for nodes
+ * that join a running cluster, which they do not). */
+void tool_require_listed(const char *tool, const char *path, const struct pc_topology *t);
+
 /* Route library log lines to stderr in the library's line format (base/log.h),
  * with tag (e.g. "pcd n0") as who. */
 void tool_log_to_stderr(const char *tag);

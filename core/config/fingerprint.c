@@ -16,8 +16,8 @@
 
 #include "topology_fields.h"
 
-/* The node list decides the ring: its size and names, the names as one hash so the
- * text stays short for a cluster of any size. */
+/* A static node list decides the ring: its size and names, the names as one hash so
+ * the text stays short for a cluster of any size. */
 static uint64_t node_names_hash(const struct pc_topology *t)
 {
 	XXH3_state_t *s = XXH3_createState();
@@ -49,8 +49,9 @@ int topology_placement_text(const struct pc_topology *t, char *buf, size_t len)
 		field_print(fd, &t->store, f);
 		fputc('\n', f);
 	}
-	fprintf(f, "nodes.count=%u\nnodes.names=%016llx\n", t->nr_nodes,
-		(unsigned long long)node_names_hash(t));
+	fprintf(f, "nodes.count=%u\n", t->nr_nodes);
+	if (!t->store.max_nodes)
+		fprintf(f, "nodes.names=%016llx\n", (unsigned long long)node_names_hash(t));
 	if (ftell(f) >= (long)len)
 		ret = -ERANGE;
 	fclose(f);

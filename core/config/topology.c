@@ -205,9 +205,7 @@ static int load_nodes(struct loader *L, const yaml_node_t *seq, const struct pc_
 	if (expect(L, seq, YAML_SEQUENCE_NODE, "nodes", "a list of nodes"))
 		return -EINVAL;
 	count = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
-	if (!count)
-		return fail(L, seq, "nodes: expected at least one node, got an empty list");
-	t->nodes = calloc(count, sizeof(*t->nodes));
+	t->nodes = calloc(count ? count : 1, sizeof(*t->nodes));
 	if (!t->nodes)
 		return -ENOMEM;
 	for (size_t i = 0; i < count; i++) {
@@ -285,9 +283,8 @@ static int load_document(struct loader *L)
 	if (defaults && load_mapping(L, defaults, &node_section, &tmpl, "node_defaults",
 				     node_nested))
 		return -EINVAL;
-	if (!nodes)
-		return fail(L, root, "nodes: missing; a topology needs a 'nodes:' list");
-	if (load_nodes(L, nodes, &tmpl))
+	t->nodes_mark = nodes ? mark_of(nodes) : (struct pc_mark){ 1, 1 };
+	if (nodes && load_nodes(L, nodes, &tmpl))
 		return -EINVAL;
 	return topology_validate(t, L->err, L->errlen);
 }
@@ -401,10 +398,32 @@ struct pc_topology *pc_topology_dup(const struct pc_topology *t)
 	return d;
 }
 
+int topology_fill_node(struct pc_topology *t, uint32_t i, const char *name, const char *address,
+		       uint16_t port)
+{
+	struct pc_node n;
+
+	if (i >= t->nr_nodes || !t->nodes[i].vacant || !name[0] || !address[0] ||
+	    strlen(name) >= sizeof(n.name) || strlen(address) >= sizeof(n.address) ||
+	    pc_topology_find_node(t, name) >= 0)
+		return -EINVAL;
+	for (const char *c = name; *c; c++)
+		if (*c <= ' ' || *c == '"' || *c == '\\' || *c == 0x7f)
+			return -EINVAL;
+	node_set_defaults(&n);
+	snprintf(n.name, sizeof(n.name), "%s", name);
+	snprintf(n.address, sizeof(n.address), "%s", address);
+	n.port = port;
+	n.vacant = true;
+	t->nodes[i] = n;
+	__atomic_store_n(&t->nodes[i].vacant, false, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int pc_topology_find_node(const struct pc_topology *t, const char *name)
 {
 	for (uint32_t i = 0; i < t->nr_nodes; i++)
-		if (!strcmp(t->nodes[i].name, name))
+		if (!t->nodes[i].vacant && !strcmp(t->nodes[i].name, name))
 			return (int)i;
 	return -1;
 }
@@ -416,6 +435,10 @@ static int set_node_count(struct pc_topology *t, const char *value, char *why, s
 	unsigned long n = strtoul(value, &end, 10);
 	struct pc_node *nodes;
 
+	if (t->store.max_nodes) {
+		snprintf(why, whylen, "nodes.count and store.max_nodes do not mix: list the nodes, or make room for them to join");
+		return -EINVAL;
+	}
 	if (!*value || *end || n < 1 || n > 1000000) {
 		snprintf(why, whylen, "expected a node count from 1 to 1000000, got '%s'", value);
 		return -EINVAL;
@@ -465,6 +488,8 @@ static int set_in_nodes(struct pc_topology *t, const char *key, const char *valu
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
 		struct pc_node *n = &t->nodes[i];
 
+		if (n->vacant)
+			continue;
 		if (s == &nvme_section) {
 			n->has_nvme = true;
 			if (field_parse(f, &n->nvme, value, false, why, whylen))
@@ -694,6 +719,8 @@ int pc_topology_write(const struct pc_topology *t, FILE *f)
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
 		const struct pc_node *n = &t->nodes[i];
 
+		if (n->vacant)
+			continue;
 		fprintf(f, "  -\n");
 		write_section(f, &node_section, n, "    ");
 		fprintf(f, "    rails:\n");

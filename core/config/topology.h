@@ -18,6 +18,7 @@
 #define PC_NAME_MAX 64
 #define PC_PATH_MAX 256
 #define PC_MAX_RAILS 8
+#define PC_MAX_NODES 65535	/* store.max_nodes; node indices stay below PC_PEER_TOOL */
 #define PC_MAX_CLASSES 8
 
 enum pc_mode { PC_MODE_SLOTMAP = 0, PC_MODE_P2P = 1 };
@@ -65,7 +66,16 @@ struct pc_node {
 	bool has_nvme;
 	struct pc_nvme nvme;
 	struct pc_mark mark;		/* the node's entry in the file */
+	bool vacant;			/* room for a node that joins at run time
+					 * (store.max_nodes): no name, never dialed */
 };
+
+/* Whether entry n of a topology holds a node (listed, or one that joined: a
+ * joiner's entry is filled first, then published by clearing vacant). */
+static inline bool pc_node_listed(const struct pc_node *n)
+{
+	return !__atomic_load_n(&n->vacant, __ATOMIC_ACQUIRE);
+}
 
 /* The store keys of the seed (mode, protocol, slot_*, global_segment_size,
  * discovery_addr) plus the ones peercache adds. */
@@ -73,7 +83,11 @@ struct pc_store_cfg {
 	enum pc_mode mode;
 	enum pc_protocol protocol;
 	enum pc_fallback fallback;		/* when protocol rdma/rxe finds no device */
-	char discovery_addr[PC_NAME_MAX];	/* host:port of a seed node, informational */
+	/* Membership (member.c, member_join.c): where a node or client not in the
+	 * cluster's list asks to join ("host:port[,host:port...]"), and the room the
+	 * node table has for such nodes (0: the nodes listed, nobody joins). */
+	char discovery_addr[PC_PATH_MAX];
+	uint32_t max_nodes;
 	uint64_t slot_max_page_bytes;		/* largest class when no list is given */
 	uint64_t size_classes[PC_MAX_CLASSES];	/* ascending page sizes */
 	uint32_t nr_classes;
@@ -134,16 +148,35 @@ struct pc_topology {
 	char name[PC_NAME_MAX];
 	struct pc_store_cfg store;
 	struct pc_model model;
-	struct pc_node *nodes;
-	uint32_t nr_nodes;
+	struct pc_node *nodes;		/* listed first, then joined ones, or vacant */
+	uint32_t nr_nodes;		/* entries: store.max_nodes, or the nodes listed */
+	struct pc_mark nodes_mark;	/* the nodes: list in the file */
 };
+
+/* The entries that hold a node. */
+static inline uint32_t topology_nr_listed(const struct pc_topology *t)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < t->nr_nodes; i++)
+		n += pc_node_listed(&t->nodes[i]);
+	return n;
+}
+
+/* Put a node that joined at run time into vacant entry i: the given name and
+ * address, node defaults for the rest (its rails and disk are its own business).
+ * 0, or -EINVAL (not vacant, a bad or taken name, no address). */
+int topology_fill_node(struct pc_topology *t, uint32_t i, const char *name, const char *address,
+		       uint16_t port);
 
 /* ---- fingerprint.c: the settings every peer of a cluster must share */
 
 #define TOPOLOGY_PLACEMENT_TEXT_MAX 2048	/* the text below always fits */
 
 /* Every placement setting (the schema marks them) as "key=value" lines, in schema
- * order, then the node list's size and a hash of its names. 0, or -ERANGE / -ENOMEM. */
+ * order, then the node table's size and, when it has no room for nodes to join
+ * (a static cluster), a hash of its names: a cluster with room learns its table
+ * from membership, which checks names itself. 0, or -ERANGE / -ENOMEM. */
 int topology_placement_text(const struct pc_topology *t, char *buf, size_t len);
 
 /* xxh3_64 of that text: equal for peers that place and lay out pages alike. Not a

@@ -44,6 +44,7 @@ static const struct field store_fields[] = {
 	FENUM(struct pc_store_cfg, protocol, protocol_names, "tcp"),
 	FENUM(struct pc_store_cfg, fallback, fallback_names, "tcp"),
 	FSTR(struct pc_store_cfg, discovery_addr, NULL),
+	FP(struct pc_store_cfg, max_nodes, FT_U32, 0, PC_MAX_NODES, NULL),
 	FP(struct pc_store_cfg, slot_max_page_bytes, FT_SIZE, 64, GiB, NULL),
 	{ .name = "slot_size_classes", .type = FT_SIZE_LIST,
 	  .off = offsetof(struct pc_store_cfg, size_classes), .cap = PC_MAX_CLASSES,
@@ -547,15 +548,42 @@ static int validate_model(struct pc_topology *t, char *err, size_t errlen)
 	return 0;
 }
 
+/* Room for nodes that join at run time: vacant entries after the listed ones, up to
+ * store.max_nodes (again after a --set changed it). */
+static int make_room(struct pc_topology *t, uint32_t listed, char *err, size_t errlen)
+{
+	struct pc_store_cfg *s = &t->store;
+	struct pc_mark top = { 1, 1 };
+	uint32_t want = s->max_nodes ? s->max_nodes : listed;
+	struct pc_node *nodes;
+
+	if (s->max_nodes && s->max_nodes < listed)
+		FAIL_AT(top, "store.max_nodes: %u is fewer than the %u nodes listed; raise it or list fewer nodes",
+			s->max_nodes, listed);
+	if (!listed && !(s->max_nodes && s->discovery_addr[0]))
+		FAIL_AT(t->nodes_mark, "nodes: expected at least one node; add a 'nodes:' list (or store.discovery_addr and store.max_nodes to learn them from a running cluster)");
+	if (want == t->nr_nodes)
+		return 0;
+	nodes = realloc(t->nodes, (want ? want : 1) * sizeof(*nodes));
+	if (!nodes)
+		return -ENOMEM;
+	for (uint32_t i = t->nr_nodes; i < want; i++)
+		nodes[i] = (struct pc_node){ .vacant = true };
+	t->nodes = nodes;
+	t->nr_nodes = want;
+	return 0;
+}
+
 static int validate_nodes(struct pc_topology *t, char *err, size_t errlen)
 {
-	struct pc_mark top = { 1, 1 };
+	uint32_t listed = 0;
 
-	if (!t->nr_nodes)
-		FAIL_AT(top, "nodes: expected at least one node; add a 'nodes:' list");
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
 		const struct pc_node *n = &t->nodes[i];
 
+		if (n->vacant)
+			continue;
+		listed = i + 1;
 		if (!n->name[0])
 			FAIL_AT(n->mark, "nodes[%u].name: expected a node name, got none; add 'name: ...'", i);
 		for (const char *c = n->name; *c; c++)
@@ -570,6 +598,8 @@ static int validate_nodes(struct pc_topology *t, char *err, size_t errlen)
 		for (uint32_t j = 0; j < i; j++) {
 			const struct pc_node *o = &t->nodes[j];
 
+			if (o->vacant)
+				continue;
 			if (!strcmp(o->name, n->name))
 				FAIL_AT(n->mark,
 					"nodes[%u].name: duplicate node name '%s' (also nodes[%u] at line %d); node names must be unique",
@@ -580,7 +610,7 @@ static int validate_nodes(struct pc_topology *t, char *err, size_t errlen)
 					i, n->address, n->port, o->name, o->mark.line);
 		}
 	}
-	return 0;
+	return make_room(t, listed, err, errlen);
 }
 
 /* The tiered pool: its block is the model's page unless given. */
@@ -597,7 +627,7 @@ static int validate_tier(struct pc_topology *t, char *err, size_t errlen)
 			"store.slot_spill_ways: %u free ways of %u would leave no way to write; use fewer than slot_ways",
 			s->slot_spill_ways, s->slot_ways);
 	for (uint32_t i = 0; s->slot_spill_ways && i < t->nr_nodes; i++)
-		if (!t->nodes[i].has_nvme)
+		if (!t->nodes[i].vacant && !t->nodes[i].has_nvme)
 			FAIL_AT(t->nodes[i].mark,
 				"nodes[%u] (%s): store.slot_spill_ways spills to disk, but the node has no nvme: {path, capacity}; add one (or node_defaults.nvme)",
 				i, t->nodes[i].name);

@@ -207,7 +207,7 @@ static void fabric_client(struct out *o, struct pc_store *st, const struct pc_fa
 	family(o, "peercache_peer_up", "gauge",
 	       "0 while the ops and RPCs this process sent to the peer fail to reach it, else 1.");
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
-		if (i == st->svc.self)
+		if (i == st->svc.self || !pc_node_listed(&t->nodes[i]))
 			continue;
 		snprintf(l, sizeof(l), "peer=\"%s\"", t->nodes[i].name);
 		sample(o, "peercache_peer_up", l, !peer_backoff_down(st->svc.fabric->peers, i));
@@ -231,6 +231,7 @@ static const char *const rpc_names[PROTO_NR_RPCS] = {
 	[PC_RPC_MEMBER] = "member",
 	[PC_RPC_P2P_TOUCH] = "p2p_touch",
 	[PC_RPC_HEARTBEAT] = "heartbeat",
+	[PC_RPC_JOIN] = "join",
 };
 
 static void served(struct out *o, struct pc_store *st, const struct pc_fabric_stats *f)
@@ -370,8 +371,8 @@ static void membership(struct out *o, struct pc_store *st)
 	struct ring *r = store_ring(&st->svc);
 
 	one(o, "peercache_members", "gauge", "Nodes in this store's ring.", r->nr_nodes);
-	one(o, "peercache_topology_nodes", "gauge", "Nodes in the topology.",
-	    st->svc.topo->nr_nodes);
+	one(o, "peercache_topology_nodes", "gauge", "Nodes in the node table (listed or joined).",
+	    topology_nr_listed(st->svc.topo));
 	one(o, "peercache_membership_changes_total", "counter",
 	    "Ring changes this store applied (its membership generation).",
 	    __atomic_load_n(&st->member_changes, __ATOMIC_RELAXED));

@@ -23,7 +23,9 @@ SGLANG_PREFIXES = ("prefetch_",)
 KEYS = {
     "topology": ("path of the topology YAML; every process of the cluster uses the same file",
                  "required"),
-    "discovery_addr": ("host:port of a seed node (runtime discovery: not supported yet)", "-"),
+    "discovery_addr": ("host:port[,host:port...] of nodes to learn the node table from "
+                       "(store.discovery_addr; needs store.max_nodes in the topology): the "
+                       "topology may then list no nodes", "the topology's"),
     "node": ("this process also owns slots as this node of the topology ({tp_rank}, "
              "{pp_rank}, {dp_rank}, {attn_cp_rank} are replaced); absent: a client", "client"),
     "protocol": ("tcp, rdma or rxe (store.protocol)", "the topology's"),
@@ -38,6 +40,7 @@ KEYS = {
 
 _ENUMS = {"protocol": ("tcp", "rdma", "rxe"), "mode": ("slotmap", "p2p")}
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*([KMGT]i?B|[KMGT]|B)?\s*$", re.I)
+_ADDRS = re.compile(r"^\s*[^\s,:]+:\d{1,5}(\s*,\s*[^\s,:]+:\d{1,5})*\s*$")
 _NODE_FIELDS = ("tp_rank", "pp_rank", "dp_rank", "attn_cp_rank")
 
 
@@ -119,10 +122,11 @@ def parse(extra: Optional[dict], ranks: dict[str, int], tp_size: int) -> StoreCo
         if key in SGLANG_KEYS or key.startswith(SGLANG_PREFIXES) or key in ("topology", "node"):
             continue
         if key == "discovery_addr":
-            raise _fail(key, "runtime discovery is not supported yet",
-                        "remove discovery_addr and give \"topology\": the path of the cluster's "
-                        "topology YAML (the same file pcd is started with)")
-        if key in _ENUMS:
+            if not isinstance(v, str) or not _ADDRS.match(v):
+                raise _fail(key, "expected \"host:port\" or a comma-separated list of them, "
+                            "got %r" % (v,), "e.g. \"10.0.0.1:31998,10.0.0.2:31998\"")
+            add(key, "store.discovery_addr=%s" % v)
+        elif key in _ENUMS:
             if v not in _ENUMS[key]:
                 raise _fail(key, "%r is not one of %s" % (v, ", ".join(_ENUMS[key])),
                             "use one of those")

@@ -8,6 +8,7 @@
  *   member_e2e_test PCD PCCTL
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -246,6 +247,154 @@ static void test_drain_and_leave(void)
 	ecl_down(E);
 }
 
+/* Pages of prefix 0..n-1 that read back whole (written by sets()). */
+static int gets(struct pc_store *s, const char *prefix, int n)
+{
+	static uint8_t buf[64][12288];
+	struct pc_page pg[64];
+	char keys[64][32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "%s-%d", prefix, i);
+		pg[i] = (struct pc_page){ .key = keys[i], .key_len = strlen(keys[i]), .data = buf[i],
+					  .cap = sizeof(buf[i]) };
+	}
+	return pc_batch_get(s, pg, (size_t)n);
+}
+
+/* Wait until s has node in its table and sees it up; the time it took, or -1. */
+static double wait_joined(struct pc_store *s, const char *node, double limit_ms)
+{
+	enum pc_member_state st;
+	double t0 = now_ms();
+
+	while (now_ms() - t0 < limit_ms) {
+		if (!pc_store_member(s, node, &st, NULL) && st == PC_MEMBER_UP)
+			return now_ms() - t0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* A topology that lists only node name (or nothing: a client) and asks at port. */
+static struct pc_topology *joiner_topology(const char *name, uint16_t port, uint16_t ask,
+					   const char *extra, char *path, size_t len)
+{
+	struct pc_topology *t = NULL;
+	char err[PC_ERR_MAX];
+	FILE *f;
+
+	snprintf(path, len, "%s/join-%s.yaml", pc_test_tmpdir(), name ? name : "client");
+	f = fopen(path, "w");
+	fprintf(f, "store: {protocol: tcp, fallback: none, timeout_ms: 1000, " STORE
+		", max_nodes: 4, discovery_addr: \"127.0.0.1:%u\"%s}\n"
+		"node_defaults: {nvme: {path: %s, capacity: 64MiB}}\n",
+		ask, extra, pc_test_tmpdir());
+	if (name)
+		fprintf(f, "nodes:\n  - {name: %s, address: 127.0.0.1, port: %u}\n", name, port);
+	fclose(f);
+	if (pc_topology_load(path, &t, err, sizeof(err)))
+		printf("\n  %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	return t;
+}
+
+/* pcd for a node of a joiner's topology; its log is pcd-NAME.log. */
+static pid_t spawn_joiner(const char *path, const char *name)
+{
+	char log[600];
+	pid_t pid;
+
+	snprintf(log, sizeof(log), "%s/pcd-%s.log", pc_test_tmpdir(), name);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 2);
+		execl(pc_test_argv[1], "pcd", "--topology", path, "--node", name, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static struct pc_store *open_topo(struct pc_topology *t, char *err, size_t len)
+{
+	struct pc_store_opts o = { .size = sizeof(o), .topo = t, .err = err, .errlen = len };
+	struct pc_store *s = NULL;
+
+	err[0] = 0;
+	pc_store_open(&o, &s);
+	return s;
+}
+
+/* A node no topology of the cluster lists joins through n1 (which sends it to n0,
+ * the lowest member, for an entry), every node and a client that knows only
+ * discovery_addr see it up, and it takes its share of new keys; a client with other
+ * placement settings is refused with the key named; the table full is refused. */
+static void test_join(void)
+{
+	struct ecl *E = ecl_up(pc_test_argv[1], "tcp", STORE ", max_nodes: 4", false);
+	char path[600], err[PC_ERR_MAX];
+	struct pc_topology *tn3, *tcl, *tbad, *tn4;
+	struct pc_store *cl, *bad;
+	int status, hits;
+	pid_t n3, n4;
+	double t;
+
+	tn3 = joiner_topology("n3", E->port0 + 3, E->port0 + 1, "", path, sizeof(path));
+	n3 = spawn_joiner(path, "n3");
+	CU_ASSERT_FATAL(n3 > 0);
+	tcl = joiner_topology(NULL, 0, E->port0 + 2, "", path, sizeof(path));
+	cl = NULL;
+	for (int k = 0; k < 100 && !cl; k++) {
+		cl = open_topo(tcl, err, sizeof(err));
+		if (!cl)
+			usleep(50000);
+	}
+	if (!cl)
+		printf("\n  client: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	t = wait_joined(cl, "n3", 5000);
+	printf("\n  n3 (listed nowhere) joined: the client, which knows only discovery_addr, saw it up after %.0f ms\n",
+	       t);
+	CU_ASSERT(t >= 0);
+	CU_ASSERT(ecl_logged("n0", "node n3 (127.0.0.1:"));
+	CU_ASSERT(ecl_logged("n3", "this node is entry 3"));
+	for (uint32_t i = 0; i < NODES; i++)
+		CU_ASSERT(pcctl_sees(E, i, "n3", "up", 2000));
+	/* every set lands, some on n3: with n3 killed, those miss until it is seen down */
+	CU_ASSERT_EQUAL(sets(cl, "joined", 64), 64);
+	CU_ASSERT_EQUAL(gets(cl, "joined", 64), 64);
+	kill(n3, SIGKILL);
+	waitpid(n3, &status, 0);
+	hits = gets(cl, "joined", 64);
+	printf("  n3 killed: %d of 64 pages still read back (the rest were n3's)\n", hits);
+	CU_ASSERT(hits > 0 && hits < 64);
+	t = wait_state(cl, "n3", PC_MEMBER_DOWN, 5000);
+	CU_ASSERT(t >= 0);
+	CU_ASSERT_EQUAL(sets(cl, "after", 64), 64);
+	/* other placement settings: refused, the key named here and there */
+	tbad = joiner_topology(NULL, 0, E->port0, ", vnodes: 64", path, sizeof(path));
+	bad = open_topo(tbad, err, sizeof(err));
+	CU_ASSERT_PTR_NULL(bad);
+	printf("  a client with vnodes 64: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "store.vnodes is 64 here, 128 there"));
+	CU_ASSERT(ecl_logged("n0", "store.vnodes is 128 here, 64 there"));
+	pc_store_close(bad);
+	/* the table is full (n3's entry stays its own): a fifth node is refused */
+	tn4 = joiner_topology("n4", E->port0 + 4, E->port0, "", path, sizeof(path));
+	n4 = spawn_joiner(path, "n4");
+	CU_ASSERT_EQUAL(waitpid(n4, &status, 0), n4);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	CU_ASSERT(ecl_logged("n4", "raise store.max_nodes"));
+	pc_topology_free(tn4);
+	pc_topology_free(tbad);
+	pc_store_close(cl);
+	pc_topology_free(tcl);
+	pc_topology_free(tn3);
+	ecl_down(E);
+}
+
 /* pcctl's own errors: a bad command line is exit code 2, no cluster is 1. */
 static void test_pcctl_errors(void)
 {
@@ -268,6 +417,7 @@ static CU_TestInfo tests[] = {
 	{ "a stopped node is seen down; batches do not wait; back on SIGCONT", test_stopped },
 	{ "the node a client asks is killed: detection goes on", test_seed_killed },
 	{ "drain and SIGTERM: left at once; a restart joins", test_drain_and_leave },
+	{ "a node listed nowhere joins; a client from discovery_addr only", test_join },
 	{ "pcctl: bad command lines and no cluster", test_pcctl_errors },
 	CU_TEST_INFO_NULL,
 };

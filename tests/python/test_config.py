@@ -47,9 +47,9 @@ class ExtraConfig(unittest.TestCase):
     def test_topology_not_a_file(self):
         self.refused("topology", {"topology": "/nonexistent/c.yaml"}, "no such file")
 
-    def test_discovery_addr_not_yet(self):
-        self.refused("discovery_addr", {"discovery_addr": "10.0.0.1:31998"},
-                     "not supported yet", "topology")
+    def test_discovery_addr(self):
+        self.refused("discovery_addr", {"discovery_addr": "10.0.0.1"}, "host:port")
+        self.refused("discovery_addr", {"discovery_addr": 31998}, "host:port")
 
     def test_unknown_key(self):
         self.refused("slot_wayz", {"slot_wayz": 4}, "unknown key", "slot_ways")

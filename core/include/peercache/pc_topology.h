@@ -51,7 +51,9 @@ PC_API int pc_topology_set(struct pc_topology *t, const char *assignment, char *
 PC_API int pc_topology_get(const struct pc_topology *t, const char *name, char *buf, size_t len,
 			   char *err, size_t errlen);
 
-/* The cluster's nodes, in file order, and one's name. */
+/* The entries of the cluster's node table (the nodes listed, in file order, then
+ * room for nodes that join at run time: store.max_nodes), and the name of the node
+ * entry i holds: "" while it holds none. */
 PC_API uint32_t pc_topology_nr_nodes(const struct pc_topology *t);
 PC_API const char *pc_topology_node_name(const struct pc_topology *t, uint32_t i);
 

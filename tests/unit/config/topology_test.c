@@ -231,7 +231,7 @@ static void test_errors(void)
 		     "t.yaml:1:1: ", "larger than the largest size class (1048576); add a class of at least 20971520");
 	expect_error("model: {layers: 2, kv_heads: 1, head_dim: 8, dtype: fp7}\n" NODE, "t.yaml:1:53: ",
 		     "model.dtype: expected one of fp32, bf16");
-	expect_error("store: {slot_ways: 4}\n", "t.yaml:1:1: ", "nodes: missing");
+	expect_error("store: {slot_ways: 4}\n", "t.yaml:1:1: ", "nodes: expected at least one node");
 	expect_error("", "t.yaml:1:1: ", "the file is empty");
 	expect_error("nodes: [\n", "t.yaml:", "YAML syntax");
 	expect_error("- a\n- b\n", "t.yaml:1:1: ", "expected a mapping");
@@ -338,6 +338,7 @@ static void test_fingerprint(void)
 {
 	static const char want[] =
 		"store.mode=slotmap\n"
+		"store.max_nodes=0\n"
 		"store.slot_max_page_bytes=262144\n"
 		"store.slot_size_classes=[16384, 65536, 262144]\n"
 		"store.slot_ways=4\n"
@@ -354,7 +355,7 @@ static void test_fingerprint(void)
 
 	CU_ASSERT_EQUAL(topology_placement_text(t, a, sizeof(a)), 0);
 	CU_ASSERT_STRING_EQUAL(a, want);
-	CU_ASSERT_EQUAL(topology_fingerprint(t), 0x2e24e8a67bcf17c3ULL);
+	CU_ASSERT_EQUAL(topology_fingerprint(t), 0x51ba65bbe83e2d1eULL);
 	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
 		CU_ASSERT_EQUAL_FATAL(pc_topology_set(u, local[i], err, sizeof(err)), 0);
 		CU_ASSERT_EQUAL(topology_fingerprint(u), topology_fingerprint(t));
@@ -375,6 +376,72 @@ static void test_fingerprint(void)
 	pc_topology_free(t);
 }
 
+
+/* store.max_nodes: vacant entries after the listed nodes, skipped by lookups and the
+ * writer, filled by topology_fill_node; the node list leaves the fingerprint. */
+static void test_room_to_join(void)
+{
+	static const char text[] =
+		"store: {max_nodes: 5, discovery_addr: \"127.0.0.1:1\"}\n"
+		"nodes:\n"
+		"  - {name: a, address: 127.0.0.1, port: 4000}\n"
+		"  - {name: b, address: 127.0.0.1, port: 4001}\n";
+	char err[PC_ERR_MAX], fp[TOPOLOGY_PLACEMENT_TEXT_MAX], *buf = NULL;
+	struct pc_topology *t, *u;
+	size_t len = 0;
+	FILE *f;
+
+	CU_ASSERT_EQUAL_FATAL(parse(text, &t, err), 0);
+	CU_ASSERT_EQUAL(t->nr_nodes, 5);
+	CU_ASSERT_EQUAL(topology_nr_listed(t), 2);
+	CU_ASSERT_FALSE(pc_node_listed(&t->nodes[2]));
+	CU_ASSERT_EQUAL(pc_topology_find_node(t, ""), -1);
+	CU_ASSERT_STRING_EQUAL(pc_topology_node_name(t, 4), "");
+	/* a static cluster's fingerprint names its nodes, one with room does not */
+	CU_ASSERT_EQUAL(topology_placement_text(t, fp, sizeof(fp)), 0);
+	CU_ASSERT_PTR_NULL(strstr(fp, "nodes.names="));
+	CU_ASSERT_PTR_NOT_NULL(strstr(fp, "store.max_nodes=5\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(fp, "nodes.count=5\n"));
+	u = pc_topology_dup(t);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL(topology_fingerprint(u), topology_fingerprint(t));
+	CU_ASSERT_EQUAL(topology_fill_node(u, 3, "c", "127.0.0.1", 4002), 0);
+	CU_ASSERT_EQUAL(topology_fingerprint(u), topology_fingerprint(t));
+	CU_ASSERT_EQUAL(pc_topology_find_node(u, "c"), 3);
+	CU_ASSERT_EQUAL(u->nodes[3].nr_rails, 1);	/* node defaults */
+	CU_ASSERT_EQUAL(topology_fill_node(u, 3, "d", "127.0.0.1", 4003), -EINVAL);	/* taken */
+	CU_ASSERT_EQUAL(topology_fill_node(u, 2, "a", "127.0.0.1", 4003), -EINVAL);	/* name */
+	CU_ASSERT_EQUAL(topology_fill_node(u, 2, "x y", "127.0.0.1", 4003), -EINVAL);
+	CU_ASSERT_EQUAL(topology_fill_node(u, 2, "d", "", 4003), -EINVAL);
+	CU_ASSERT_EQUAL(topology_fill_node(u, 9, "d", "127.0.0.1", 4003), -EINVAL);
+	/* the writer leaves vacant entries out and reads back the same table */
+	f = open_memstream(&buf, &len);
+	CU_ASSERT_EQUAL(pc_topology_write(u, f), 0);
+	fclose(f);
+	pc_topology_free(u);
+	CU_ASSERT_EQUAL_FATAL(parse(buf, &u, err), 0);
+	CU_ASSERT_EQUAL(u->nr_nodes, 5);
+	CU_ASSERT_EQUAL(topology_nr_listed(u), 3);
+	CU_ASSERT_EQUAL(pc_topology_find_node(u, "c"), 2);
+	free(buf);
+	pc_topology_free(u);
+	/* --set grows the room; nodes.count does not mix with it */
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.max_nodes=7", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(t->nr_nodes, 7);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.count=4", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "store.max_nodes"));
+	pc_topology_free(t);
+	/* a client of a running cluster lists no node at all */
+	CU_ASSERT_EQUAL_FATAL(parse("store: {max_nodes: 4, discovery_addr: \"h:1\"}\n", &t, err), 0);
+	CU_ASSERT_EQUAL(t->nr_nodes, 4);
+	CU_ASSERT_EQUAL(topology_nr_listed(t), 0);
+	pc_topology_free(t);
+	expect_error("store: {max_nodes: 1}\nnodes:\n  - {name: a, address: h}\n  - {name: b, address: h, port: 2}\n",
+		     "t.yaml:1:1: ", "store.max_nodes: 1 is fewer than the 2 nodes listed");
+	expect_error("store: {max_nodes: 4}\nnodes: []\n", "t.yaml:2:8: ",
+		     "or store.discovery_addr and store.max_nodes");
+}
+
 static CU_TestInfo tests[] = {
 	{ "every shipped topology loads", test_all_shipped },
 	{ "laptop.yaml", test_laptop },
@@ -387,6 +454,7 @@ static CU_TestInfo tests[] = {
 	{ "write and parse back", test_write_roundtrip },
 	{ "sizes", test_parse_size },
 	{ "the config fingerprint: fixed text, local settings left out", test_fingerprint },
+	{ "store.max_nodes: room for nodes that join", test_room_to_join },
 	CU_TEST_INFO_NULL,
 };
 
