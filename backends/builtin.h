@@ -28,6 +28,8 @@ extern const struct pc_fabric_ops verbs_fabric_ops;
 extern const struct pc_fabric_ops rxe_fabric_ops;
 #endif
 extern const struct pc_storage_ops posix_storage_ops;
+/* The membership registry of store.discovery etcd (etcd/etcd.c). */
+extern const struct registry_ops etcd_registry_ops;
 
 extern const struct pc_fabric_ops *const builtin_fabrics[];
 extern const struct pc_storage_ops *const builtin_storages[];

@@ -28,6 +28,7 @@
 #include "config/topology.h"
 #include "io/peer_backoff.h"
 #include "member.h"
+#include "member_registry.h"
 #include "proto.h"
 #include "store.h"
 
@@ -40,6 +41,7 @@ struct member_peer {
 					 * first one heard after) */
 	bool left;			/* left on purpose (under the store's member_lock) */
 	bool conflict;			/* another name claimed this entry (warned) */
+	bool gone;			/* store.discovery etcd: no live record */
 };
 
 struct members {
@@ -55,6 +57,14 @@ struct members {
 	int stop;
 	pthread_mutex_t table_lock;	/* fills vacant entries of the node table (a
 					 * leaf lock: the event thread takes it) */
+	/* store.discovery etcd: the registry instead of heartbeats */
+	const struct registry_ops *reg_ops;
+	void *reg;
+	pthread_mutex_t reg_lock;	/* one call at a time (the task, a leave) */
+	bool reg_left;			/* this node left on purpose: no lease */
+	bool reg_warned;		/* unreachable, said once */
+	uint32_t reg_fails;
+	uint64_t reg_retry_at, reg_ok_since;
 };
 
 static const char *node_name(const struct members *m, uint32_t i)
@@ -182,6 +192,18 @@ int members_set(struct members *m, uint32_t node, bool member, bool told)
 	return ret < 0 ? ret : 0;
 }
 
+/* This node left or came back on purpose: its live record goes or comes back. */
+static void registry_left(struct members *m, bool left)
+{
+	if (!m->reg)
+		return;
+	pthread_mutex_lock(&m->reg_lock);
+	if (left && !m->reg_left)
+		m->reg_ops->leave(m->reg);
+	m->reg_left = left;
+	pthread_mutex_unlock(&m->reg_lock);
+}
+
 int store_set_member(struct pc_store *st, uint32_t node, bool member)
 {
 	return members_set(st->members, node, member, true);
@@ -201,6 +223,8 @@ int pc_store_set_member(struct pc_store *st, const char *node, bool member)
 	ret = members_set(st->members, (uint32_t)idx, member, true);
 	if (ret || sv->self == PC_PEER_NONE)
 		return ret;	/* a client changes its own view: nodes take MEMBER from nodes */
+	if ((uint32_t)idx == sv->self)
+		registry_left(st->members, !member);
 	/* tell every other node that is up here (the joining one too); a node leaving is
 	 * not asked (it may be dead) */
 	rpcs = calloc(sv->topo->nr_nodes, sizeof(*rpcs));
@@ -347,6 +371,8 @@ static const struct proto_view *view_of(const struct pc_rpc *r)
 	return v;
 }
 
+static void decide(struct members *m, uint64_t now);
+
 /* A node: heartbeat everyone, then decide who is down and who is back. */
 static void node_tick(struct members *m)
 {
@@ -380,6 +406,14 @@ static void node_tick(struct members *m)
 		pc_msg_free(&rpcs[k].resp);
 	}
 	free(rpcs);
+	decide(m, now);
+}
+
+/* Take out the members silent for the failure timeout, put back the ones heard. */
+static void decide(struct members *m, uint64_t now)
+{
+	struct store_svc *sv = &m->st->svc;
+
 	for (uint32_t i = 0; i < m->nr; i++) {
 		struct member_peer *p = &m->p[i];
 		uint64_t at = __atomic_load_n(&p->heard_ns, __ATOMIC_RELAXED);
@@ -387,16 +421,24 @@ static void node_tick(struct members *m)
 		uint64_t since = at ? at : m->opened_ns;
 		uint64_t silent = since < now ? now - since : 0;	/* heard after now was read */
 		bool member = ring_contains(store_ring(sv), i), back;
+		bool gone = __atomic_load_n(&p->gone, __ATOMIC_RELAXED);
 
 		if (i == sv->self || !pc_node_listed(&sv->topo->nodes[i]))
 			continue;
-		if (member && silent > m->failure_ns) {
-			pc_warn("node %s (%s:%u): no heartbeat for %llu ms: taken out of the ring",
-				node_name(m, i), sv->topo->nodes[i].address, sv->topo->nodes[i].port,
-				(unsigned long long)(silent / 1000000));
+		if (member && (silent > m->failure_ns || gone)) {
+			if (gone)
+				pc_warn("node %s (%s:%u): its lease in %s expired: taken out of the ring",
+					node_name(m, i), sv->topo->nodes[i].address,
+					sv->topo->nodes[i].port, m->reg_ops->name);
+			else
+				pc_warn("node %s (%s:%u): no heartbeat for %llu ms: taken out of the ring",
+					node_name(m, i), sv->topo->nodes[i].address,
+					sv->topo->nodes[i].port, (unsigned long long)(silent / 1000000));
 			members_set(m, i, false, false);
 			continue;
 		}
+		if (gone)
+			continue;
 		if (member || !at || silent > m->failure_ns)
 			continue;
 		pthread_mutex_lock(&m->st->member_lock);
@@ -471,12 +513,76 @@ static void client_tick(struct members *m)
 	}
 }
 
+/* The registry: keep this node's lease, list who is alive, decide. While the
+ * registry cannot be reached nothing changes (warned once, retried with backoff);
+ * for a failure timeout after it answers again, absence does not count yet (the
+ * nodes are writing their records again). */
+static void registry_tick(struct members *m)
+{
+	struct store_svc *sv = &m->st->svc;
+	const struct pc_node *me = sv->self != PC_PEER_NONE ? &sv->topo->nodes[sv->self] : NULL;
+	uint64_t now = pc_env_now(sv->env);
+	struct registry_entry *e = calloc(m->nr, sizeof(*e));
+	uint8_t *live = calloc(m->nr, 1);
+	uint32_t n = 0;
+	int ret = e && live ? 0 : -ENOMEM;
+
+	if (now < m->reg_retry_at)
+		goto out;
+	pthread_mutex_lock(&m->reg_lock);
+	if (!ret && me && !m->reg_left)
+		ret = m->reg_ops->alive(m->reg, sv->self, me->name, sv->fabric->incarnation,
+					(uint32_t)(m->failure_ns / 1000000));
+	if (!ret)
+		ret = m->reg_ops->list(m->reg, e, m->nr, &n);
+	pthread_mutex_unlock(&m->reg_lock);
+	if (ret) {
+		uint32_t shift = m->reg_fails < 6 ? m->reg_fails : 6;
+
+		m->reg_fails++;
+		m->reg_retry_at = now + (m->heartbeat_ns << shift);
+		m->reg_ok_since = 0;
+		if (!m->reg_warned)
+			pc_warn("store.discovery %s: the registry cannot be reached (%s): serving on the last view, retrying",
+				m->reg_ops->name, strerror(-ret));
+		m->reg_warned = true;
+		goto out;
+	}
+	if (m->reg_warned)
+		pc_info("store.discovery %s: the registry answers again", m->reg_ops->name);
+	m->reg_warned = false;
+	m->reg_fails = 0;
+	if (!m->reg_ok_since)
+		m->reg_ok_since = now;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = e[k].index;
+
+		if (i >= m->nr || members_learn(m, i, e[k].name, sizeof(e[k].name), e[k].address,
+						sizeof(e[k].address), e[k].port))
+			continue;
+		if (e[k].live && i != sv->self) {
+			live[i] = 1;
+			heard(m, i, e[k].incarnation, now);
+		}
+	}
+	/* no live record is down at once, but not while the records come back */
+	for (uint32_t i = 0; i < m->nr; i++)
+		__atomic_store_n(&m->p[i].gone, !live[i] && now - m->reg_ok_since >= m->failure_ns,
+				 __ATOMIC_RELAXED);
+	decide(m, now);
+out:
+	free(e);
+	free(live);
+}
+
 static void run(void *arg)
 {
 	struct members *m = arg;
 
 	while (!__atomic_load_n(&m->stop, __ATOMIC_RELAXED)) {
-		if (m->st->svc.self == PC_PEER_NONE)
+		if (m->reg)
+			registry_tick(m);
+		else if (m->st->svc.self == PC_PEER_NONE)
 			client_tick(m);
 		else
 			node_tick(m);
@@ -486,13 +592,16 @@ static void run(void *arg)
 	}
 }
 
-int members_open(struct pc_store *st, struct members **out)
+int members_open(struct pc_store *st, struct member_boot *boot, struct members **out)
 {
 	const struct pc_store_cfg *c = &st->svc.topo->store;
 	struct members *m = calloc(1, sizeof(*m));
 
 	if (!m)
 		return -ENOMEM;
+	m->reg_ops = boot->reg_ops;
+	m->reg = boot->reg;
+	boot->reg = NULL;
 	m->st = st;
 	m->nr = st->svc.topo->nr_nodes;
 	m->p = calloc(m->nr, sizeof(*m->p));
@@ -505,13 +614,17 @@ int members_open(struct pc_store *st, struct members **out)
 	m->failure_ns = (uint64_t)c->failure_timeout_ms * 1000000;
 	m->generation = 1;
 	pthread_mutex_init(&m->table_lock, NULL);
+	pthread_mutex_init(&m->reg_lock, NULL);
 	*out = m;
+	if (boot->view)
+		members_take_view(m, boot->view);	/* who is down, as the cluster sees it */
 	return 0;
 }
 
 int members_start(struct members *m)
 {
-	if (!m->heartbeat_ns || m->nr <= (m->st->svc.self == PC_PEER_NONE ? 0u : 1u))
+	if (!m->heartbeat_ns || m->st->svc.topo->store.discovery == PC_DISCOVERY_STATIC ||
+	    (!m->reg && m->nr <= (m->st->svc.self == PC_PEER_NONE ? 0u : 1u)))
 		return 0;
 	m->opened_ns = pc_env_now(m->st->svc.env);
 	return pc_env_spawn(m->st->svc.env, "pc-members", run, m, &m->task);
@@ -525,6 +638,12 @@ void members_close(struct members *m)
 		__atomic_store_n(&m->stop, 1, __ATOMIC_RELAXED);
 		pc_env_join(m->st->svc.env, m->task);
 	}
+	if (m->reg) {
+		if (m->st->svc.self != PC_PEER_NONE && !m->reg_left)
+			m->reg_ops->leave(m->reg);	/* a node that closes is gone */
+		m->reg_ops->close(m->reg);
+	}
+	pthread_mutex_destroy(&m->reg_lock);
 	pthread_mutex_destroy(&m->table_lock);
 	free(m->p);
 	free(m);

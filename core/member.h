@@ -16,11 +16,24 @@
 struct pc_store;
 struct pc_topology;
 struct proto_view;
+struct registry_ops;
 struct store_deps;
 struct members;
 
-/* Membership state of an open store (before it serves). 0 or -errno. */
-int members_open(struct pc_store *st, struct members **out);
+/* What a store learned before its fabric opened (members_discover): the view of
+ * the node that answered a join (free()), or the registry it is to keep. */
+struct member_boot {
+	struct proto_view *view;
+	const struct registry_ops *reg_ops;
+	void *reg;
+};
+
+/* What members_open did not take. */
+void members_boot_fini(struct member_boot *boot);
+
+/* Membership state of an open store (before it serves); takes boot's registry and
+ * the states of its view. 0 or -errno. */
+int members_open(struct pc_store *st, struct member_boot *boot, struct members **out);
 
 /* Start the task that sends heartbeats and decides who is down (store.heartbeat_ms
  * > 0), once the store serves: its first heartbeat tells the peers it is up. */
@@ -48,14 +61,14 @@ int members_set(struct members *m, uint32_t node, bool member, bool told);
  * an entry. Never blocks. */
 int members_rpc_join(struct pc_store *st, const void *req, size_t len, struct pc_msg *resp);
 
-/* Before a store opens its fabric (member_join.c): when store.discovery_addr is set,
- * ask the cluster for its node table (and, for node self_name, the entry it holds)
- * and put it in *topo; *view (free()) is the answering node's view, for
- * members_take_view once membership is open. 0 (also when nobody answered but the
- * topology lists this node, or a client's nodes: it starts from them, warned), or
- * -errno with one line in err. */
+/* Before a store opens its fabric (member_join.c): ask the cluster for its node
+ * table (and, for node self_name, the entry it holds) and put it in *topo: from a
+ * node at store.discovery_addr (boot->view: its view), or from the registry of
+ * store.discovery etcd (boot->reg: open, for members_open). 0 (also when no node
+ * answered but the topology lists this node, or a client's nodes: it starts from
+ * them, warned), or -errno with one line in err. */
 int members_discover(struct pc_topology *topo, const char *self_name, const struct store_deps *d,
-		     struct proto_view **view, char *err, size_t errlen);
+		     struct member_boot *boot, char *err, size_t errlen);
 
 /* The membership states of a node's whole view (a client's pull; a joiner's first). */
 void members_take_view(struct members *m, const struct proto_view *v);

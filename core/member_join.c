@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "config/topology.h"
 #include "member.h"
+#include "member_registry.h"
 #include "proto.h"
 #include "store.h"
 
@@ -180,34 +181,32 @@ static int ask(const struct pc_topology *t, const struct store_deps *d, const ch
 	return ret;
 }
 
-/* The node table of the reply in t: the entries it holds, with what the topology
- * says about the ones it lists (their rails and disks: this node's own above all). */
-static int take_table(struct pc_topology *t, const struct join_reply *r)
+/* The node table of the cluster in t: its n entries, with what the topology says
+ * about the ones it lists (their rails and disks: this node's own above all). */
+static int take_table(struct pc_topology *t, const struct registry_entry *e, uint32_t n)
 {
 	struct pc_node *nodes = calloc(t->nr_nodes, sizeof(*nodes));
 
 	if (!nodes)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < t->nr_nodes; i++) {
-		const struct proto_view_node *e = &r->nodes[i];
-		char name[PC_NAME_MAX], address[PC_NAME_MAX];
-		int local;
-
+	for (uint32_t i = 0; i < t->nr_nodes; i++)
 		nodes[i] = (struct pc_node){ .vacant = true };
-		if (!e->name[0])
-			continue;
-		snprintf(name, sizeof(name), "%.*s", (int)strnlen(e->name, sizeof(e->name)), e->name);
-		snprintf(address, sizeof(address), "%.*s",
-			 (int)strnlen(e->address, sizeof(e->address)), e->address);
-		local = pc_topology_find_node(t, name);
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = e[k].index;
+		int local = pc_topology_find_node(t, e[k].name);
+
+		if (i >= t->nr_nodes || !nodes[i].vacant) {
+			free(nodes);
+			return -EPROTO;
+		}
 		if (local >= 0) {
 			nodes[i] = t->nodes[local];
-			snprintf(nodes[i].address, sizeof(nodes[i].address), "%s", address);
-			nodes[i].port = e->port;
+			snprintf(nodes[i].address, sizeof(nodes[i].address), "%s", e[k].address);
+			nodes[i].port = e[k].port;
 		} else {
 			struct pc_topology one = { .nodes = &nodes[i], .nr_nodes = 1 };
 
-			if (topology_fill_node(&one, 0, name, address, e->port)) {
+			if (topology_fill_node(&one, 0, e[k].name, e[k].address, e[k].port)) {
 				free(nodes);
 				return -EPROTO;
 			}
@@ -216,6 +215,32 @@ static int take_table(struct pc_topology *t, const struct join_reply *r)
 	free(t->nodes);
 	t->nodes = nodes;
 	return 0;
+}
+
+/* The entries a join's answer holds, as the registry would give them. */
+static int take_view_table(struct pc_topology *t, const struct join_reply *r)
+{
+	struct registry_entry *e = calloc(r->view->nr ? r->view->nr : 1, sizeof(*e));
+	uint32_t n = 0;
+	int ret;
+
+	if (!e)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->view->nr; i++) {
+		const struct proto_view_node *v = &r->nodes[i];
+
+		if (!v->name[0])
+			continue;
+		e[n] = (struct registry_entry){ .index = i, .port = v->port };
+		snprintf(e[n].name, sizeof(e[n].name), "%.*s", (int)strnlen(v->name, sizeof(v->name)),
+			 v->name);
+		snprintf(e[n].address, sizeof(e[n].address), "%.*s",
+			 (int)strnlen(v->address, sizeof(v->address)), v->address);
+		n++;
+	}
+	ret = take_table(t, e, n);
+	free(e);
+	return ret;
 }
 
 /* One "host:port" of a comma-separated list; *p moves past it. */
@@ -313,8 +338,9 @@ static int build_request(const struct pc_topology *t, const struct pc_node *self
 	return ret ? ret : pc_msg_append(req, text, j.text_len);
 }
 
-int members_discover(struct pc_topology *t, const char *self_name, const struct store_deps *d,
-		     struct proto_view **view, char *err, size_t errlen)
+/* Ask a node at store.discovery_addr. */
+static int discover_embedded(struct pc_topology *t, const char *self_name, const struct store_deps *d,
+			     struct proto_view **view, char *err, size_t errlen)
 {
 	const char *list = t->store.discovery_addr, *p = list;
 	int self = self_name ? pc_topology_find_node(t, self_name) : -1;
@@ -326,13 +352,8 @@ int members_discover(struct pc_topology *t, const char *self_name, const struct 
 	int ret;
 
 	*view = NULL;
-	if (!list[0] || d->no_heartbeats || !t->store.max_nodes)
+	if (!list[0] || !t->store.max_nodes)
 		return 0;
-	if (self_name && self < 0) {
-		snprintf(err, errlen, "%s: no node named '%s' under nodes:; a node that joins lists itself (name, address, port)",
-			 t->source, self_name);
-		return -ENXIO;
-	}
 	ret = build_request(t, self >= 0 ? &t->nodes[self] : NULL, ours, sizeof(ours), &req);
 	if (ret) {
 		snprintf(err, errlen, "%s: out of memory", t->source);
@@ -368,7 +389,7 @@ int members_discover(struct pc_topology *t, const char *self_name, const struct 
 			       strncmp(r.nodes[r.ans.index].name, self_name, sizeof(r.nodes[0].name))))
 		ret = -EPROTO;
 	else
-		ret = take_table(t, &r);
+		ret = take_view_table(t, &r);
 	if (ret == -EPROTO || ret == -ENOMEM)
 		snprintf(err, errlen, "%s: the node at %s sent a node table this node cannot take (%s)",
 			 t->source, at, strerror(-ret));
@@ -387,4 +408,93 @@ int members_discover(struct pc_topology *t, const char *self_name, const struct 
 	}
 	pc_msg_free(&r.msg);
 	return ret;
+}
+
+/* Ask the registry (store.discovery etcd): the placement settings, this node's
+ * entry, the table. */
+static int discover_registry(struct pc_topology *t, const char *self_name,
+			     const struct store_deps *d, struct member_boot *boot, char *err,
+			     size_t errlen)
+{
+	const struct registry_ops *ops = d->registry;
+	int self = self_name ? pc_topology_find_node(t, self_name) : -1;
+	char text[TOPOLOGY_PLACEMENT_TEXT_MAX];
+	struct registry_entry *e = NULL;
+	uint32_t n = 0, index;
+	void *reg = NULL;
+	int ret;
+
+	if (!ops) {
+		snprintf(err, errlen, "%s: store.discovery is etcd, but this library was built without etcd support (libcurl); use embedded",
+			 t->source);
+		return -ENOTSUP;
+	}
+	ret = topology_placement_text(t, text, sizeof(text));
+	if (!ret)
+		ret = ops->open(t, text, &reg, err, errlen);
+	if (ret)
+		return ret;
+	if (self >= 0) {
+		const struct pc_node *me = &t->nodes[self];
+
+		ret = ops->claim(reg, me->name, me->address, me->port, (uint32_t)self, t->nr_nodes,
+				 &index);
+		if (ret == -EEXIST)
+			snprintf(err, errlen, "%s: node %s is in the cluster's table in etcd at another address; give this node another name, or the address it had",
+				 t->source, me->name);
+		else if (ret == -ENOSPC)
+			snprintf(err, errlen, "%s: node %s cannot join: the %u entries of the cluster's table in etcd are taken; raise store.max_nodes on every node and client",
+				 t->source, me->name, t->nr_nodes);
+		else if (ret)
+			snprintf(err, errlen, "%s: node %s: cannot claim its entry in etcd (%s): %s",
+				 t->source, me->name, t->store.etcd_endpoints, strerror(-ret));
+		else if (!t->store.max_nodes && index != (uint32_t)self) {
+			snprintf(err, errlen, "%s: node %s is entry %u in etcd but nodes[%d] here: the topology files list nodes in different orders; list them alike (or set store.max_nodes)",
+				 t->source, me->name, index, self);
+			ret = -ESTALE;
+		}
+	}
+	/* a static table stays the file's (its names are in the fingerprint); a table
+	 * with room is the cluster's */
+	if (!ret && t->store.max_nodes) {
+		e = calloc(t->nr_nodes, sizeof(*e));
+		ret = e ? ops->list(reg, e, t->nr_nodes, &n) : -ENOMEM;
+		if (!ret)
+			ret = take_table(t, e, n);
+		if (ret)
+			snprintf(err, errlen, "%s: cannot take the node table from etcd (%s): %s",
+				 t->source, t->store.etcd_endpoints, strerror(-ret));
+		free(e);
+	}
+	if (ret) {
+		ops->close(reg);
+		return ret;
+	}
+	boot->reg_ops = ops;
+	boot->reg = reg;
+	pc_info("%s: the node table is in etcd (%s%s): %u of %u entries taken%s", t->source,
+		t->store.etcd_endpoints, t->store.etcd_prefix, topology_nr_listed(t), t->nr_nodes,
+		self >= 0 ? "; this node holds its own" : "");
+	return 0;
+}
+
+int members_discover(struct pc_topology *t, const char *self_name, const struct store_deps *d,
+		     struct member_boot *boot, char *err, size_t errlen)
+{
+	/* a node its topology does not list: the store says so (a node that joins
+	 * lists itself too) */
+	if (d->no_heartbeats || t->store.discovery == PC_DISCOVERY_STATIC ||
+	    (self_name && pc_topology_find_node(t, self_name) < 0))
+		return 0;
+	if (t->store.discovery == PC_DISCOVERY_ETCD)
+		return discover_registry(t, self_name, d, boot, err, errlen);
+	return discover_embedded(t, self_name, d, &boot->view, err, errlen);
+}
+
+void members_boot_fini(struct member_boot *boot)
+{
+	free(boot->view);
+	if (boot->reg)
+		boot->reg_ops->close(boot->reg);
+	*boot = (struct member_boot){ 0 };
 }

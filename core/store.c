@@ -152,7 +152,7 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 {
 	char err[PC_ERR_MAX];
 	struct store_svc *sv;
-	struct proto_view *view = NULL;
+	struct member_boot boot = { 0 };
 	struct pc_store *st;
 	int ret, idx;
 
@@ -172,7 +172,7 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 	pthread_mutex_init(&st->member_lock, NULL);
 	pthread_mutex_init(&st->occ_lock, NULL);
 	ret = open_topology(sv, o);
-	if (!ret && (ret = members_discover(sv->topo, o->node, d, &view, err, sizeof(err))))
+	if (!ret && (ret = members_discover(sv->topo, o->node, d, &boot, err, sizeof(err))))
 		open_error(o, "%s", err);
 	if (ret)
 		goto err;
@@ -201,11 +201,9 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 		if (ret)
 			goto err;
 	}
-	ret = members_open(st, &st->members);
+	ret = members_open(st, &boot, &st->members);
 	if (ret)
 		goto err;
-	if (view)
-		members_take_view(st->members, view);	/* who is down, as the cluster sees it */
 	if (sv->self != PC_PEER_NONE) {
 		sv->fabric->quick_rpcs = PROTO_QUICK_RPCS;
 		sv->fabric->rpc_max_req = store_rpc_max_req;
@@ -225,11 +223,11 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 			   strerror(-ret));
 		goto err;
 	}
-	free(view);
+	members_boot_fini(&boot);
 	*out = st;
 	return 0;
 err:
-	free(view);
+	members_boot_fini(&boot);
 	teardown(st);
 	return ret;
 }

@@ -19,6 +19,7 @@
 #include "store_svc.h"
 
 struct members;
+struct registry_ops;
 struct tier;
 
 /* Opens the fabric a store runs on, by backend name (NULL: the topology's protocol,
@@ -41,6 +42,7 @@ struct store_deps {
 	struct ring *ring;			/* one built ring shared by many stores */
 	bool payload_free;			/* keep slot headers only; a hit gives status
 						 * and length, never bytes (data may be NULL) */
+	const struct registry_ops *registry;	/* store.discovery etcd (member_registry.h) */
 	bool no_heartbeats;			/* run no membership task (the simulator: a
 						 * task that never ends would keep its event
 						 * queue from draining) */

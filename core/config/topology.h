@@ -24,6 +24,9 @@
 enum pc_mode { PC_MODE_SLOTMAP = 0, PC_MODE_P2P = 1 };
 enum pc_protocol { PC_PROTO_TCP = 0, PC_PROTO_RDMA = 1, PC_PROTO_RXE = 2 };
 enum pc_fallback { PC_FALLBACK_TCP = 0, PC_FALLBACK_NONE = 1 };
+/* Who keeps membership (docs/membership.md): the nodes, by heartbeats (embedded);
+ * etcd (leases; the node table in etcd); nobody (static: the ring is the list). */
+enum pc_discovery { PC_DISCOVERY_EMBEDDED = 0, PC_DISCOVERY_ETCD = 1, PC_DISCOVERY_STATIC = 2 };
 
 /* How a slotmap get reads a size class. auto: whole buckets where a bucket is small
  * (ways x slot <= 16 KiB), index first where pages are large (>= 1 MiB), the
@@ -88,6 +91,9 @@ struct pc_store_cfg {
 	 * node table has for such nodes (0: the nodes listed, nobody joins). */
 	char discovery_addr[PC_PATH_MAX];
 	uint32_t max_nodes;
+	enum pc_discovery discovery;
+	char etcd_endpoints[PC_PATH_MAX];	/* "http://host:port[,...]" (discovery: etcd) */
+	char etcd_prefix[PC_NAME_MAX];		/* the cluster's keys live under this */
 	uint64_t slot_max_page_bytes;		/* largest class when no list is given */
 	uint64_t size_classes[PC_MAX_CLASSES];	/* ascending page sizes */
 	uint32_t nr_classes;

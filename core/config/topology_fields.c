@@ -20,6 +20,7 @@
 static const char *const mode_names[] = { "slotmap", "p2p", NULL };
 static const char *const protocol_names[] = { "tcp", "rdma", "rxe", NULL };
 static const char *const fallback_names[] = { "tcp", "none", NULL };
+static const char *const discovery_names[] = { "embedded", "etcd", "static", NULL };
 static const char *const read_policy_names[] = { "auto", "bucket", "predict", "index", NULL };
 static const char *const dtype_names[] = { "fp32", "bf16", "fp16", "fp8", "int8", NULL };
 static const uint32_t dtype_sizes[] = { 4, 2, 2, 1, 1 };
@@ -45,6 +46,9 @@ static const struct field store_fields[] = {
 	FENUM(struct pc_store_cfg, fallback, fallback_names, "tcp"),
 	FSTR(struct pc_store_cfg, discovery_addr, NULL),
 	FP(struct pc_store_cfg, max_nodes, FT_U32, 0, PC_MAX_NODES, NULL),
+	FENUM(struct pc_store_cfg, discovery, discovery_names, "embedded"),
+	FSTR(struct pc_store_cfg, etcd_endpoints, "http://127.0.0.1:2379"),
+	FSTR(struct pc_store_cfg, etcd_prefix, "/peercache/"),
 	FP(struct pc_store_cfg, slot_max_page_bytes, FT_SIZE, 64, GiB, NULL),
 	{ .name = "slot_size_classes", .type = FT_SIZE_LIST,
 	  .off = offsetof(struct pc_store_cfg, size_classes), .cap = PC_MAX_CLASSES,
@@ -560,8 +564,8 @@ static int make_room(struct pc_topology *t, uint32_t listed, char *err, size_t e
 	if (s->max_nodes && s->max_nodes < listed)
 		FAIL_AT(top, "store.max_nodes: %u is fewer than the %u nodes listed; raise it or list fewer nodes",
 			s->max_nodes, listed);
-	if (!listed && !(s->max_nodes && s->discovery_addr[0]))
-		FAIL_AT(t->nodes_mark, "nodes: expected at least one node; add a 'nodes:' list (or store.discovery_addr and store.max_nodes to learn them from a running cluster)");
+	if (!listed && !(s->max_nodes && (s->discovery_addr[0] || s->discovery == PC_DISCOVERY_ETCD)))
+		FAIL_AT(t->nodes_mark, "nodes: expected at least one node; add a 'nodes:' list (or store.max_nodes and store.discovery_addr or store.discovery: etcd, to learn them from a running cluster)");
 	if (want == t->nr_nodes)
 		return 0;
 	nodes = realloc(t->nodes, (want ? want : 1) * sizeof(*nodes));

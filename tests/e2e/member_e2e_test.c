@@ -7,8 +7,11 @@
  *
  *   member_e2e_test PCD PCCTL
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -395,6 +398,162 @@ static void test_join(void)
 	ecl_down(E);
 }
 
+/* ------------------------------------------------------------------ etcd */
+
+static pid_t etcd_pid;
+static uint16_t etcd_port;
+static char etcd_dir[600];
+
+static uint16_t free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || getsockname(fd, (struct sockaddr *)&sa, &len))
+		sa.sin_port = 0;
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+/* A real etcd on loopback, its data in the test's directory (kept across restarts). */
+static bool etcd_start(void)
+{
+	char client[64], peer[64], cluster[96], log[700];
+	uint16_t pp = free_port();
+
+	if (!etcd_port)
+		etcd_port = free_port();
+	snprintf(etcd_dir, sizeof(etcd_dir), "%s/etcd", pc_test_tmpdir());
+	snprintf(client, sizeof(client), "http://127.0.0.1:%u", etcd_port);
+	snprintf(peer, sizeof(peer), "http://127.0.0.1:%u", pp);
+	snprintf(cluster, sizeof(cluster), "default=%s", peer);
+	snprintf(log, sizeof(log), "%s/etcd.log", pc_test_tmpdir());
+	etcd_pid = fork();
+	if (etcd_pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execlp("etcd", "etcd", "--data-dir", etcd_dir, "--listen-client-urls", client,
+		       "--advertise-client-urls", client, "--listen-peer-urls", peer,
+		       "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
+		       (char *)NULL);
+		_exit(127);
+	}
+	for (int k = 0; k < 200; k++) {
+		char cmd[200];
+
+		snprintf(cmd, sizeof(cmd), "curl -sf -X POST %s/v3/kv/range -d '{\"key\":\"eA==\"}' >/dev/null 2>&1",
+			 client);
+		if (!system(cmd))
+			return true;
+		usleep(50000);
+	}
+	return false;
+}
+
+static void etcd_stop(void)
+{
+	if (etcd_pid > 0) {
+		kill(etcd_pid, SIGKILL);
+		waitpid(etcd_pid, NULL, 0);
+	}
+	etcd_pid = 0;
+}
+
+#define ETCD_STORE STORE_ETCD_TIMES ", max_nodes: 4, discovery: etcd, etcd_prefix: \"/e2e/\", etcd_endpoints: "
+#define STORE_ETCD_TIMES "slot_size_classes: [16KiB], global_segment_size: 8MiB, heartbeat_ms: 100, " \
+	"failure_timeout_ms: 1000"
+
+static struct pc_store *etcd_client(struct pc_topology **t)
+{
+	char text[1024], err[PC_ERR_MAX];
+	struct pc_store *s;
+
+	snprintf(text, sizeof(text), "store: {protocol: tcp, fallback: none, timeout_ms: 1000, "
+		 ETCD_STORE "\"http://127.0.0.1:%u\"}\n", etcd_port);
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "client.yaml", t, err, sizeof(err)), 0);
+	s = open_topo(*t, err, sizeof(err));
+	if (!s)
+		printf("\n  etcd client: %s\n", err);
+	return s;
+}
+
+/* Membership in etcd: a client that lists no node learns the table from etcd; a node
+ * killed or stopped is down when its lease expires, back on SIGCONT; a node listed
+ * nowhere takes a free entry; etcd down: nothing changes and sets go on; etcd back:
+ * detection works again. */
+static void test_etcd(void)
+{
+	char store[512], path[600];
+	struct pc_topology *tcl, *tn3;
+	struct pc_store *cl;
+	struct ecl *E;
+	pid_t n3;
+	double t;
+
+	if (!etcd_start()) {
+		CU_FAIL("cannot start etcd (is etcd-server installed? ci/install-deps.sh)");
+		etcd_stop();
+		return;
+	}
+	snprintf(store, sizeof(store), ETCD_STORE "\"http://127.0.0.1:%u\"", etcd_port);
+	E = ecl_up(pc_test_argv[1], "tcp", store, false);
+	cl = etcd_client(&tcl);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	t = wait_joined(cl, "n2", 3000);
+	CU_ASSERT(t >= 0);
+	CU_ASSERT_EQUAL(sets(cl, "etcd", 64), 64);
+	ecl_stop_pcd(E, 2, SIGKILL);
+	t = wait_state(cl, "n2", PC_MEMBER_DOWN, 6000);
+	printf("\n  etcd: n2 killed: the client saw it down after %.0f ms (lease of 1 s, etcd's minimum 2 s)\n", t);
+	CU_ASSERT(t >= 0);
+	CU_ASSERT_EQUAL(sets(cl, "etcd-after", 64), 64);
+	CU_ASSERT(pcctl_sees(E, 0, "n2", "down", 2000));
+	/* stopped: its lease expires; SIGCONT: a new lease, up again */
+	kill(E->pcd[1], SIGSTOP);
+	t = wait_state(cl, "n1", PC_MEMBER_DOWN, 6000);
+	printf("  n1 stopped: down after %.0f ms\n", t);
+	CU_ASSERT(t >= 0);
+	kill(E->pcd[1], SIGCONT);
+	t = wait_state(cl, "n1", PC_MEMBER_UP, 6000);
+	printf("  n1 continued: up after %.0f ms\n", t);
+	CU_ASSERT(t >= 0);
+	/* a node listed nowhere joins through etcd */
+	snprintf(store, sizeof(store), ", discovery: etcd, etcd_prefix: \"/e2e/\", etcd_endpoints: \"http://127.0.0.1:%u\"",
+		 etcd_port);
+	tn3 = joiner_topology("n3", E->port0 + 3, 1, store, path, sizeof(path));
+	n3 = spawn_joiner(path, "n3");
+	t = wait_joined(cl, "n3", 6000);
+	printf("  n3 (listed nowhere) joined through etcd: up at the client after %.0f ms\n", t);
+	CU_ASSERT(t >= 0);
+	CU_ASSERT(pcctl_sees(E, 0, "n3", "up", 3000));
+	/* etcd killed: the cluster serves on its last view */
+	etcd_stop();
+	usleep(3000 * 1000);
+	CU_ASSERT_EQUAL(state(cl, "n0"), PC_MEMBER_UP);
+	CU_ASSERT_EQUAL(state(cl, "n3"), PC_MEMBER_UP);
+	CU_ASSERT_EQUAL(sets(cl, "no-etcd", 64), 64);
+	CU_ASSERT(ecl_logged("n0", "the registry cannot be reached"));
+	printf("  etcd killed for 3 s: every node still up, 64 of 64 sets\n");
+	/* etcd back: a kill is seen again */
+	CU_ASSERT_FATAL(etcd_start());
+	usleep(2500 * 1000);
+	kill(n3, SIGKILL);
+	waitpid(n3, NULL, 0);
+	t = wait_state(cl, "n3", PC_MEMBER_DOWN, 8000);
+	printf("  etcd back, n3 killed: down after %.0f ms\n", t);
+	CU_ASSERT(t >= 0);
+	CU_ASSERT_EQUAL(state(cl, "n0"), PC_MEMBER_UP);
+	pc_store_close(cl);
+	pc_topology_free(tcl);
+	pc_topology_free(tn3);
+	ecl_down(E);
+	etcd_stop();
+}
+
 /* pcctl's own errors: a bad command line is exit code 2, no cluster is 1. */
 static void test_pcctl_errors(void)
 {
@@ -418,6 +577,7 @@ static CU_TestInfo tests[] = {
 	{ "the node a client asks is killed: detection goes on", test_seed_killed },
 	{ "drain and SIGTERM: left at once; a restart joins", test_drain_and_leave },
 	{ "a node listed nowhere joins; a client from discovery_addr only", test_join },
+	{ "etcd: kill, stop, join, etcd down and back", test_etcd },
 	{ "pcctl: bad command lines and no cluster", test_pcctl_errors },
 	CU_TEST_INFO_NULL,
 };

@@ -439,7 +439,7 @@ static void test_room_to_join(void)
 	expect_error("store: {max_nodes: 1}\nnodes:\n  - {name: a, address: h}\n  - {name: b, address: h, port: 2}\n",
 		     "t.yaml:1:1: ", "store.max_nodes: 1 is fewer than the 2 nodes listed");
 	expect_error("store: {max_nodes: 4}\nnodes: []\n", "t.yaml:2:8: ",
-		     "or store.discovery_addr and store.max_nodes");
+		     "or store.max_nodes and store.discovery_addr");
 }
 
 static CU_TestInfo tests[] = {
