@@ -7,6 +7,9 @@
 # built from torch tensors, as SGLang's are); the package itself needs neither.
 # libssl-dev is for libcrypto (HMAC-SHA256 and nonces of the tcp handshake).
 # curl and prometheus (for promtool) are for the metrics endpoint's tests.
+# memcached, redis-server, libmemcached-dev and libhiredis-dev are the peers pcbench
+# compares the store with (its own clients and the standard C libraries); linux-perf
+# profiles them (ci/bench.sh).
 # Not for: the rxe VM's kernel and userland, which ci/rxe-vm.sh downloads itself.
 set -eu
 
@@ -14,6 +17,7 @@ PKGS="build-essential cmake pkg-config valgrind git
       rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils
       libxxhash-dev libyaml-dev libcunit1-dev libjansson-dev libssl-dev libmicrohttpd-dev gnuplot-nox
       curl prometheus
+      memcached redis-server libmemcached-dev libhiredis-dev linux-perf
       iproute2 procps psmisc
       python3 python3-torch python3-numpy
       clang libclang-rt-14-dev"
