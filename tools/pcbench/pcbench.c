@@ -203,7 +203,7 @@ static void measure_ceiling(const char *host, const struct bench *b, int server_
 {
 	uint64_t total = (uint64_t)b->batch * b->page * 256;
 
-	total = total < (1ULL << 30) ? 1ULL << 30 : total;
+	total = total < (1ULL << 30) ? 1ULL << 30 : total > (2ULL << 30) ? 2ULL << 30 : total;
 	for (int k = 0; k < REF_STREAM_NR; k++) {
 		double g = ref_stream((enum ref_stream_kind)k, host, total, b->batch * b->page,
 				      b->keys * b->page, server_cpu);
@@ -315,6 +315,7 @@ int main(int argc, char **argv)
 	struct result get_r = { 0 }, set_r = { 0 }, exists_r = { 0 };
 	struct ceiling ceil = { .best = 0 };
 	double get_gbps, set_gbps;
+	char summary[1024];
 	struct pc_topology *t;
 	double min_hits = 0, zipf_s = 1.1;
 	const char *modes = NULL;
@@ -434,14 +435,25 @@ int main(int argc, char **argv)
 	set_gbps = set_r.pages ? (double)set_r.pages * (double)B.page / set_r.secs / 1e9 : 0;
 	if (get_r.pages && ceil.best > 0)
 		printf("get / ceiling: %.2f\n", get_gbps / ceil.best);
+	/* One line of every figure, for scripts (ci/bench.sh) */
+	snprintf(summary, sizeof(summary), "summary page=%zu keys=%zu batch=%zu get_gbps=%.4f get_p50_us=%.1f set_gbps=%.4f set_p50_us=%.1f exists_kps=%.0f ceiling_gbps=%.4f ceiling_by=%s",
+		 B.page, B.keys, B.batch, get_gbps, get_r.p50, set_gbps, set_r.p50,
+		 exists_r.pages ? (double)exists_r.pages / exists_r.secs : 0.0, ceil.best,
+		 ref_stream_name(ceil.best_kind));
 	for (int k = 0; k < 2; k++) {
 		const char *peer = k ? "memcached" : "redis";
 		int port = k ? memcached : redis;
 		struct best best;
+		size_t at = strlen(summary);
 
 		if (!port)
 			continue;
 		B.bad += run_peer(peer, port, &B, &best);
+		snprintf(summary + at, sizeof(summary) - at,
+			 " %s_get_gbps=%.4f %s_get_by=%s %s_get_p50_us=%.1f %s_set_gbps=%.4f %s_set_by=%s %s_exists_kps=%.0f %s_exists_by=%s",
+			 peer, best.get, peer, best.get_by ? best.get_by : "-", peer, best.get_p50, peer,
+			 best.set, peer, best.set_by ? best.set_by : "-", peer, best.exists, peer,
+			 best.exists_by ? best.exists_by : "-");
 		if (!best.any)
 			continue;
 		if (ceil.best > 0)
@@ -455,6 +467,7 @@ int main(int argc, char **argv)
 			printf("exists / %s: %.2f\n", peer,
 			       (double)exists_r.pages / exists_r.secs / best.exists);
 	}
+	printf("%s\n", summary);
 	if (B.verify && get_r.pages)
 		printf("verify: %s (%lu pages differ)\n", B.bad ? "FAIL" : "all pages read back byte-identical",
 		       B.bad);
