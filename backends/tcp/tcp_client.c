@@ -613,9 +613,9 @@ static uintptr_t progress_of(const struct flight *fl)
  * last byte that moved: each step's non-blocking send or receive is the poll, one
  * call where poll() and then the I/O would be two. Only flights past their
  * handshake spin (a connect in progress is for poll() to report). Returns whether
- * every flight is over; false also when the time ran out or a flight is not ready
- * to spin. */
-static bool spin_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf)
+ * every flight is over; false also when the time ran out (the spin's or the
+ * phase's) or a flight is not ready to spin. */
+static bool spin_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf, uint64_t deadline)
 {
 	uint64_t until = pc_env_now(tf->base.env) + tf->poll_ns;
 
@@ -623,6 +623,7 @@ static bool spin_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf)
 		return false;
 	for (unsigned round = 1;; round++) {
 		bool live = false, moved = false;
+		uint64_t now;
 
 		for (size_t i = 0; i < nf; i++) {
 			struct flight *fl = &fls[i];
@@ -639,9 +640,11 @@ static bool spin_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf)
 		}
 		if (!live)
 			return true;
+		now = pc_env_now(tf->base.env);
 		if (moved)
-			until = pc_env_now(tf->base.env) + tf->poll_ns;
-		else if (pc_env_now(tf->base.env) >= until)
+			until = now + tf->poll_ns;
+		/* a peer that trickles bytes still ends its phase at the deadline */
+		if (now >= until || now >= deadline)
 			return false;
 		if (!(round % 16))
 			sched_yield();	/* a thread that shares our CPU (the server?) goes first */
@@ -679,7 +682,7 @@ static void run_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf, ui
 		if (!np)
 			break;
 		ms = remaining_ms(tf->base.env, deadline);
-		if (ms && spin_flights(tf, fls, nf))
+		if (ms && spin_flights(tf, fls, nf, deadline))
 			break;
 		/* a flight the spin finished is not in pfd's events any more: skip it */
 		if (!ms || poll(pfd, np, ms) == 0) {
