@@ -8,6 +8,9 @@
 # libssl-dev is for libcrypto (HMAC-SHA256 and nonces of the tcp handshake).
 # curl and prometheus (for promtool) are for the metrics endpoint's tests.
 # libcurl is for membership in etcd; etcd-server and etcd-client for its tests.
+# memcached, redis-server, libmemcached-dev and libhiredis-dev are the peers pcbench
+# compares the store with (its own clients and the standard C libraries); linux-perf
+# profiles them (ci/bench.sh).
 # Not for: the rxe VM's kernel and userland, which ci/rxe-vm.sh downloads itself.
 set -eu
 
@@ -15,6 +18,7 @@ PKGS="build-essential cmake pkg-config valgrind git
       rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils
       libxxhash-dev libyaml-dev libcunit1-dev libjansson-dev libssl-dev libmicrohttpd-dev gnuplot-nox
       curl prometheus libcurl4-openssl-dev etcd-server etcd-client
+      memcached redis-server libmemcached-dev libhiredis-dev linux-perf
       iproute2 procps psmisc
       python3 python3-torch python3-numpy
       clang libclang-rt-14-dev"

@@ -180,6 +180,18 @@ enum { ST_HDR, ST_META, ST_DATA, ST_DONE };
 struct flight;
 typedef int build_fn(struct flight *fl);
 
+/* A READ to be told it landed (pc_op.landed): its place in idx, and the rx iovec
+ * after its last one. */
+struct landing {
+	uint32_t j;
+	size_t end;
+};
+
+/* Bytes one receive asks for at most while READs wait to be told they landed: each
+ * page is then looked at (its checksum, by the core) right after it came in, while
+ * it is in cache, not after the whole batch has pushed it out. */
+#define RX_WINDOW (256u << 10)
+
 /* One request and its response on one connection, including the connect and HELLO
  * when the connection is new: all of it runs concurrently with the other flights. */
 struct flight {
@@ -206,6 +218,8 @@ struct flight {
 	size_t meta_len;
 	struct iovec *rx;
 	size_t rxn, rxi;
+	struct landing *land;		/* READs with a landed() callback, in rx order */
+	uint32_t nland, land_i;		/* how many; how many told */
 	/* what it carries */
 	struct pc_op *ops;
 	uint32_t *idx;			/* indices into ops of the ops it carries */
@@ -235,7 +249,8 @@ static int ops_data_layout(struct flight *fl)
 	uint64_t expect = (uint64_t)fl->nidx * 4;
 
 	fl->rx = calloc(2 * (size_t)fl->nidx + 1, sizeof(*fl->rx));
-	if (!fl->rx)
+	fl->land = calloc(fl->nidx ? fl->nidx : 1, sizeof(*fl->land));
+	if (!fl->rx || !fl->land)
 		return -ENOMEM;
 	for (uint32_t j = 0; j < fl->nidx; j++) {
 		struct pc_op *op = &fl->ops[fl->idx[j]];
@@ -248,6 +263,8 @@ static int ops_data_layout(struct flight *fl)
 			fl->rx[fl->rxn++] = (struct iovec){ .iov_base = op->head, .iov_len = op->head_len };
 		fl->rx[fl->rxn++] = (struct iovec){ .iov_base = op->local,
 						    .iov_len = op->kind == PC_OP_READ ? op->len : 8 };
+		if (op->kind == PC_OP_READ && op->landed)
+			fl->land[fl->nland++] = (struct landing){ .j = j, .end = fl->rxn };
 		expect += pc_op_bytes(op);
 	}
 	return expect == fl->resp.body_len ? 0 : -EPROTO;
@@ -284,6 +301,30 @@ static int check_resp_hdr(struct flight *fl)
 	fl->meta = fl->rpc->resp.data;
 	fl->meta_len = h->body_len;
 	return 0;
+}
+
+/* Receive the ops' data, a window at a time while READs wait to be told they
+ * landed, telling each as soon as its bytes are in. 0: all in; <0: -EAGAIN or an
+ * error. */
+static int recv_data(struct flight *fl)
+{
+	for (;;) {
+		size_t end = fl->rxi, bytes = 0;
+		int ret;
+
+		if (fl->land_i == fl->nland)
+			end = fl->rxn;
+		while (end < fl->rxn && bytes < RX_WINDOW)
+			bytes += fl->rx[end++].iov_len;
+		ret = tcp_recvv(fl->conn->fd, fl->rx, end, &fl->rxi);
+		for (; fl->land_i < fl->nland && fl->land[fl->land_i].end <= fl->rxi; fl->land_i++) {
+			const struct pc_op *op = &fl->ops[fl->idx[fl->land[fl->land_i].j]];
+
+			op->landed(op->landed_arg, op);
+		}
+		if (ret || fl->rxi >= fl->rxn)
+			return ret;
+	}
 }
 
 /* 1: response complete; 0: would block; <0: error. */
@@ -330,7 +371,7 @@ static int flight_rx(struct flight *fl)
 			fl->stage = ST_DATA;
 			continue;
 		case ST_DATA:
-			ret = tcp_recvv(fl->conn->fd, fl->rx, fl->rxn, &fl->rxi);
+			ret = recv_data(fl);
 			if (ret)
 				return ret == -EAGAIN ? 0 : ret;
 			fl->stage = ST_DONE;
@@ -555,20 +596,59 @@ static short flight_step(struct flight *fl)
 	return POLLIN | (fl->txi < fl->txn ? POLLOUT : 0);
 }
 
-/* Poll without sleeping for up to store.tcp_poll_us (tcp.h). Returns whether
- * something is ready. */
-static bool spin_ready(struct tcp_fabric *tf, struct pollfd *pfd, size_t np)
+/* Where a flight's bytes stand: changes whenever a send or receive moved any (a
+ * partial one advances its iovec's base). */
+static uintptr_t progress_of(const struct flight *fl)
+{
+	uintptr_t p = fl->txi + fl->got + fl->rxi + ((uintptr_t)fl->stage << 8) + fl->hs_got;
+
+	if (fl->txi < fl->txn)
+		p += (uintptr_t)fl->tx[fl->txi].iov_base;
+	if (fl->rx && fl->rxi < fl->rxn)
+		p += (uintptr_t)fl->rx[fl->rxi].iov_base;
+	return p;
+}
+
+/* Step the flights without sleeping for up to store.tcp_poll_us (tcp.h) past the
+ * last byte that moved: each step's non-blocking send or receive is the poll, one
+ * call where poll() and then the I/O would be two. Only flights past their
+ * handshake spin (a connect in progress is for poll() to report). Returns whether
+ * every flight is over; false also when the time ran out (the spin's or the
+ * phase's) or a flight is not ready to spin. */
+static bool spin_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf, uint64_t deadline)
 {
 	uint64_t until = pc_env_now(tf->base.env) + tf->poll_ns;
 
 	if (!tf->poll_ns)
 		return false;
-	do {
-		if (poll(pfd, np, 0) > 0)
+	for (unsigned round = 1;; round++) {
+		bool live = false, moved = false;
+		uint64_t now;
+
+		for (size_t i = 0; i < nf; i++) {
+			struct flight *fl = &fls[i];
+			uintptr_t before;
+
+			if (!fl->conn || fl->err || fl->stage == ST_DONE)
+				continue;
+			if (fl->hs != HS_READY)
+				return false;
+			before = progress_of(fl);
+			flight_step(fl);
+			live |= !fl->err && fl->stage != ST_DONE;
+			moved |= progress_of(fl) != before;
+		}
+		if (!live)
 			return true;
-		sched_yield();	/* a thread that shares our CPU (the server?) goes first */
-	} while (pc_env_now(tf->base.env) < until);
-	return false;
+		now = pc_env_now(tf->base.env);
+		if (moved)
+			until = now + tf->poll_ns;
+		/* a peer that trickles bytes still ends its phase at the deadline */
+		if (now >= until || now >= deadline)
+			return false;
+		if (!(round % 16))
+			sched_yield();	/* a thread that shares our CPU (the server?) goes first */
+	}
 }
 
 /* Drive every flight to completion or to the deadline. The first pass sends every
@@ -602,13 +682,15 @@ static void run_flights(struct tcp_fabric *tf, struct flight *fls, size_t nf, ui
 		if (!np)
 			break;
 		ms = remaining_ms(tf->base.env, deadline);
-		if (ms && spin_ready(tf, pfd, np))
-			ms = 1;		/* something is ready: the poll below returns at once */
+		if (ms && spin_flights(tf, fls, nf, deadline))
+			break;
+		/* a flight the spin finished is not in pfd's events any more: skip it */
 		if (!ms || poll(pfd, np, ms) == 0) {
 			for (size_t k = 0; k < np; k++) {
 				struct flight *fl = &fls[map[k]];
 
-				fl->err = -ETIMEDOUT;
+				if (!fl->err && fl->stage != ST_DONE)
+					fl->err = -ETIMEDOUT;
 			}
 			break;
 		}
@@ -763,6 +845,7 @@ int tcp_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		free(fl->status);
 		free(fl->tx);
 		free(fl->rx);
+		free(fl->land);
 	}
 out:
 	free(fls);

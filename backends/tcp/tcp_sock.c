@@ -45,7 +45,7 @@ void tcp_tune_socket(int fd)
 int tcp_listen(const char *host, uint16_t port, int *fd)
 {
 	struct sockaddr_storage ss;
-	socklen_t len;
+	socklen_t len = 0;
 	int one = 1, ret, s;
 
 	ret = tcp_resolve(host, port, &ss, &len);

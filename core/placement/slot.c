@@ -36,9 +36,8 @@ enum slot_verdict slot_matches(const struct slot_header *h, const void *payload,
 
 	if (v != SLOT_HIT)
 		return v;
-	if (slot_checksum(key, payload, h->payload_len) != h->checksum)
-		return SLOT_MISS_CHECKSUM;
-	return SLOT_HIT;
+	return slot_matches_sum(h, slot_checksum(key, payload, h->payload_len), key, expected_len,
+				max_len);
 }
 
 int slot_geometry_init(struct slot_geometry *g, uint32_t class_id, uint64_t page_bytes,

@@ -225,6 +225,20 @@ static inline enum slot_verdict slot_matches_virtual(const struct slot_header *h
 enum slot_verdict slot_matches(const struct slot_header *h, const void *payload,
 			       struct pc_keyhash key, uint32_t expected_len, uint32_t max_len);
 
+/* The same gate for a reader that hashed the payload already, while it was in
+ * cache: sum is slot_checksum(key, payload, h->payload_len) of exactly the bytes
+ * the reader will return, taken after they stopped changing. */
+static inline enum slot_verdict slot_matches_sum(const struct slot_header *h, uint64_t sum,
+						 struct pc_keyhash key, uint32_t expected_len,
+						 uint32_t max_len)
+{
+	enum slot_verdict v = slot_header_check(h, key, expected_len, max_len);
+
+	if (v == SLOT_HIT && sum != h->checksum)
+		return SLOT_MISS_CHECKSUM;
+	return v;
+}
+
 
 /* ------------------------------------------------------------------ geometry */
 

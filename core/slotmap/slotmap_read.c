@@ -45,6 +45,8 @@ struct gkey {
 	uint32_t pred;
 	uint8_t *scratch;		/* a whole bucket (bucket policy) */
 	const struct pc_region *lreg;	/* the caller's registered memory holding data */
+	uint64_t sum;			/* summed: the payload's checksum, taken as it landed */
+	bool summed;
 	uint8_t hdr[SLOT_HEADER_BYTES];
 };
 
@@ -152,6 +154,48 @@ static void direct_check(struct gkey *k, uint64_t *bytes, uint64_t *copied)
 	finish(k, v == SLOT_MISS_ABSENT ? SLOT_MISS_OTHER_KEY : v);
 }
 
+/* A slot's READ landed (pc_op.landed, from fabrics that copy the bytes in
+ * themselves): hash the payload the header claims now, while it is in cache, not
+ * after the batch has pushed it out. The gate then compares the header's checksum
+ * with this sum (slot_matches_sum); nothing writes header or payload after this. */
+static void slot_landed(void *arg, const struct pc_op *op)
+{
+	struct gkey *k = arg;
+	struct slot_header h;
+
+	slot_header_decode(k->hdr, &h);
+	if (slot_header_empty(&h) || !keyhash_eq(h.key, k->kc.h) || h.payload_len > op->len)
+		return;		/* the gate refuses it without a checksum */
+	k->sum = slot_checksum(k->kc.h, op->local, h.payload_len);
+	k->summed = true;
+}
+
+/* The READ of the slot at addr (class c): header into hdr, payload into the page. */
+static struct pc_op slot_read_op(struct gkey *k, int c, uint64_t addr)
+{
+	const struct sm_class *cl = &k->kc.lay->cls[c];
+	struct pc_op op = sm_slot_op(PC_OP_READ, k->kc.lay, cl, addr, k->hdr, k->kc.pg->data,
+				     read_len(k, c), k->lreg);
+
+	k->summed = false;
+	if (slot_has_payload(&cl->g)) {
+		op.landed = slot_landed;
+		op.landed_arg = k;
+	}
+	return op;
+}
+
+/* The gate on the slot whose header h the key's READ brought, with the sum taken
+ * as it landed when there is one. */
+static int read_gate(const struct gkey *k, int c, const struct slot_header *h, uint32_t max)
+{
+	const struct sm_class *cl = &k->kc.lay->cls[c];
+
+	if (k->summed && slot_has_payload(&cl->g))
+		return slot_matches_sum(h, k->sum, k->kc.h, k->expect, max);
+	return sm_gate(cl, h, k->kc.pg->data, k->kc.h, k->expect, max);
+}
+
 /* Phase 1 ops for one key; returns how many it appended. */
 static uint32_t phase1_ops(struct gkey *k, struct pc_op *ops)
 {
@@ -167,10 +211,7 @@ static uint32_t phase1_ops(struct gkey *k, struct pc_op *ops)
 		ops[n++] = sm_op(PC_OP_READ, lay, sm_index_addr(c0, k->bucket[k->c0]), c0->rkey,
 				      k->idx[k->c0], (uint32_t)c0->g.index_stride);
 		if (k->policy == PC_READ_PREDICT) {
-			uint64_t a = sm_slot_addr(c0, k->bucket[k->c0], k->pred);
-
-			ops[n++] = sm_slot_op(PC_OP_READ, lay, c0, a, k->hdr, k->kc.pg->data,
-					      read_len(k, k->c0), k->lreg);
+			ops[n++] = slot_read_op(k, k->c0, sm_slot_addr(c0, k->bucket[k->c0], k->pred));
 		}
 	}
 	for (int c = k->c0 - 1; c >= 0; c--) {
@@ -229,9 +270,8 @@ static void phase1_eval(struct gkey *k)
 		skip = (int)k->pred;
 		if (!slot_header_empty(&h) && keyhash_eq(h.key, k->kc.h)) {
 			/* A bucket holds one version of a key: this slot decides. */
-			int v = sm_gate(c0, &h, k->kc.pg->data, k->kc.h, k->expect,
-					     k->maxlen < read_len(k, k->c0) ? k->maxlen :
-									   read_len(k, k->c0));
+			int v = read_gate(k, k->c0, &h,
+					  k->maxlen < read_len(k, k->c0) ? k->maxlen : read_len(k, k->c0));
 
 			if (v == SLOT_HIT)
 				k->kc.pg->len = h.payload_len;
@@ -399,16 +439,14 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 		const struct sm_class *cl;
-		uint64_t addr;
 
 		if (k->kc.state != SM_PENDING)
 			continue;
 		cl = &k->kc.lay->cls[k->cand_cls];
-		addr = sm_slot_addr(cl, k->bucket[k->cand_cls], (uint32_t)k->cand_way);
 		k->kc.op0 = nops;
 		k->kc.nops = 1;
-		ops[nops++] = sm_slot_op(PC_OP_READ, k->kc.lay, cl, addr, k->hdr, k->kc.pg->data,
-					 read_len(k, k->cand_cls), k->lreg);
+		ops[nops++] = slot_read_op(k, k->cand_cls,
+					   sm_slot_addr(cl, k->bucket[k->cand_cls], (uint32_t)k->cand_way));
 	}
 	*bytes += sm_phase_post(sm, keys, sizeof(*keys), n, ops, nops);
 	for (size_t i = 0; i < n; i++) {
@@ -423,9 +461,8 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 			finish(k, SLOT_MISS_OTHER_KEY);	/* the tag was stale or collided */
 			continue;
 		}
-		v = sm_gate(&k->kc.lay->cls[k->cand_cls], &h, k->kc.pg->data, k->kc.h, k->expect,
-				 k->maxlen < read_len(k, k->cand_cls) ? k->maxlen :
-									 read_len(k, k->cand_cls));
+		v = read_gate(k, k->cand_cls, &h,
+			      k->maxlen < read_len(k, k->cand_cls) ? k->maxlen : read_len(k, k->cand_cls));
 		if (v == SLOT_HIT)
 			k->kc.pg->len = h.payload_len;
 		finish(k, v);

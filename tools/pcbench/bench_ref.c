@@ -1,27 +1,35 @@
 /*
- * bench_ref.c - reference peers for pcbench: a raw TCP stream and minimal Redis
- * (RESP) and memcached (text protocol) clients, each receiving values straight
- * into page buffers as a fair client would.
+ * bench_ref.c - the driver every reference client runs under: the same keys,
+ * pages and batches as pcbench, one untimed set pass, then timed passes of set,
+ * get and exists with each batch's latency; every value read back is checked
+ * (outside the timer) against the page its key names.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "bench_ref.h"
+#include "bench_ref_int.h"
+#include "pcbench_page.h"
 #include "tool/tool_common.h"
+
+const struct ref_client *const ref_clients[] = {
+	&ref_mc_meta, &ref_mc_multiget,
+#ifdef PC_HAVE_LIBMEMCACHED
+	&ref_libmemcached,
+#endif
+	&ref_mc_naive,
+	&ref_redis_resp, &ref_redis_pipeline,
+#ifdef PC_HAVE_HIREDIS
+	&ref_hiredis,
+#endif
+	&ref_redis_naive,
+	NULL,
+};
+
+const char *ref_client_peer(const struct ref_client *c) { return c->peer; }
+const char *ref_client_name(const struct ref_client *c) { return c->name; }
+bool ref_client_is_baseline(const struct ref_client *c) { return c->baseline; }
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -41,394 +49,134 @@ double ref_percentile(double *v, size_t n, double p)
 	return v[i < n ? i : n - 1];
 }
 
-static int tcp_connect(const char *host, int port)
+double ref_gbps(const struct ref_op_result *r)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
-	char svc[8];
-	int fd, one = 1;
-
-	snprintf(svc, sizeof(svc), "%d", port);
-	if (getaddrinfo(host, svc, &hints, &res))
-		return -EHOSTUNREACH;
-	fd = socket(res->ai_family, SOCK_STREAM, 0);
-	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen)) {
-		int e = -errno;
-
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(res);
-		return e;
-	}
-	freeaddrinfo(res);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
+	return r->secs > 0 ? (double)r->bytes / r->secs / 1e9 : 0;
 }
 
-static int send_all(int fd, const void *p, size_t n)
+double ref_keys_per_s(const struct ref_op_result *r)
 {
-	while (n) {
-		ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (r <= 0)
-			return r < 0 ? -errno : -EPIPE;
-		p = (const char *)p + r;
-		n -= (size_t)r;
-	}
-	return 0;
+	return r->secs > 0 ? (double)r->keys / r->secs : 0;
 }
 
-static int recv_all(int fd, void *p, size_t n)
-{
-	while (n) {
-		ssize_t r = recv(fd, p, n, 0);
+enum { OP_SET, OP_GET, OP_EXISTS };
 
-		if (r <= 0)
-			return r < 0 ? -errno : -ECONNRESET;
-		p = (char *)p + r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
-double ref_raw_tcp(const char *host, uint64_t total, size_t chunk, size_t span, int cpu)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sa);
-	int lfd = socket(AF_INET, SOCK_STREAM, 0), fd, status;
-	char *buf = malloc(chunk);
-	double t0, t;
-	pid_t pid;
-
-	if (lfd < 0 || !buf || inet_pton(AF_INET, host, &sa.sin_addr) != 1 ||
-	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1) ||
-	    getsockname(lfd, (struct sockaddr *)&sa, &len)) {
-		free(buf);
-		if (lfd >= 0)
-			close(lfd);
-		return -EADDRNOTAVAIL;
-	}
-	memset(buf, 0x5a, chunk);
-	pid = fork();
-	if (pid == 0) {		/* the sender: accept one connection, stream, exit */
-		int c, one = 1;
-		uint64_t left = total;
-		size_t off = 0;
-		char *src;
-
-		pin(cpu);
-		span = span < chunk ? chunk : span;
-		/* Memory like the store's slots: huge pages where the kernel has them. */
-		src = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (src == MAP_FAILED)
-			_exit(1);
-		madvise(src, span, MADV_HUGEPAGE);
-		memset(src, 0x5a, span);
-		c = accept(lfd, NULL, NULL);
-		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (send_all(c, "R", 1))	/* ready: the receiver's clock starts now */
-			_exit(1);
-		while (left) {
-			size_t n = left < chunk ? left : chunk;
-
-			if (off + n > span)
-				off = 0;
-			if (send_all(c, src + off, n))
-				_exit(1);
-			off += n;
-			left -= n;
-		}
-		_exit(0);
-	}
-	close(lfd);
-	fd = tcp_connect(host, ntohs(sa.sin_port));
-	if (fd < 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		free(buf);
-		return fd;
-	}
-	/* Not timed: the sender filling its buffer (hundreds of MB for big spans). */
-	if (recv_all(fd, buf, 1)) {
-		close(fd);
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		free(buf);
-		return -EPIPE;
-	}
-	t0 = tool_now();
-	for (uint64_t got = 0; got < total;) {
-		size_t n = total - got < chunk ? total - got : chunk;
-
-		if (recv_all(fd, buf, n))
-			break;
-		got += n;
-	}
-	t = tool_now() - t0;
-	close(fd);
-	waitpid(pid, &status, 0);
-	free(buf);
-	return (double)total / t / 1e9;
-}
-
-/* ------------------------------------------------------------------ buffered reader */
-
-struct rd {
-	int fd;
-	char buf[65536];
-	size_t off, len;
+struct drive {
+	const struct ref_client *c;
+	const struct ref_shape *s;
+	void *ctx;
+	char **key;
+	size_t *klen;
+	uint8_t *val, *scratch;
+	bool *hit;
+	double *lat;
 };
 
-static int rd_fill(struct rd *r)
+/* One pass of op over every key; timed when r is not NULL. */
+static int pass(struct drive *d, int op, struct ref_op_result *r, size_t *nlat, uint64_t *bad)
 {
-	ssize_t n;
+	const struct ref_shape *s = d->s;
 
-	if (r->off == r->len)
-		r->off = r->len = 0;
-	n = recv(r->fd, r->buf + r->len, sizeof(r->buf) - r->len, 0);
-	if (n <= 0)
-		return n < 0 ? -errno : -ECONNRESET;
-	r->len += (size_t)n;
-	return 0;
-}
+	for (size_t first = 0; first < s->nkeys; first += s->batch) {
+		size_t n = s->nkeys - first < s->batch ? s->nkeys - first : s->batch;
+		struct ref_batch b = { .n = n, .page = s->page, .key = d->key + first,
+				       .klen = d->klen + first, .val = d->val, .hit = d->hit };
+		double t0;
+		int ret;
 
-/* A line without its "\r\n" into out (NUL-terminated). */
-static int rd_line(struct rd *r, char *out, size_t cap)
-{
-	for (;;) {
-		char *nl = memchr(r->buf + r->off, '\n', r->len - r->off);
-
-		if (nl) {
-			size_t n = (size_t)(nl - (r->buf + r->off));
-
-			if (n && nl[-1] == '\r')
-				n--;
-			if (n >= cap)
-				return -EPROTO;
-			memcpy(out, r->buf + r->off, n);
-			out[n] = 0;
-			r->off = (size_t)(nl - r->buf) + 1;
-			return 0;
-		}
-		if (r->off) {
-			memmove(r->buf, r->buf + r->off, r->len - r->off);
-			r->len -= r->off;
-			r->off = 0;
-		}
-		if (r->len == sizeof(r->buf))
-			return -EPROTO;
-		if (rd_fill(r))
-			return -ECONNRESET;
-	}
-}
-
-/* n bytes (plus the trailing "\r\n") straight into dst. */
-static int rd_data(struct rd *r, void *dst, size_t n)
-{
-	size_t have = r->len - r->off, take = have < n ? have : n;
-	char crlf[2];
-
-	memcpy(dst, r->buf + r->off, take);
-	r->off += take;
-	if (take < n && recv_all(r->fd, (char *)dst + take, n - take))
-		return -ECONNRESET;
-	for (int i = 0; i < 2; i++) {
-		if (r->off == r->len && rd_fill(r))
-			return -ECONNRESET;
-		crlf[i] = r->buf[r->off++];
-	}
-	return crlf[0] == '\r' && crlf[1] == '\n' ? 0 : -EPROTO;
-}
-
-/* ------------------------------------------------------------------ redis, memcached */
-
-struct req {
-	struct iovec *iov;
-	size_t n, cap;
-	char *hdrs;		/* small header strings, laid out back to back */
-	size_t hoff, hcap;
-};
-
-static void req_reset(struct req *q)
-{
-	q->n = 0;
-	q->hoff = 0;
-}
-
-static void req_add(struct req *q, const void *p, size_t len)
-{
-	if (q->n == q->cap) {
-		q->cap = q->cap ? q->cap * 2 : 256;
-		q->iov = realloc(q->iov, q->cap * sizeof(*q->iov));
-	}
-	q->iov[q->n++] = (struct iovec){ .iov_base = (void *)p, .iov_len = len };
-}
-
-__attribute__((format(printf, 2, 3)))
-static void req_fmt(struct req *q, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(q->hdrs + q->hoff, q->hcap - q->hoff, fmt, ap);
-	va_end(ap);
-	req_add(q, q->hdrs + q->hoff, (size_t)n);
-	q->hoff += (size_t)n;
-}
-
-static int req_send(int fd, struct req *q)
-{
-	size_t i = 0;
-
-	while (i < q->n) {
-		struct msghdr mh = { .msg_iov = q->iov + i,
-				     .msg_iovlen = q->n - i > 1024 ? 1024 : q->n - i };
-		ssize_t r = sendmsg(fd, &mh, MSG_NOSIGNAL);
-
-		if (r <= 0)
-			return -errno;
-		while (r > 0) {
-			if ((size_t)r >= q->iov[i].iov_len) {
-				r -= (ssize_t)q->iov[i++].iov_len;
-			} else {
-				q->iov[i].iov_base = (char *)q->iov[i].iov_base + r;
-				q->iov[i].iov_len -= (size_t)r;
-				r = 0;
+		if (op == OP_SET)
+			for (size_t i = 0; i < n; i++)
+				pcbench_fill(d->val + i * s->page, s->page, b.key[i]);
+		else
+			memset(d->hit, 0, n * sizeof(*d->hit));
+		t0 = tool_now();
+		ret = op == OP_SET ? d->c->set(d->ctx, &b) :
+		      op == OP_GET ? d->c->get(d->ctx, &b) : d->c->exists(d->ctx, &b);
+		if (ret)
+			return ret;
+		if (!r)
+			continue;
+		d->lat[*nlat] = (tool_now() - t0) * 1e6;
+		r->secs += d->lat[(*nlat)++] / 1e6;
+		r->keys += n;
+		for (size_t i = 0; i < n; i++) {
+			if (op == OP_SET) {
+				r->bytes += s->page;
+				continue;
+			}
+			r->hits += d->hit[i];
+			if (op == OP_GET && d->hit[i]) {
+				if (pcbench_page_ok(d->val + i * s->page, s->page, s->page, b.key[i],
+						    d->scratch))
+					r->bytes += s->page;
+				else
+					++*bad;
 			}
 		}
 	}
 	return 0;
 }
 
-enum { REDIS, MEMCACHED };
-
-static int run_ref(int kind, const char *host, int port, size_t page, size_t batch,
-		   size_t nkeys, struct ref_result *out)
+static int timed(struct drive *d, int op, struct ref_op_result *r, uint64_t *bad)
 {
-	struct rd *r = calloc(1, sizeof(*r));
-	struct req q = { .hcap = 64 * (batch + 4) };
-	char *vals = malloc(page * batch), line[256];
-	size_t nb = (nkeys + batch - 1) / batch;
-	double *lat = calloc(nb, sizeof(double)), t_set = 0, t_get = 0;
+	size_t nlat = 0;
 	int ret = 0;
 
-	q.hdrs = malloc(q.hcap);
-	memset(out, 0, sizeof(*out));
-	r->fd = tcp_connect(host, port);
-	if (r->fd < 0) {
-		ret = r->fd;
-		goto out;
-	}
-	memset(vals, 0x33, page * batch);
-	for (int phase = 0; phase < 2 && !ret; phase++) {
-		for (size_t b = 0; b < nb && !ret; b++) {
-			size_t n = nkeys - b * batch < batch ? nkeys - b * batch : batch;
-			double t0 = tool_now();
-
-			req_reset(&q);
-			if (kind == REDIS)
-				req_fmt(&q, "*%zu\r\n$4\r\n%s\r\n", (phase ? 1 : 2) * n + 1,
-					phase ? "MGET" : "MSET");
-			else if (phase)
-				req_fmt(&q, "get");
-			for (size_t i = 0; i < n; i++) {
-				char key[32];
-				int kl = snprintf(key, sizeof(key), "ref-%zu", b * batch + i);
-
-				if (kind == REDIS) {
-					req_fmt(&q, "$%d\r\n%s\r\n", kl, key);
-					if (!phase) {
-						req_fmt(&q, "$%zu\r\n", page);
-						req_add(&q, vals + i * page, page);
-						req_fmt(&q, "\r\n");
-					}
-				} else if (phase) {
-					req_fmt(&q, " %s", key);
-				} else {
-					req_fmt(&q, "set %s 0 0 %zu noreply\r\n", key, page);
-					req_add(&q, vals + i * page, page);
-					req_fmt(&q, "\r\n");
-				}
-			}
-			if (kind == MEMCACHED)
-				req_fmt(&q, phase ? "\r\n" : "mn\r\n");
-			ret = req_send(r->fd, &q);
-			if (ret)
-				break;
-			/* The reply: values straight into the page buffers. */
-			if (!phase) {
-				ret = rd_line(r, line, sizeof(line));
-				if (!ret && strcmp(line, kind == REDIS ? "+OK" : "MN"))
-					ret = -EPROTO;
-			} else if (kind == REDIS) {
-				ret = rd_line(r, line, sizeof(line));
-				for (size_t i = 0; !ret && i < n; i++) {
-					ret = rd_line(r, line, sizeof(line));
-					if (ret || !strcmp(line, "$-1"))
-						continue;
-					if (line[0] != '$' || (size_t)atol(line + 1) != page)
-						ret = -EPROTO;
-					else
-						ret = rd_data(r, vals + i * page, page);
-					out->get_hits += !ret;
-				}
-			} else {
-				for (size_t i = 0; !ret; i++) {
-					ret = rd_line(r, line, sizeof(line));
-					if (ret || !strcmp(line, "END"))
-						break;
-					if (strncmp(line, "VALUE ", 6) || i >= n) {
-						ret = -EPROTO;
-						break;
-					}
-					ret = rd_data(r, vals + i * page, page);
-					out->get_hits += !ret;
-				}
-			}
-			if (phase) {
-				lat[b] = (tool_now() - t0) * 1e6;
-				t_get += tool_now() - t0;
-				out->get_pages += n;
-			} else {
-				t_set += tool_now() - t0;
-			}
-		}
-	}
-	if (!ret) {
-		out->set_gbps = (double)(nkeys * page) / t_set / 1e9;
-		out->get_gbps = (double)(out->get_hits * page) / t_get / 1e9;
-		out->get_p50_us = ref_percentile(lat, nb, 0.5);
-		out->get_p99_us = ref_percentile(lat, nb, 0.99);
-	}
-	close(r->fd);
-out:
-	free(r);
-	free(q.iov);
-	free(q.hdrs);
-	free(vals);
-	free(lat);
+	r->run = true;
+	for (int it = 0; it < d->s->iters && !ret; it++)
+		ret = pass(d, op, r, &nlat, bad);
+	r->p50_us = ref_percentile(d->lat, nlat, 0.5);
+	r->p99_us = ref_percentile(d->lat, nlat, 0.99);
 	return ret;
 }
 
-int ref_redis(const char *host, int port, size_t page, size_t batch, size_t nkeys,
-	      struct ref_result *out)
+int ref_run(const struct ref_client *c, const char *host, int port, const struct ref_shape *s,
+	    struct ref_result *out)
 {
-	return run_ref(REDIS, host, port, page, batch, nkeys, out);
-}
+	size_t nb = (s->nkeys + s->batch - 1) / s->batch;
+	struct drive d = { .c = c, .s = s };
+	const char *what = "open";
+	int ret = -ENOMEM;
 
-int ref_memcached(const char *host, int port, size_t page, size_t batch, size_t nkeys,
-		  struct ref_result *out)
-{
-	return run_ref(MEMCACHED, host, port, page, batch, nkeys, out);
+	memset(out, 0, sizeof(*out));
+	d.key = calloc(s->nkeys, sizeof(*d.key));
+	d.klen = calloc(s->nkeys, sizeof(*d.klen));
+	d.val = malloc(s->batch * s->page);
+	d.scratch = malloc(s->page);
+	d.hit = calloc(s->batch, sizeof(*d.hit));
+	d.lat = calloc(nb * (size_t)(s->iters > 0 ? s->iters : 1), sizeof(*d.lat));
+	if (!d.key || !d.klen || !d.val || !d.scratch || !d.hit || !d.lat)
+		goto out;
+	for (size_t i = 0; i < s->nkeys; i++) {
+		char name[96];
+
+		d.klen[i] = (size_t)snprintf(name, sizeof(name), "%s-%zu", s->prefix, i);
+		if (!(d.key[i] = strdup(name)))
+			goto out;
+	}
+	ret = c->open(&d.ctx, host, port, s, c->baseline ? 0 : REF_SPIN_US);
+	if (ret)
+		goto out;
+	what = "set";
+	ret = pass(&d, OP_SET, NULL, NULL, NULL);	/* the keys in place, untimed */
+	if (!ret)
+		ret = timed(&d, OP_SET, &out->set, &out->bad);
+	if (!ret && (what = "get"))
+		ret = timed(&d, OP_GET, &out->get, &out->bad);
+	if (!ret && c->exists && (what = "exists"))
+		ret = timed(&d, OP_EXISTS, &out->exists, &out->bad);
+	c->close(d.ctx);
+out:
+	if (ret)
+		fprintf(stderr, "pcbench: %s client '%s' at %s:%d: %s failed: %s\n", c->peer, c->name,
+			host, port, what, strerror(-ret));
+	for (size_t i = 0; d.key && i < s->nkeys; i++)
+		free(d.key[i]);
+	free(d.key);
+	free(d.klen);
+	free(d.val);
+	free(d.scratch);
+	free(d.hit);
+	free(d.lat);
+	return ret;
 }

@@ -1,36 +1,83 @@
 /*
- * bench_ref.h - reference measurements pcbench runs next to the store, in the same
- * process and placement: a raw single-connection TCP stream, and (when asked)
- * Redis pipelined MSET/MGET and memcached multi-get over loopback.
+ * bench_ref.h - the references pcbench measures next to the store, in the same
+ * process and placement: the ceiling (one TCP stream between the same endpoints,
+ * plain, tuned and busy-polled: bench_ref_stream.c) and clients of memcached and
+ * Redis, each the best of its kind we know how to write (pipelined meta commands,
+ * multi-key gets, raw RESP), the standard C libraries (libmemcached, hiredis), and
+ * the obvious one-request-at-a-time client each of them must beat.
  *
- * Not for: correctness; these only time byte movement of comparable size.
+ * Every client sets, gets and checks the same pages as pcbench (pcbench_page.h):
+ * a value that comes back wrong is counted, never timed as a hit.
+ *
+ * Not for: the store's own numbers (pcbench.c).
  */
 #ifndef PC_BENCH_REF_H
 #define PC_BENCH_REF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Stream total bytes from a forked sender process over one TCP connection on host,
- * received chunk bytes at a time. The sender walks a span-byte buffer, as the
- * store's server walks its slots, so the reference is not flattered by a
- * cache-hot source. GB/s, or a negative errno. cpu >= 0 pins the sender there. */
-double ref_raw_tcp(const char *host, uint64_t total, size_t chunk, size_t span, int cpu);
+/* ------------------------------------------------------------------ the ceiling */
 
-struct ref_result {
-	double set_gbps, get_gbps;	/* payload GB/s */
-	double get_p50_us, get_p99_us;	/* per batch */
-	uint64_t get_hits, get_pages;
+enum ref_stream_kind {
+	REF_STREAM_PLAIN,	/* batch-sized writes and reads, kernel defaults */
+	REF_STREAM_TUNED,	/* 1 MiB writes, TCP_NODELAY, SO_SNDBUF/SO_RCVBUF forced */
+	REF_STREAM_BUSY,	/* tuned, and the reader spins on non-blocking reads
+				 * (and SO_BUSY_POLL) instead of sleeping */
+	REF_STREAM_NR
 };
 
-/* Redis: pipelined MSET then MGET of nkeys values of page bytes, batch per call.
- * 0 or -errno (server not reachable, protocol error). */
-int ref_redis(const char *host, int port, size_t page, size_t batch, size_t nkeys,
-	      struct ref_result *out);
+const char *ref_stream_name(enum ref_stream_kind k);
 
-/* memcached: text protocol set (noreply) then multi-key get, the same shape. */
-int ref_memcached(const char *host, int port, size_t page, size_t batch, size_t nkeys,
-		  struct ref_result *out);
+/* Stream total bytes from a forked sender process over one TCP connection to host;
+ * the sender walks a span-byte buffer, as the store's server walks its slots, so
+ * the source is not cache-hot. GB/s, or a negative errno. cpu >= 0 pins the
+ * sender there (the caller pins itself). */
+double ref_stream(enum ref_stream_kind k, const char *host, uint64_t total, size_t chunk,
+		  size_t span, int cpu);
+
+/* ------------------------------------------------------------------ key-value peers */
+
+/* What every client runs: nkeys pages of page bytes under "<prefix>-<i>", batch
+ * keys a call; one untimed set pass puts them in place, then iters timed passes of
+ * set, of get, and of exists. */
+struct ref_shape {
+	size_t nkeys, page, batch;
+	int iters;
+	const char *prefix;
+};
+
+struct ref_op_result {
+	bool run;
+	double secs;			/* timed batches only */
+	uint64_t keys, hits, bytes;	/* bytes: set offered, get hit */
+	double p50_us, p99_us;		/* per batch */
+};
+
+struct ref_result {
+	struct ref_op_result set, get, exists;
+	uint64_t bad;			/* values read back wrong */
+};
+
+struct ref_client;
+
+/* The clients, in the order they are printed; the list ends with NULL. */
+extern const struct ref_client *const ref_clients[];
+
+const char *ref_client_peer(const struct ref_client *c);	/* "memcached", "redis" */
+const char *ref_client_name(const struct ref_client *c);
+/* The one-request-at-a-time client the others of its peer must beat. */
+bool ref_client_is_baseline(const struct ref_client *c);
+
+/* Run the shape against the peer at host:port. 0, or -errno (server not reachable,
+ * a protocol error), with a line on stderr naming the client and the place. */
+int ref_run(const struct ref_client *c, const char *host, int port, const struct ref_shape *s,
+	    struct ref_result *out);
+
+/* GB/s of an op's bytes (set, get), or keys/s (exists). */
+double ref_gbps(const struct ref_op_result *r);
+double ref_keys_per_s(const struct ref_op_result *r);
 
 /* Percentile p (0..1) of n samples (sorts them). */
 double ref_percentile(double *v, size_t n, double p);

@@ -722,6 +722,65 @@ static void test_large(void)
 	net_down(N);
 }
 
+/* What a landed() callback saw: whether each op's bytes were all in by then. */
+struct landed_seen {
+	const uint8_t *remote;		/* the peer's memory the ops read */
+	uint64_t base;			/* its address */
+	unsigned calls, complete;
+	bool seen[8];
+};
+
+static void on_landed(void *arg, const struct pc_op *op)
+{
+	struct landed_seen *w = arg;
+	const uint8_t *src = w->remote + (op->raddr - w->base);
+
+	w->calls++;
+	w->complete += !memcmp(op->head, src, op->head_len) &&
+		       !memcmp(op->local, src + op->head_len, op->len);
+	w->seen[(uintptr_t)op->compare] = true;
+}
+
+/* pc_op.landed: called once per successful READ that asks, with its bytes in,
+ * before post() returns; never for a refused op or one that does not ask. Sizes
+ * below and above the receive window, so that both take their turn. */
+static void test_landed(void)
+{
+	static const uint32_t len[8] = { 4096, 262144, 100, 262144, 300000, 12288, 8, 65536 };
+	struct net *N = net_up(0);
+	struct landed_seen w = { .remote = N->mem[1], .base = at(N, 1, 0) };
+	uint8_t *dst = calloc(8, 300000 + 64), heads[8][64];
+	struct pc_op ops[8];
+	size_t off = 0;
+
+	for (size_t i = 0; i < 4u << 20; i++)
+		N->mem[1][i] = (uint8_t)(i * 7 + i / 251);
+	for (int i = 0; i < 8; i++) {
+		ops[i] = (struct pc_op){ .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
+					 .raddr = at(N, 1, off), .head = heads[i], .head_len = 64,
+					 .local = dst + (size_t)i * (300000 + 64), .len = len[i],
+					 .compare = (uint64_t)i };	/* only to tell the ops apart */
+		if (i != 5) {	/* 5 does not ask */
+			ops[i].landed = on_landed;
+			ops[i].landed_arg = &w;
+		}
+		off += 64 + len[i] + 4096;
+	}
+	ops[2].rkey ^= 0x5a5a5a5a;	/* refused: its status says so, no call */
+	N->f[0]->timeout_ms = 10000;
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_post(N->f[0], ops, 8), 0);
+	CU_ASSERT_NOT_EQUAL(ops[2].status, 0);
+	for (int i = 0; i < 8; i++) {
+		if (i != 2)
+			CU_ASSERT_EQUAL(ops[i].status, 0);
+		CU_ASSERT_EQUAL(w.seen[i], i != 2 && i != 5);
+	}
+	CU_ASSERT_EQUAL(w.calls, 6);
+	CU_ASSERT_EQUAL(w.complete, 6);
+	free(dst);
+	net_down(N);
+}
+
 /* ------------------------------------------------------------ the parser alone */
 
 /* A frame as bytes: the header, then n bytes of body. Returns its length. */
@@ -1127,6 +1186,7 @@ static CU_TestInfo tests[] = {
 	{ "restart: stale addresses refused, the peer used again", test_restart },
 	{ "a different node at the address", test_wrong_node },
 	{ "64 x 256 KiB in one post", test_large },
+	{ "landed() once per READ that asks, its bytes in", test_landed },
 	{ "without polling (tcp_poll_us: 0)", test_no_polling },
 	CU_TEST_INFO_NULL,
 };
