@@ -2,7 +2,7 @@
 """bench_membership.py - how long a cluster takes to see a node die.
 
   ci/bench_membership.py [--nodes 16] [--kills 20] [--heartbeat-ms 100]
-                         [--failure-ms 500] [--build build]
+                         [--failure-ms 500] [--discovery embedded|etcd] [--build build]
 
 Starts --nodes pcd processes on free loopback ports (heartbeats every
 --heartbeat-ms, failure timeout --failure-ms), then --kills times: SIGKILL a node,
@@ -10,7 +10,10 @@ poll `pcctl status` at every other node until all of them say it is down (the
 detection time: kill -> every ring updated), restart it and wait until all say it
 is up again. Prints p50 and max of both, and the heartbeat traffic each node sends
 per second (requests and answers, frame headers included), computed from the wire
-format. Everything it starts it stops.
+format. With --discovery etcd it starts a real etcd (etcd-server) on free
+ports with a temporary data directory and keeps membership there instead (a
+lease of the failure timeout, rounded up to etcd's minimum of 2 s). Everything
+it starts it stops.
 """
 import argparse
 import os
@@ -24,7 +27,7 @@ import tempfile
 import time
 
 HDR = 32            # tcp frame header
-HEARTBEAT = 24      # struct proto_heartbeat
+HEARTBEAT = 160     # struct proto_heartbeat (with the sender's entry)
 VIEW = 32           # struct proto_view (header only, node to node)
 
 
@@ -54,16 +57,34 @@ def main():
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--heartbeat-ms", type=int, default=100)
     ap.add_argument("--failure-ms", type=int, default=500)
+    ap.add_argument("--discovery", choices=("embedded", "etcd"), default="embedded")
     ap.add_argument("--build", default="build")
     a = ap.parse_args()
     pcd = os.path.join(a.build, "tools", "pcd")
     pcctl = os.path.join(a.build, "tools", "pcctl")
     tmp = tempfile.mkdtemp(prefix="pcmember.")
-    base = free_port_base(a.nodes)
+    base = free_port_base(a.nodes + 2)
     topo = os.path.join(tmp, "t.yaml")
+    extra, etcd = "", None
+    if a.discovery == "etcd":
+        client, peer = "http://127.0.0.1:%d" % (base + a.nodes), "http://127.0.0.1:%d" % (base + a.nodes + 1)
+        etcd = subprocess.Popen(["etcd", "--data-dir", os.path.join(tmp, "etcd"),
+                                 "--listen-client-urls", client, "--advertise-client-urls", client,
+                                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                                 "--initial-cluster", "default=" + peer],
+                                stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "etcd.log"), "wb"))
+        for _ in range(100):
+            if subprocess.run(["curl", "-sf", "-X", "POST", client + "/v3/kv/range", "-d", '{"key":"eA=="}'],
+                              capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            etcd.kill()
+            sys.exit("bench_membership: etcd did not start (see %s/etcd.log)" % tmp)
+        extra = ', discovery: etcd, etcd_endpoints: "%s", etcd_prefix: "/bench/"' % client
     with open(topo, "w") as f:
         f.write("name: bench\nstore: {slot_size_classes: [16KiB], global_segment_size: 4MiB, "
-                "heartbeat_ms: %d, failure_timeout_ms: %d}\nnodes:\n" % (a.heartbeat_ms, a.failure_ms))
+                "heartbeat_ms: %d, failure_timeout_ms: %d%s}\nnodes:\n" % (a.heartbeat_ms, a.failure_ms, extra))
         for i in range(a.nodes):
             f.write("  - {name: n%d, address: 127.0.0.1, port: %d}\n" % (i, base + i))
     procs = {}
@@ -110,16 +131,20 @@ def main():
                 sys.exit("bench_membership: n%d did not come back within 10 s" % victim)
             back.append(time.monotonic() - t0)
         ms = lambda v: 1000 * v
-        print("membership, %d nodes, heartbeat %d ms, failure timeout %d ms, %d kills:"
-              % (a.nodes, a.heartbeat_ms, a.failure_ms, a.kills))
+        print("membership (%s), %d nodes, heartbeat %d ms, failure timeout %d ms, %d kills:"
+              % (a.discovery, a.nodes, a.heartbeat_ms, a.failure_ms, a.kills))
         print("  kill -> every other node sees it down: p50 %.0f ms, max %.0f ms"
               % (ms(statistics.median(down)), ms(max(down))))
         print("  restart -> every other node sees it up: p50 %.0f ms, max %.0f ms"
               % (ms(statistics.median(back)), ms(max(back))))
-        per_s = 1000 / a.heartbeat_ms * (a.nodes - 1)
-        print("  heartbeat traffic per node: %.0f heartbeats/s sent and as many received, "
-              "%.1f KB/s each way (requests and answers)"
-              % (per_s, per_s * (HDR + HEARTBEAT + HDR + VIEW) / 1000))
+        if etcd:
+            print("  membership traffic per node: %.0f etcd requests/s (a lease keepalive and "
+                  "two ranges a heartbeat; each range returns every entry)" % (3000 / a.heartbeat_ms))
+        else:
+            per_s = 1000 / a.heartbeat_ms * (a.nodes - 1)
+            print("  heartbeat traffic per node: %.0f heartbeats/s sent and as many received, "
+                  "%.1f KB/s each way (requests and answers)"
+                  % (per_s, per_s * (HDR + HEARTBEAT + HDR + VIEW) / 1000))
         print("  (times include polling: one pcctl status per node per round)")
     finally:
         for p in procs.values():
@@ -130,6 +155,9 @@ def main():
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 p.kill()
+        if etcd:
+            etcd.kill()
+            etcd.wait()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
  *   pcsim --topology FILE --workload SPEC|TRACE --out DIR
  *         [--set key=value ...] [--sweep key=v1,v2,... ...] [--seeds N]
  *         [--mode timing|hitrate] [--duration SECONDS] [--interval SECONDS]
- *         [--event leave:NODE@SECONDS | join:NODE@SECONDS ...]
+ *         [--event leave:NODE@SECONDS | kill:NODE@SECONDS | join:NODE@SECONDS ...]
  *         [--find "hit>=0.8,p99<=2ms"] [--with-payload]
  *
  * Every configuration (the cartesian product of the sweeps) runs once per seed.
@@ -39,7 +39,9 @@ static const char usage[] =
 	"  --mode timing|hitrate    timing (default) models NICs and NVMe; hitrate only counts hits\n"
 	"  --duration S             stop after S simulated seconds\n"
 	"  --interval S             timeseries interval (default 1)\n"
-	"  --event leave:NODE@S     a node leaves (or join:NODE@S rejoins) at S seconds\n"
+	"  --event leave:NODE@S     a node leaves (or join:NODE@S rejoins) at S seconds;\n"
+	"                           kill:NODE@S crashes it: the others find out by heartbeats\n"
+	"                           (store.heartbeat_ms, failure_timeout_ms), in virtual time\n"
 	"  --find \"hit>=0.8,p99<=2ms\"  report the smallest configuration that meets both\n"
 	"  --with-payload           store real page bytes (default: payload-free)\n"
 	"workloads:\n"
@@ -128,18 +130,20 @@ static void parse_event(const char *arg, const struct pc_topology *t, struct run
 	char name[PC_NAME_MAX];
 	double at;
 	int node, n = 0;
-	bool join = !strncmp(arg, "join:", 5);
+	bool join = !strncmp(arg, "join:", 5), kill = !strncmp(arg, "kill:", 5);
+	size_t skip = join || kill ? 5 : 6;
 
-	if ((!join && strncmp(arg, "leave:", 6)) ||
-	    sscanf(arg + (join ? 5 : 6), "%63[^@]@%lf%n", name, &at, &n) != 2 || arg[(join ? 5 : 6) + n])
-		tool_die(TOOL, "--event %s: expected leave:NODE@SECONDS or join:NODE@SECONDS", arg);
+	if ((!join && !kill && strncmp(arg, "leave:", 6)) ||
+	    sscanf(arg + skip, "%63[^@]@%lf%n", name, &at, &n) != 2 || arg[skip + n])
+		tool_die(TOOL, "--event %s: expected leave:NODE@SECONDS, kill:NODE@SECONDS or join:NODE@SECONDS", arg);
 	node = pc_topology_find_node(t, name);
 	if (node < 0)
 		tool_die(TOOL, "--event %s: no node named '%s' in the topology", arg, name);
 	if (cfg->nr_events == RUN_MAX_EVENTS)
 		tool_die(TOOL, "--event: at most %d events", RUN_MAX_EVENTS);
 	cfg->events[cfg->nr_events++] = (struct run_event){ .t_ns = (uint64_t)(at * 1e9),
-							     .node = (uint32_t)node, .join = join };
+							     .node = (uint32_t)node, .join = join,
+							     .kill = kill };
 }
 
 static bool tty;
@@ -338,7 +342,12 @@ int main(int argc, char **argv)
 	cfg.progress = progress;
 	cfg.progress_arg = label;
 	tty = isatty(2);
+	/* with kill events every node logs what its heartbeats find, stamped with the
+	 * wall clock: the timeseries says it in simulated time instead */
 	pc_log_set_level(PC_LOG_WARN);
+	for (uint32_t e = 0; e < cfg.nr_events; e++)
+		if (cfg.events[e].kill)
+			pc_log_set_level(PC_LOG_ERROR);
 	sum = out_file(dir, "summary.csv");
 	ser = out_file(dir, "timeseries.csv");
 	lat = out_file(dir, "latency.csv");

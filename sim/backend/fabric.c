@@ -271,6 +271,11 @@ static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	struct sim_fabric *sf = to_sf(f);
 	struct call c = { .sf = sf };
 
+	if (f->self != PC_PEER_NONE && sf->w->dead[f->self]) {
+		for (size_t i = 0; i < n; i++)
+			rpcs[i].status = -ENETDOWN;	/* a crashed node sends nothing */
+		return 0;
+	}
 	if (!timed(sf)) {
 		for (size_t i = 0; i < n; i++)
 			rpcs[i].status = inproc_world_call(sf->w->mem, f->self, &rpcs[i]);

@@ -23,7 +23,8 @@ struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, b
 		inproc_world_share(w->mem, !timing);
 	w->envs = calloc(t->nr_nodes + 1, sizeof(*w->envs));
 	w->peer_ops = calloc(t->nr_nodes, sizeof(*w->peer_ops));
-	if (!w->net || !w->nvme || !w->mem || !w->envs || !w->peer_ops)
+	w->dead = calloc(t->nr_nodes ? t->nr_nodes : 1, sizeof(*w->dead));
+	if (!w->net || !w->nvme || !w->mem || !w->envs || !w->peer_ops || !w->dead)
 		goto err;
 	for (uint32_t i = 0; i <= t->nr_nodes; i++) {
 		w->envs[i] = (struct sim_env){ .base.ops = &sim_env_ops, .w = w,
@@ -52,6 +53,7 @@ void sim_world_destroy(struct sim_world *w)
 	inproc_world_destroy(w->mem);
 	free(w->envs);
 	free(w->peer_ops);
+	free(w->dead);
 	free(w);
 }
 
@@ -63,4 +65,11 @@ struct pc_env *sim_world_env(struct sim_world *w, uint32_t node)
 void sim_world_set_down(struct sim_world *w, uint32_t node, bool down)
 {
 	inproc_world_set_down(w->mem, node, down);
+}
+
+void sim_world_set_dead(struct sim_world *w, uint32_t node, bool dead)
+{
+	sim_world_set_down(w, node, dead);
+	if (node < w->topo->nr_nodes)
+		w->dead[node] = dead;
 }

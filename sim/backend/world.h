@@ -38,6 +38,7 @@ struct sim_world {
 	struct inproc_world *mem;
 	struct sim_env *envs;	/* per node, and one more for clients */
 	uint32_t *peer_ops;		/* per node, zero between posts (fabric.c) */
+	bool *dead;			/* per node: crashed, sends nothing (sim_world_set_dead) */
 	double rpc_bytes;
 };
 
@@ -49,6 +50,9 @@ struct pc_env *sim_world_env(struct sim_world *w, uint32_t node);
 
 /* Take node out of the network (its ops and RPCs fail) or put it back. */
 void sim_world_set_down(struct sim_world *w, uint32_t node, bool down);
+/* The same for a node that crashed: the RPCs it sends fail too (it sends no
+ * heartbeats), so the others find out only by its silence. */
+void sim_world_set_dead(struct sim_world *w, uint32_t node, bool dead);
 
 extern const struct pc_env_ops sim_env_ops;
 extern const struct pc_fabric_ops sim_fabric_ops;

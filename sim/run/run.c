@@ -30,6 +30,8 @@ struct cluster {
 	struct run_result *res;
 	uint32_t page_bytes;
 	uint64_t stop_ns;
+	bool heartbeats;		/* a kill event: membership by heartbeats */
+	bool *killed;			/* per node: crashed by a kill event */
 	double wall0;
 	uint64_t done_requests, expect_requests;
 	uint64_t scheduled;		/* requests given an arrival */
@@ -70,7 +72,7 @@ static int open_node(struct cluster *c, uint32_t i)
 				   .err = c->err, .errlen = sizeof(c->err) };
 	struct store_deps d = { .env = sim_world_env(c->w, i), .payload_free = c->cfg->payload_free,
 				.ring = c->ring, .storage = &sim_storage_ops, .backend_arg = c->w,
-				.no_heartbeats = true };
+				.no_heartbeats = !c->heartbeats };
 	int ret = pc_fabric_open_ops(&sim_fabric_ops, &fp, &c->fab[i]);
 
 	if (ret) {
@@ -333,6 +335,25 @@ struct membership {
 	struct run_event ev;
 };
 
+/* A killed node starts again: a fresh store with empty slots, unless requests still
+ * run on the old one (then the old one comes back). */
+static void restart(void *arg)
+{
+	struct membership *m = arg;
+	struct cluster *c = m->c;
+	uint32_t node = m->ev.node;
+
+	if (!c->inflight[node] && !c->finished) {
+		close_node(c, node);
+		if (open_node(c, node))
+			c->failed = -EIO;
+	}
+	sim_world_set_dead(c->w, node, false);
+	c->killed[node] = false;
+	c->alive[node] = !c->failed;
+	free(m);
+}
+
 /* A node leaves (its slots are gone, every ring drops it) or joins again empty. */
 static void change_membership(struct sim *s, void *arg)
 {
@@ -345,7 +366,17 @@ static void change_membership(struct sim *s, void *arg)
 		free(m);
 		return;
 	}
-	if (!m->ev.join && c->alive[node]) {
+	if (m->ev.kill && c->alive[node]) {
+		c->alive[node] = false;
+		c->killed[node] = true;
+		sim_world_set_dead(c->w, node, true);
+	} else if (m->ev.join && c->killed[node]) {
+		/* a restart: a new process (new incarnation) the others hear again;
+		 * closing waits for the old one's tasks, so a process does it */
+		if (sim_spawn(c->s, restart, m, node, true))
+			return;
+		c->failed = -ENOMEM;
+	} else if (!m->ev.join && c->alive[node]) {
 		c->alive[node] = false;
 		sim_world_set_down(c->w, node, true);
 		for (uint32_t i = 0; i < c->nn; i++)
@@ -391,9 +422,12 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 	c.st = calloc(c.nn, sizeof(*c.st));
 	c.fab = calloc(c.nn, sizeof(*c.fab));
 	c.alive = calloc(c.nn, sizeof(*c.alive));
+	c.killed = calloc(c.nn, sizeof(*c.killed));
+	for (uint32_t e = 0; e < cfg->nr_events; e++)
+		c.heartbeats |= cfg->events[e].kill;
 	c.inflight = calloc(c.nn, sizeof(*c.inflight));
 	c.owned = calloc(c.nn, sizeof(*c.owned));
-	if (!c.w || !c.st || !c.fab || !c.alive || !c.inflight || !c.owned)
+	if (!c.w || !c.st || !c.fab || !c.alive || !c.killed || !c.inflight || !c.owned)
 		goto out;
 	c.w->keep_data = !cfg->payload_free;
 	if (!cfg->payload_free) {
@@ -475,6 +509,7 @@ out:
 	free(c.st);
 	free(c.fab);
 	free(c.alive);
+	free(c.killed);
 	free(c.inflight);
 	free(c.owned);
 	free(c.buf);

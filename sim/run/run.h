@@ -27,6 +27,8 @@ struct run_event {
 	uint64_t t_ns;
 	uint32_t node;
 	bool join;			/* false: the node leaves */
+	bool kill;			/* the node crashes: nobody is told, the others'
+					 * heartbeats find out (a later join restarts it) */
 };
 
 struct run_cfg {

@@ -662,6 +662,65 @@ static void test_spill_adds_hits(void)
 	run_result_free(&r[1]);
 }
 
+/* ---------------------------------------------------------------- a crash */
+
+struct windows {
+	uint64_t kill_ns, failure_ns;
+	uint64_t hits[3], pages[3];	/* before the kill, until detected, after */
+};
+
+static void count_window(void *arg, uint64_t t_ns, const uint64_t *pages, const int *status,
+			 uint32_t n, uint64_t latency_ns)
+{
+	struct windows *w = arg;
+	int k = t_ns < w->kill_ns - 2000000000ULL ? -1 : t_ns < w->kill_ns ? 0 :
+		t_ns < w->kill_ns + w->failure_ns ? 1 : t_ns > w->kill_ns + 3 * w->failure_ns ? 2 : -1;
+
+	(void)pages;
+	(void)latency_ns;
+	if (k < 0)
+		return;
+	w->pages[k] += n;
+	for (uint32_t i = 0; i < n; i++)
+		w->hits[k] += !status[i];
+}
+
+/* kill: a node crashes and nobody is told: the others' heartbeats (in virtual time,
+ * the core's membership task) take it out after the failure timeout; until then
+ * its pages miss, after it the hits come back as its keys are rewritten elsewhere. */
+static void test_kill_detected(void)
+{
+	struct windows w = { .kill_ns = 5000000000ULL, .failure_ns = 1000000000ULL };
+	struct run_cfg cfg = { .payload_free = true, .seed = 7, .on_request = count_window,
+			       .on_request_arg = &w };
+	struct pc_topology *t = NULL;
+	struct run_result r;
+	char err[PC_ERR_MAX];
+	double h[3];
+	static const char text[] =
+		"store: {slot_size_classes: [16KiB], slot_ways: 4, global_segment_size: 64MiB, heartbeat_ms: 100, failure_timeout_ms: 1000}\n"
+		"nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n"
+		"  - {name: c, address: 10.0.0.3}\n  - {name: d, address: 10.0.0.4}\n";
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(wl_parse("zipf:keys=2000,s=0.9,pages=4,requests=10000,rate=1000", &cfg.wl,
+				       err, sizeof(err)), 0);
+	cfg.topo = t;
+	cfg.events[cfg.nr_events++] = (struct run_event){ .t_ns = w.kill_ns, .node = 2, .kill = true };
+	pc_log_set_level(PC_LOG_ERROR);	/* every node says what its heartbeats found */
+	CU_ASSERT_EQUAL(run_sim(&cfg, &r, err, sizeof(err)), 0);
+	pc_log_set_level(PC_LOG_WARN);
+	for (int k = 0; k < 3; k++)
+		h[k] = w.pages[k] ? (double)w.hits[k] / (double)w.pages[k] : 0;
+	printf("\n  page hits: %.3f before the kill, %.3f until the failure timeout, %.3f after it",
+	       h[0], h[1], h[2]);
+	CU_ASSERT(w.pages[0] > 0 && w.pages[1] > 0 && w.pages[2] > 0);
+	CU_ASSERT(h[1] < h[0] - 0.1);	/* a quarter of the pages live on the dead node */
+	CU_ASSERT(h[2] > h[1] + 0.1);
+	run_result_free(&r);
+	pc_topology_free(t);
+}
+
 /* ---------------------------------------------------------------- overload */
 
 /* An arrival rate the cluster cannot serve stops the run with a line that says so and
@@ -701,6 +760,7 @@ static CU_TestInfo tests[] = {
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
 	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
 	{ "an arrival rate past capacity stops the run", test_overload_stops },
+	{ "a node killed: heartbeats in virtual time take it out", test_kill_detected },
 	CU_TEST_INFO_NULL,
 };
 
