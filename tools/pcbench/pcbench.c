@@ -362,7 +362,6 @@ int main(int argc, char **argv)
 		tool_die("pcbench", "unexpected argument '%s'; see --help", argv[optind]);
 	t = tool_load_topology("pcbench", path, sets, nsets, protocol);
 	free(sets);
-	tool_require_listed("pcbench", path, t);
 	if (!B.page)
 		B.page = t->model.present ? t->model.page_bytes : 12288;
 	if (B.page > t->store.slot_max_page_bytes)
@@ -381,6 +380,7 @@ int main(int argc, char **argv)
 			tool_die("pcbench", "--mode %s: use slotmap, p2p or both", modes);
 		if (node)
 			tool_die("pcbench", "--mode starts its own cluster: drop --node");
+		tool_require_listed("pcbench", path, t);
 		ret = pcbench_run_modes(&a);
 		pc_topology_free(t);
 		return ret;
