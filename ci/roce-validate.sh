@@ -205,7 +205,7 @@ run_pcbench() {
 			rc=$?
 			vr=$(awk '/^verify:/ { print ($2 == "FAIL") ? "FAIL" : "ok" }' "$log")
 			bounce=$(sed -n 's/.*bounce_copies=\([0-9]*\).*/\1/p' "$log")
-			rb=$(sed -n 's/.*rail_bytes=\([0-9,]*\).*/\1/p' "$log")
+			rb=$(sed -n 's/.*rail_bytes=\([0-9,]*\).*/\1/p' "$log" | sed 's/\(,0\)*$//')
 			for op in set get exists; do
 				l=$(awk -v op="$op" '$1 == op && NF >= 8 { print $4, $3, $5; exit }' "$log")
 				[ -n "$l" ] || continue
@@ -234,7 +234,7 @@ run_torture() {
 	v=ok; [ $rc = 0 ] && [ "$3" = 0 ] || v=FAIL
 	row torture "$1" "$2" "$3" "$v" >> "$RES"
 	say "torture over $proto: $1 reads, $2 hits, $3 dirty: $v"
-	[ "$v" = ok ] || { tail -15 "$OUT/torture.log"; bad "torture (see $OUT/torture.log)"; }
+	[ "$v" = ok ] || { grep -A40 -m1 "ERROR: AddressSanitizer" "$OUT/torture.log" || tail -15 "$OUT/torture.log"; bad "torture (see $OUT/torture.log)"; }
 }
 
 # ------------------------------------------------------------------ report
