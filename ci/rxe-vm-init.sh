@@ -1,7 +1,11 @@
 #!/bin/sh
 # rxe-vm-init.sh - /init of the Soft-RoCE VM that ci/rxe-vm.sh boots: load
 # rdma_rxe, create rxe0 on lo, run the project's verbs tests and the perftest
-# comparison, report RXE_VM_RESULT=PASS|FAIL and power off.
+# comparison, the torture run over rxe, then two rails (rxe1 on dummy pc0, rxe2 on
+# dummy pc1, each with its own address) for the two-rail tests (also under ASan)
+# and the validation kit (ci/roce-validate.sh), whose results it prints between
+# markers for the host to turn into a report; reports RXE_VM_RESULT=PASS|FAIL and
+# powers off. Kernel command line: pc_torture_reads=N (reads of the torture run).
 export PATH=/pc:/bin:/sbin
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu
 mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
@@ -21,11 +25,18 @@ i=0; while [ ! -e /sys/class/infiniband/rxe0/ports/1/state ] || ! grep -q ACTIVE
 	i=$((i + 1)); [ $i -gt 100 ] && { fail rxe0-not-active; finish; }; sleep 0.1; done
 echo "VM: rxe0 $(cat /sys/class/infiniband/rxe0/ports/1/state) at $(cut -d' ' -f1 /proc/uptime)s"
 
+# pc_rxe_steps=1,5,... runs only those steps (all by default)
+STEPS=$(sed -n 's/.*pc_rxe_steps=\([0-9,]*\).*/\1/p' /proc/cmdline)
+want() { [ -z "$STEPS" ] || echo ",$STEPS," | grep -q ",$1,"; }
+
+if want 1; then
 echo "VM: ---- 1. fabric conformance on rxe"
 timeout 300 tcp_test rxe > /tmp/conform.log 2>&1; rc=$?
 grep -vE '^\s*$' /tmp/conform.log | grep -vE 'CUnit|sourceforge' | tail -25
 [ $rc = 0 ] || fail conformance
 
+fi
+if want 2; then
 echo "VM: ---- 2. slotmap e2e over rxe"
 timeout 300 e2e_test /pc/pcd rxe slotmap > /tmp/e2e.log 2>&1; rc=$?
 grep -vE '^\s*$' /tmp/e2e.log | grep -vE 'CUnit|sourceforge' | tail -25
@@ -41,6 +52,8 @@ timeout 300 tier_e2e_test /pc/pcd rxe > /tmp/tier.log 2>&1; rc=$?
 grep -vE '^\s*$' /tmp/tier.log | grep -vE 'CUnit|sourceforge|  \| ' | tail -12
 [ $rc = 0 ] || fail tier-e2e
 
+fi
+if want 3; then
 echo "VM: ---- 3. perftest next to pcbench on rxe0"
 run_perf() {  # tool args...: server and client on the same rxe0
 	t=$1; shift
@@ -73,6 +86,8 @@ for spec in "12KiB 64 auto" "12KiB 64 predict" "64KiB 64 auto" "64KiB 64 predict
 done
 kill %1 2>/dev/null; wait
 
+fi
+if want 4; then
 echo "VM: ---- 4. the demo over rxe: three node processes, slotmap then p2p"
 cat > /tmp/demo.yaml <<YAML
 name: demo-rxe
@@ -88,4 +103,47 @@ grep -v 'slot region ready' /tmp/demo.log | sed 's/^/VM:   /'
 timeout 120 pcdemo --topology /tmp/demo.yaml --pages 256 --set store.mode=p2p > /tmp/demo-p2p.log 2>&1 \
 	|| fail demo-p2p
 grep -v 'pool ready' /tmp/demo-p2p.log | sed 's/^/VM:   /'
+
+fi
+
+READS=$(sed -n 's/.*pc_torture_reads=\([0-9]*\).*/\1/p' /proc/cmdline)
+if want 5; then
+echo "VM: ---- 5. torture over rxe: ${READS:-100000} reads, peers stopped and killed"
+timeout 900 torture_test /pc/pcd "${READS:-100000}" chaos rxe > /tmp/torture.log 2>&1; rc=$?
+grep -E 'torture over|passed|FAIL|Assertion|tests ' /tmp/torture.log | sed 's/^/VM:   /'
+[ $rc = 0 ] || { tail -20 /tmp/torture.log; fail torture; }
+
+fi
+echo "VM: ---- 6. two rails: rxe1 on pc0 (10.11.0.1), rxe2 on pc1 (10.12.0.1)"
+for i in 0 1; do
+	ip link add pc$i type dummy && ip link set pc$i mtu 9000 && ip addr add 10.1$((i + 1)).0.1/24 dev pc$i \
+		&& ip link set pc$i up && rdma link add rxe$((i + 1)) type rxe netdev pc$i || fail rails
+done
+for d in rxe1 rxe2; do
+	i=0; while ! grep -qs ACTIVE /sys/class/infiniband/$d/ports/1/state; do
+		i=$((i + 1)); [ $i -gt 100 ] && { fail $d-not-active; break; }; sleep 0.1; done
+done
+if want 6; then
+timeout 300 verbs_test rxe rxe1 rxe2 pc1 > /tmp/verbs.log 2>&1; rc=$?
+grep -vE '^\s*$' /tmp/verbs.log | grep -vE 'CUnit|sourceforge|^Suite|Run Summary|suites|asserts'
+[ $rc = 0 ] || fail verbs-rails
+echo "VM: ---- 6a. the same under AddressSanitizer: no verbs object leaked"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 timeout 300 verbs_leak_test rxe rxe1 rxe2 pc1 \
+	> /tmp/verbs-leak.log 2>&1; rc=$?
+grep -E 'verbs_test:|LeakSanitizer|SUMMARY|ERROR|FAILED|verbs_test.c:' /tmp/verbs-leak.log | sed 's/^/VM:   /'
+[ $rc = 0 ] || { grep -A12 -E 'LeakSanitizer|ERROR' /tmp/verbs-leak.log | head -60; fail verbs-leaks; }
+
+fi
+if want 7; then
+echo "VM: ---- 7. the validation kit, against rxe1 and rxe2"
+if PC_VALIDATE_BIN=/pc timeout 600 sh /pc/roce-validate.sh run --local --out /tmp/validate \
+	--devices rxe1,rxe2 --server-address 10.11.0.1 --iters 2 > /tmp/validate.log 2>&1; then
+	grep -E '^roce-validate' /tmp/validate.log | sed 's/^/VM:   /'
+else
+	tail -30 /tmp/validate.log; fail validate
+fi
+echo "PC_VALIDATE_BEGIN"
+cat /tmp/validate/results.tsv 2>/dev/null
+echo "PC_VALIDATE_END"
+fi
 finish

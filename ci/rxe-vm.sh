@@ -10,23 +10,32 @@
 #      tier_e2e_test         the tiered pool's smoke runs over rxe
 #   3. ib_read_bw (bandwidth, and one READ in flight) next to pcbench over rxe
 #   4. pcdemo: three node processes over rxe, in slotmap and in p2p mode
+#   5. torture_test over rxe: writers and verifying readers, peers stopped and killed
+#   6. verbs_test on two rails (rxe1 and rxe2 on two dummy netdevs), and again as
+#      verbs_leak_test under AddressSanitizer (no verbs object leaked)
+#   7. ci/roce-validate.sh, the cluster validation kit, against those two rails;
+#      its results come back over the console and become the report in
+#      BUILD/rxe-vm/validate (report.md and PNGs)
 # It prints one line RXE: PASS or RXE: FAIL and exits 0, 1 (test failure), 2
 # (setup: no download, VM did not report) or 77 (skipped: no qemu and not root).
 # The VM's CPU is QEMU's plain qemu64: under TCG it runs rdma_rxe and our code about
 # twice as fast as -cpu max, whose AVX-512 is emulated.
 #
-#   ci/rxe-vm.sh [BUILD_DIR]   env: PC_RXE_CACHE (downloads), VM_TIMEOUT, VM_MEM, VM_CPU
+#   ci/rxe-vm.sh [BUILD_DIR]   env: PC_RXE_CACHE (downloads), VM_TIMEOUT, VM_MEM, VM_CPU,
+#                              PC_TORTURE_READS (default 100000; 1000000 for the long run),
+#                              PC_RXE_STEPS (e.g. 6,7: only those steps; all by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(cd "${1:-build}" && pwd)
 CACHE=${PC_RXE_CACHE:-/var/tmp/peercache-rxe-vm}
-VM_TIMEOUT=${VM_TIMEOUT:-300}
+VM_TIMEOUT=${VM_TIMEOUT:-720}
 VM_MEM=${VM_MEM:-1536}
 T0=$(date +%s)
 log() { echo "[rxe-vm $(( $(date +%s) - T0 ))s] $*"; }
 setup_fail() { log "setup error: $*"; echo "RXE: FAIL (setup)"; exit 2; }
 
-for b in tests/tcp_test tests/e2e_test tests/tier_e2e_test tools/pcd tools/pcbench tools/pcdemo; do
+for b in tests/tcp_test tests/e2e_test tests/tier_e2e_test tests/torture_test tests/verbs_test \
+	tests/verbs_leak_test tools/pcd tools/pcbench tools/pcdemo; do
 	[ -x "$BUILD/$b" ] || setup_fail "$BUILD/$b is missing: build first (cmake --build $BUILD)"
 done
 export DEBIAN_FRONTEND=noninteractive
@@ -77,7 +86,7 @@ modorder() {
 		echo "${line%%:*}"
 	done | awk '!seen[$0]++'
 }
-MODS=$(modorder crc32_generic rdma_rxe) || setup_fail "cannot resolve rdma_rxe's modules"
+MODS=$(modorder crc32_generic rdma_rxe dummy) || setup_fail "cannot resolve rdma_rxe's modules"
 
 # ---------------------------------------------------------------- initramfs
 STAGE="$BUILD/rxe-vm/stage"
@@ -86,7 +95,7 @@ mkdir -p "$STAGE"/{bin,sbin,etc,proc,sys,dev,tmp,run,pc,lib64,usr/lib/x86_64-lin
 cp "$BB" "$STAGE/bin/busybox"
 for a in $("$BB" --list); do [ -e "$STAGE/bin/$a" ] || ln -s busybox "$STAGE/bin/$a"; done
 # rdma (iproute2) and perftest from the downloads, with their libraries
-for f in usr/bin/rdma sbin/rdma usr/bin/ib_read_lat usr/bin/ib_read_bw usr/bin/ib_write_bw; do
+for f in usr/bin/rdma sbin/rdma usr/bin/ib_read_lat usr/bin/ib_read_bw usr/bin/ib_write_bw usr/bin/ib_write_lat; do
 	[ -e "$CACHE/user/$f" ] && cp "$CACHE/user/$f" "$STAGE/bin/" || true
 done
 for d in lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu; do
@@ -94,8 +103,11 @@ for d in lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu; do
 done
 # the project's binaries and every library the host resolves for them (rdma-core,
 # yaml, xxhash, cunit, libc), plus the verbs provider for rxe
-BINS="$BUILD/tests/tcp_test $BUILD/tests/e2e_test $BUILD/tests/tier_e2e_test $BUILD/tools/pcd $BUILD/tools/pcbench $BUILD/tools/pcdemo"
+BINS="$BUILD/tests/tcp_test $BUILD/tests/e2e_test $BUILD/tests/tier_e2e_test $BUILD/tests/torture_test
+      $BUILD/tests/verbs_test $BUILD/tests/verbs_leak_test $BUILD/tools/pcd $BUILD/tools/pcbench $BUILD/tools/pcdemo"
 cp $BINS "$STAGE/pc/"
+cp ci/roce-validate.sh "$STAGE/pc/"
+cp /usr/bin/ibv_devinfo "$STAGE/pc/" || setup_fail "ibv_devinfo is missing (ibverbs-utils)"
 for lib in $( (ldd $BINS "$STAGE"/bin/ib_read_bw "$STAGE"/bin/rdma 2>/dev/null; \
 	       ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so) \
 	      | grep -oE '/[^ ]+\.so[^ ]*' | sort -u); do
@@ -124,10 +136,21 @@ log "booting ($ACCEL, ${VM_MEM} MiB, 2 vCPUs, timeout ${VM_TIMEOUT}s); log in $L
 set +e
 timeout "$VM_TIMEOUT" qemu-system-x86_64 $ACCEL -m "$VM_MEM" -smp 2 -nodefaults -no-user-config \
 	-display none -serial stdio -no-reboot -kernel "$VMLINUZ" -initrd "$BUILD/rxe-vm/initrd.gz" \
-	-append "console=ttyS0 panic=-1 loglevel=3" </dev/null 2>&1 | tr -d '\r' | tee "$LOG"
+	-append "console=ttyS0 panic=-1 loglevel=3 pc_torture_reads=${PC_TORTURE_READS:-100000} pc_rxe_steps=${PC_RXE_STEPS:-}" \
+	</dev/null 2>&1 | tr -d '\r' | tee "$LOG"
 QRC=${PIPESTATUS[0]}
 set -e
 log "VM exited ($QRC) after $(( $(date +%s) - T0 ))s in all"
+# the kit's results, as the VM printed them, into its report
+if grep -q '^PC_VALIDATE_END' "$LOG"; then
+	mkdir -p "$BUILD/rxe-vm/validate"
+	{ sed -n '/^PC_VALIDATE_BEGIN/,/^PC_VALIDATE_END/p' "$LOG" | sed '1d;$d'
+	  printf 'meta\tcommit\t%s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"; } \
+		> "$BUILD/rxe-vm/validate/results.tsv"
+	sh ci/roce-validate.sh report --out "$BUILD/rxe-vm/validate" \
+		--title "rxe VM smoke run (Soft-RoCE under QEMU TCG: not a hardware figure)" \
+		|| { echo "RXE: FAIL (the kit's report)"; exit 1; }
+fi
 if grep -q '^RXE_VM_RESULT=PASS' "$LOG"; then
 	echo "RXE: PASS"
 	exit 0

@@ -133,38 +133,62 @@ static bool kernel_has_rxe(void)
 	return !stat("/sys/module/rdma_rxe", &st);
 }
 
-static int rxe_open(struct pc_fabric *f, const struct pc_fabric_params *p)
+/* The rxe device for one rail of this node (NULL: a client) into name: the one
+ * the rail names, else any there is, else one created on the rail's netdev (or the
+ * one holding the node's address, else lo). */
+static int rxe_ensure(const struct pc_node *self, const struct pc_rail *rail, bool any,
+		      char *name, size_t len)
 {
-	const struct pc_node *self = f->self != PC_PEER_NONE ? &p->topo->nodes[f->self] : NULL;
-	const struct pc_rail *rail = self ? &self->rails[0] : NULL;
-	char name[64] = "", netdev[PC_NAME_MAX] = "";
+	char netdev[PC_NAME_MAX] = "";
 	int ret;
 
-	if (rail && rail->device[0] && is_rxe(rail->device))
-		snprintf(name, sizeof(name), "%s", rail->device);
-	else if (!find_rxe(name, sizeof(name))) {
-		if (!kernel_has_rxe()) {
-			pc_warn("rxe: this kernel has no rdma_rxe (Soft-RoCE) module loaded; load it (modprobe rdma_rxe) or use protocol: tcp");
-			return -ENODEV;
-		}
-		snprintf(name, sizeof(name), "%s", rail && rail->device[0] ? rail->device : "rxe0");
-		if (rail && rail->netdev[0])
-			snprintf(netdev, sizeof(netdev), "%s", rail->netdev);
-		else if (!self || !netdev_of(self->address, netdev, sizeof(netdev)))
-			snprintf(netdev, sizeof(netdev), "lo");
-		ret = rxe_link_add(name, netdev);
-		if (ret) {
-			pc_err("rxe: cannot create %s on %s: %s (creating needs CAP_NET_ADMIN; or run `rdma link add %s type rxe netdev %s` first)",
-			       name, netdev, strerror(-ret), name, netdev);
+	if (rail && rail->device[0] && is_rxe(rail->device)) {
+		snprintf(name, len, "%s", rail->device);
+		return 0;
+	}
+	if (any && find_rxe(name, len))
+		return 0;
+	if (!kernel_has_rxe()) {
+		pc_warn("rxe: this kernel has no rdma_rxe (Soft-RoCE) module loaded; load it (modprobe rdma_rxe) or use protocol: tcp");
+		return -ENODEV;
+	}
+	snprintf(name, len, "%s", rail && rail->device[0] ? rail->device : "rxe0");
+	if (rail && rail->netdev[0])
+		snprintf(netdev, sizeof(netdev), "%s", rail->netdev);
+	else if (!self || !netdev_of(self->address, netdev, sizeof(netdev)))
+		snprintf(netdev, sizeof(netdev), "lo");
+	ret = rxe_link_add(name, netdev);
+	if (ret) {
+		pc_err("rxe: cannot create %s on %s: %s (creating needs CAP_NET_ADMIN; or run `rdma link add %s type rxe netdev %s` first)",
+		       name, netdev, strerror(-ret), name, netdev);
+		return ret;
+	}
+	pc_info("rxe: created %s on %s", name, netdev);
+	/* The new device takes a moment to show up with an active port. */
+	for (int i = 0; i < 50 && !is_rxe(name); i++)
+		usleep(20000);
+	return 0;
+}
+
+static int rxe_open(struct pc_fabric *f, const struct pc_fabric_params *p)
+{
+	const struct pc_node *self = f->self < p->topo->nr_nodes ? &p->topo->nodes[f->self] : NULL;
+	uint32_t rails = self ? self->nr_rails : 1;
+	char name[64] = "";
+	int ret;
+
+	/* A client told its devices ($PC_VERBS_DEVICE) opens those. One rail: its
+	 * device (or any rxe) by name. Several: each rail's device must be there (or
+	 * be made), and verbs opens them by the rails' names. */
+	bool named = !self && getenv("PC_VERBS_DEVICE");
+
+	for (uint32_t r = 0; r < rails && !named; r++) {
+		ret = rxe_ensure(self, self ? &self->rails[r] : NULL, rails == 1, name, sizeof(name));
+		if (ret)
 			return ret;
-		}
-		pc_info("rxe: created %s on %s", name, netdev);
-		/* The new device takes a moment to show up with an active port. */
-		for (int i = 0; i < 50 && !is_rxe(name); i++)
-			usleep(20000);
 	}
 	for (int i = 0;; i++) {
-		ret = verbs_open_with(f, p, &rxe_quirks, name);
+		ret = verbs_open_with(f, p, &rxe_quirks, rails == 1 && !named ? name : NULL);
 		if (ret != -ENODEV || i == 50)
 			return ret;
 		usleep(20000);	/* its port may not be active yet */

@@ -10,6 +10,19 @@
 #include "base/log.h"
 #include "verbs.h"
 
+/* A peer that died is noticed by the QP's retries (verbs_qp_timeout, retry_cnt);
+ * when they outlast the phase timeout the phase fails its ops first, and the
+ * operator should know the keys disagree. */
+static void warn_slow_retries(const struct pc_fabric *f)
+{
+	const struct pc_store_cfg *s = &f->topo->store;
+	double ms = 4.096e-3 * (double)(1ull << s->verbs_qp_timeout) * (s->verbs_retry_cnt + 1);
+
+	if (ms > f->timeout_ms)
+		pc_warn("verbs: a lost peer is noticed after %.0f ms of retries (store.verbs_qp_timeout %u, verbs_retry_cnt %u), later than store.timeout_ms %u; lower verbs_qp_timeout to see it within a phase",
+			ms, s->verbs_qp_timeout, s->verbs_retry_cnt, f->timeout_ms);
+}
+
 int verbs_open_with(struct pc_fabric *f, const struct pc_fabric_params *p,
 		    const struct verbs_quirks *q, const char *device)
 {
@@ -17,18 +30,23 @@ int verbs_open_with(struct pc_fabric *f, const struct pc_fabric_params *p,
 	int ret;
 
 	vf->quirks = q;
+	vf->events_stop = -1;
 	ret = region_table_init(&vf->regions);
 	if (ret)
 		return ret;
 	pthread_mutex_init(&vf->mr_lock, NULL);
 	pthread_mutex_init(&vf->acc_lock, NULL);
+	pthread_mutex_init(&vf->rail_lock, NULL);
 	ret = verbs_devs_open(vf, device);
 	if (ret)
 		goto err_locks;
+	ret = verbs_events_start(vf);
+	if (ret)
+		goto err_devs;
 	vf->conns = calloc(f->nr_peers, sizeof(*vf->conns));
 	if (!vf->conns) {
 		ret = -ENOMEM;
-		goto err_devs;
+		goto err_events;
 	}
 	for (uint32_t i = 0; i < f->nr_peers; i++)
 		pthread_mutex_init(&vf->conns[i].lock, NULL);
@@ -37,17 +55,21 @@ int verbs_open_with(struct pc_fabric *f, const struct pc_fabric_params *p,
 		goto err_conns;
 	/* Peers learn restarts from the control connection: one incarnation for both. */
 	f->incarnation = vf->ctl->incarnation;
-	for (uint32_t r = 0; r < vf->nr_rails; r++)
-		pc_info("verbs: rail %u on %s port %u, gid index %d", r, vf->dev[r].name,
-			vf->dev[r].port, vf->dev[r].gid_index);
+	verbs_rails_log(vf);
+	warn_slow_retries(f);
 	return 0;
 err_conns:
+	for (uint32_t i = 0; i < f->nr_peers; i++)
+		pthread_mutex_destroy(&vf->conns[i].lock);
 	free(vf->conns);
+err_events:
+	verbs_events_stop(vf);
 err_devs:
 	verbs_devs_close(vf);
 err_locks:
 	pthread_mutex_destroy(&vf->mr_lock);
 	pthread_mutex_destroy(&vf->acc_lock);
+	pthread_mutex_destroy(&vf->rail_lock);
 	region_table_fini(&vf->regions);
 	return ret;
 }
@@ -62,6 +84,7 @@ void verbs_close(struct pc_fabric *f)
 	struct verbs_fabric *vf = to_verbs(f);
 
 	pc_fabric_close(vf->ctl);	/* no more connects arrive */
+	verbs_events_stop(vf);
 	for (uint32_t i = 0; i < f->nr_peers; i++) {
 		verbs_conn_down(vf, &vf->conns[i]);
 		pthread_mutex_destroy(&vf->conns[i].lock);
@@ -74,6 +97,7 @@ void verbs_close(struct pc_fabric *f)
 	verbs_devs_close(vf);
 	pthread_mutex_destroy(&vf->mr_lock);
 	pthread_mutex_destroy(&vf->acc_lock);
+	pthread_mutex_destroy(&vf->rail_lock);
 	region_table_fini(&vf->regions);
 }
 

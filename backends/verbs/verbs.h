@@ -4,10 +4,11 @@
  * PSN, region keys) go over an embedded tcp fabric on the same node address, which
  * also carries peers' incarnations and restarts.
  *
- *   verbs_dev.c   devices, protection domains, GIDs, memory registration
- *   verbs_conn.c  queue pairs and the connect RPC (both sides)
- *   verbs_post.c  batched posting across peers and rails, completions, errors
- *   verbs.c       open/close and the ops table (VERBS_FABRIC_OPS, below)
+ *   verbs_dev.c     devices, protection domains, GIDs, memory registration
+ *   verbs_events.c  the devices' async events: rails going down and coming back
+ *   verbs_conn.c    queue pairs and the connect RPC (both sides)
+ *   verbs_post.c    batched posting across peers and rails, completions, errors
+ *   verbs.c         open/close and the ops table (VERBS_FABRIC_OPS, below)
  *
  * Not for: the core, which sees only pc_fabric.
  */
@@ -35,7 +36,8 @@ struct verbs_quirks {
 	enum ibv_mtu max_mtu;
 };
 
-/* One rail of this process: a device port. */
+/* One rail of this process: a device port. gid_index, gid, mtu and up change when
+ * the port goes down and comes back: read and written under verbs_fabric.rail_lock. */
 struct verbs_dev {
 	char name[IBV_SYSFS_NAME_MAX];
 	struct ibv_context *ctx;
@@ -44,8 +46,10 @@ struct verbs_dev {
 	uint8_t port;
 	int gid_index;
 	union ibv_gid gid;
+	char netdev[32];		/* the GID's Ethernet device ("" on InfiniBand) */
 	uint16_t lid;
 	enum ibv_mtu mtu;
+	bool up;			/* port ACTIVE */
 };
 
 /* A registered region: one MR per rail; peers name it by its region-table key. */
@@ -69,12 +73,17 @@ struct verbs_qp {
 	uint32_t psn;
 };
 
-/* The client side of a connection to one peer, over every rail. */
+/* The client side of a connection to one peer, over the rails both ends have up.
+ * Rail r here is connected to rail r of the peer; rails is the set carrying ops. */
 struct verbs_conn {
 	pthread_mutex_t lock;		/* held for a whole post to this peer */
 	bool up;
 	uint64_t inc;			/* the peer's incarnation */
-	uint32_t nr_rails;
+	uint32_t nr_rails;		/* rails both ends have (up or not) */
+	uint32_t rails;			/* bit r: rail r has a connected QP */
+	uint32_t local_up;		/* this node's up rails when it connected */
+	uint32_t rails_gen;		/* verbs_fabric.rails_gen then */
+	uint64_t retry_rails_at;	/* fewer rails than both have: try all again then */
 	struct verbs_qp q[PC_MAX_RAILS];
 	struct verbs_rregion rr[VERBS_MAX_REGIONS];
 	uint32_t nr_rr;
@@ -100,6 +109,11 @@ struct verbs_fabric {
 	struct pc_fabric *ctl;		/* the embedded tcp fabric */
 	uint32_t nr_rails;
 	struct verbs_dev dev[PC_MAX_RAILS];
+	pthread_mutex_t rail_lock;	/* the rails' changing state (struct verbs_dev) */
+	uint32_t rails_up;		/* bit r: rail r's port is ACTIVE (atomic) */
+	uint32_t rails_gen;		/* advances when a rail's state or GID changes */
+	pthread_t events;		/* verbs_events.c */
+	int events_stop;		/* eventfd that ends it, or -1 */
 	struct region_table regions;	/* keys and bounds, for the connect answer */
 	pthread_mutex_t mr_lock;
 	struct verbs_mr mrs[VERBS_MAX_REGIONS];
@@ -119,11 +133,20 @@ static inline struct verbs_fabric *to_verbs(struct pc_fabric *f)
 /* verbs_dev.c */
 int verbs_devs_open(struct verbs_fabric *vf, const char *want_device);
 void verbs_devs_close(struct verbs_fabric *vf);
+/* Query rail r's port again (state, MTU, GID: a port that came back may have its
+ * address at another GID index); with rail_lock held. Returns whether it is up. */
+bool verbs_rail_refresh(struct verbs_fabric *vf, uint32_t r);
+/* One line per rail: device, port, netdev, GID and its type, MTU, state. */
+void verbs_rails_log(struct verbs_fabric *vf);
 unsigned verbs_access(unsigned pc_access);
 int verbs_mr_add(struct verbs_fabric *vf, struct pc_region *r);
 void verbs_mr_del(struct verbs_fabric *vf, struct pc_region *r);
 /* The lkey of a region this fabric registered, on a rail, or 0. */
 uint32_t verbs_lkey(struct verbs_fabric *vf, const struct pc_region *r, uint32_t rail);
+
+/* verbs_events.c: a thread per fabric that turns port events into rails_up. */
+int verbs_events_start(struct verbs_fabric *vf);
+void verbs_events_stop(struct verbs_fabric *vf);
 
 /* verbs_conn.c */
 int verbs_qp_create(struct verbs_fabric *vf, uint32_t rail, struct verbs_qp *q);

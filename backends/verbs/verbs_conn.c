@@ -3,7 +3,10 @@
  * its QPs, sends their addressing (GID, QPN, PSN) in one CONNECT RPC per peer over
  * the tcp control fabric (all peers in one phase), and the server answers with its
  * own QPs' addressing, its incarnation and its regions' keys per rail. Both sides
- * then move their QPs to RTR and RTS.
+ * then move their QPs to RTR and RTS with the topology's QP settings
+ * (store.verbs_*). A rail whose port is down at either end gets no QP (QPN 0 on the
+ * wire); a connection is rebuilt when this node's rails change and, at most once
+ * a second, while it runs on fewer rails than both ends have.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,41 +14,11 @@
 
 #include "base/log.h"
 #include "verbs.h"
+#include "verbs_wire.h"
 
-#define CONNECT_MAGIC 0x4e435650u	/* "PVCN" */
 #define MAX_ACCEPTED 1024
 #define BACKOFF_NS 200000000ULL
-
-struct wire_addr {
-	uint8_t gid[16];
-	uint32_t qpn, psn;
-	uint16_t lid;
-	uint8_t mtu, pad;
-	uint32_t rd_atomic;
-};
-
-struct wire_req {
-	uint32_t magic;
-	uint32_t from;
-	uint64_t from_inc;
-	uint32_t nr_rails, pad;
-	struct wire_addr a[PC_MAX_RAILS];
-};
-
-struct wire_region {
-	uint32_t key, pad;
-	uint64_t addr, len;
-	uint32_t rkey[PC_MAX_RAILS];
-};
-
-struct wire_resp {
-	uint32_t magic;
-	uint32_t nr_rails;
-	uint64_t inc;
-	uint32_t nr_regions, pad;
-	struct wire_addr a[PC_MAX_RAILS];
-	struct wire_region r[VERBS_MAX_REGIONS];
-};
+#define RAIL_RETRY_NS 1000000000ULL	/* a degraded connection tries every rail again */
 
 int verbs_qp_create(struct verbs_fabric *vf, uint32_t rail, struct verbs_qp *q)
 {
@@ -91,6 +64,17 @@ void verbs_qp_destroy(struct verbs_qp *q)
 	memset(q, 0, sizeof(*q));
 }
 
+/* A rail mask of the first n rails. */
+static uint32_t rails_of(uint32_t n)
+{
+	return n >= 32 ? ~0u : (1u << n) - 1;
+}
+
+static uint32_t rails_up(struct verbs_fabric *vf)
+{
+	return __atomic_load_n(&vf->rails_up, __ATOMIC_RELAXED);
+}
+
 static uint32_t rd_atomic(const struct verbs_fabric *vf, uint32_t rail)
 {
 	uint32_t v = (uint32_t)vf->dev[rail].attr.max_qp_rd_atom;
@@ -115,16 +99,20 @@ static void addr_of(const struct verbs_fabric *vf, uint32_t rail, const struct v
 	w->rd_atomic = rd_atomic(vf, rail);
 }
 
-/* INIT -> RTR -> RTS against the remote side's addressing. */
+/* INIT -> RTR -> RTS against the remote side's addressing, with rail_lock held. The
+ * path MTU is the smallest of both ports', the backend's limit and the topology's. */
 static int qp_connect(struct verbs_fabric *vf, uint32_t rail, struct verbs_qp *q,
 		      const struct wire_addr *r)
 {
 	const struct verbs_dev *d = &vf->dev[rail];
+	const struct pc_store_cfg *cfg = &vf->base.topo->store;
 	enum ibv_mtu mtu = d->mtu < (enum ibv_mtu)r->mtu ? d->mtu : (enum ibv_mtu)r->mtu;
 	struct ibv_qp_attr a = { 0 };
 
 	if (vf->quirks && vf->quirks->max_mtu && mtu > vf->quirks->max_mtu)
 		mtu = vf->quirks->max_mtu;
+	if (cfg->verbs_path_mtu && mtu > (enum ibv_mtu)cfg->verbs_path_mtu)
+		mtu = (enum ibv_mtu)cfg->verbs_path_mtu;
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = mtu;
 	a.dest_qp_num = r->qpn;
@@ -135,6 +123,7 @@ static int qp_connect(struct verbs_fabric *vf, uint32_t rail, struct verbs_qp *q
 	memcpy(a.ah_attr.grh.dgid.raw, r->gid, 16);
 	a.ah_attr.grh.sgid_index = (uint8_t)d->gid_index;
 	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.traffic_class = (uint8_t)cfg->verbs_traffic_class;
 	a.ah_attr.dlid = r->lid;
 	a.ah_attr.port_num = d->port;
 	if (ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
@@ -143,9 +132,9 @@ static int qp_connect(struct verbs_fabric *vf, uint32_t rail, struct verbs_qp *q
 		return -EIO;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;		/* 4.096 us x 2^14 = 67 ms per try */
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
+	a.timeout = (uint8_t)cfg->verbs_qp_timeout;
+	a.retry_cnt = (uint8_t)cfg->verbs_retry_cnt;
+	a.rnr_retry = (uint8_t)cfg->verbs_rnr_retry;
 	a.sq_psn = q->psn;
 	a.max_rd_atomic = (uint8_t)(r->rd_atomic < rd_atomic(vf, rail) ? r->rd_atomic :
 									  rd_atomic(vf, rail));
@@ -167,8 +156,67 @@ void verbs_conn_down(struct verbs_fabric *vf, struct verbs_conn *c)
 	c->bounce = NULL;
 	c->bounce_len = 0;
 	c->nr_rails = 0;
+	c->rails = 0;
 	c->up = false;
 	(void)vf;
+}
+
+/* Whether c must be rebuilt before a post: a rail it uses went down here or one
+ * came back here, or (once a second) the peer may have its missing rails back. */
+static bool rails_changed(struct verbs_fabric *vf, const struct verbs_conn *c, uint64_t now)
+{
+	uint32_t up = rails_up(vf);
+
+	if (up != c->local_up || __atomic_load_n(&vf->rails_gen, __ATOMIC_RELAXED) != c->rails_gen)
+		return true;
+	return c->rails != (up & rails_of(c->nr_rails)) && now >= c->retry_rails_at;
+}
+
+/* Create the QPs of c on this node's up rails and describe them in q. */
+static int conn_prepare(struct verbs_fabric *vf, struct verbs_conn *c, struct wire_req *q)
+{
+	int ret = 0;
+
+	*q = (struct wire_req){ .magic = CONNECT_MAGIC, .from = vf->base.self,
+				.from_inc = vf->base.incarnation, .nr_rails = vf->nr_rails };
+	pthread_mutex_lock(&vf->rail_lock);
+	c->local_up = rails_up(vf);
+	c->rails_gen = __atomic_load_n(&vf->rails_gen, __ATOMIC_RELAXED);
+	c->nr_rails = vf->nr_rails;
+	for (uint32_t r = 0; r < vf->nr_rails && !ret; r++) {
+		if (!(c->local_up & (1u << r)))
+			continue;	/* QPN 0: no QP on this rail */
+		ret = verbs_qp_create(vf, r, &c->q[r]);
+		if (!ret)
+			addr_of(vf, r, &c->q[r], &q->a[r]);
+	}
+	pthread_mutex_unlock(&vf->rail_lock);
+	if (!ret && !(c->local_up & rails_of(vf->nr_rails)))
+		ret = -ENETDOWN;
+	return ret;
+}
+
+/* Connect the QPs of c the server answered for; drop the others. */
+static int conn_finish(struct verbs_fabric *vf, struct verbs_conn *c, const struct wire_resp *s)
+{
+	int e = 0;
+
+	pthread_mutex_lock(&vf->rail_lock);
+	for (uint32_t r = 0; r < c->nr_rails; r++) {
+		if (c->q[r].qp && r < s->nr_rails && s->a[r].qpn && !e) {
+			e = qp_connect(vf, r, &c->q[r], &s->a[r]);
+			if (!e)
+				c->rails |= 1u << r;
+		} else {
+			verbs_qp_destroy(&c->q[r]);
+		}
+	}
+	pthread_mutex_unlock(&vf->rail_lock);
+	if (s->nr_rails < c->nr_rails)	/* use the rails both sides have */
+		c->nr_rails = s->nr_rails;
+	if (!e && !c->rails)
+		e = -ENETDOWN;
+	return e;
 }
 
 int verbs_connect_peers(struct verbs_fabric *vf, const uint8_t *want, int *err)
@@ -187,20 +235,19 @@ int verbs_connect_peers(struct verbs_fabric *vf, const uint8_t *want, int *err)
 		struct verbs_conn *c = &vf->conns[p];
 		struct wire_req *q = &reqs[nr];
 
-		if (!want[p] || c->up)
+		if (!want[p])
+			continue;
+		if (c->up && rails_changed(vf, c, now)) {
+			pc_dbg("verbs: rails changed; reconnecting to node %u", p);
+			verbs_conn_down(vf, c);
+		}
+		if (c->up)
 			continue;
 		if (c->down_until > now) {
 			err[p] = c->down_err;
 			continue;
 		}
-		*q = (struct wire_req){ .magic = CONNECT_MAGIC, .from = vf->base.self,
-					.from_inc = vf->base.incarnation, .nr_rails = vf->nr_rails };
-		for (uint32_t r = 0; r < vf->nr_rails && !err[p]; r++) {
-			err[p] = verbs_qp_create(vf, r, &c->q[r]);
-			if (!err[p])
-				addr_of(vf, r, &c->q[r], &q->a[r]);
-			c->nr_rails = r + !err[p];
-		}
+		err[p] = conn_prepare(vf, c, q);
 		if (err[p]) {
 			verbs_conn_down(vf, c);
 			continue;
@@ -220,15 +267,8 @@ int verbs_connect_peers(struct verbs_fabric *vf, const uint8_t *want, int *err)
 			   !s->nr_rails || s->nr_rails > PC_MAX_RAILS ||
 			   s->nr_regions > VERBS_MAX_REGIONS))
 			e = -EPROTO;
-		if (!e) {
-			if (s->nr_rails < c->nr_rails) {	/* use the rails both sides have */
-				for (uint32_t r = s->nr_rails; r < c->nr_rails; r++)
-					verbs_qp_destroy(&c->q[r]);
-				c->nr_rails = s->nr_rails;
-			}
-			for (uint32_t r = 0; r < c->nr_rails && !e; r++)
-				e = qp_connect(vf, r, &c->q[r], &s->a[r]);
-		}
+		if (!e)
+			e = conn_finish(vf, c, s);
 		if (e) {
 			pc_dbg("verbs: connecting to node %u failed: %s", rpc->peer, strerror(-e));
 			verbs_conn_down(vf, c);
@@ -243,7 +283,9 @@ int verbs_connect_peers(struct verbs_fabric *vf, const uint8_t *want, int *err)
 								   .len = s->r[i].len };
 				memcpy(c->rr[i].rkey, s->r[i].rkey, sizeof(c->rr[i].rkey));
 			}
+			c->retry_rails_at = now + RAIL_RETRY_NS;
 			c->up = true;
+			pc_stat_add(&vf->base.stats.reconnects, 1);
 		}
 		pc_msg_free(&rpc->resp);
 	}
@@ -260,8 +302,23 @@ static void accepted_drop(struct verbs_accepted *a)
 	free(a);
 }
 
-/* Keep the accepted list bounded: drop QPs of an earlier incarnation of the same
- * node, QPs in error, and the oldest beyond the cap. Called with acc_lock held. */
+static bool accepted_in_error(const struct verbs_accepted *a)
+{
+	for (uint32_t r = 0; r < a->nr_rails; r++) {
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		if (a->q[r].qp && !ibv_query_qp(a->q[r].qp, &qa, IBV_QP_STATE, &qi) &&
+		    qa.qp_state == IBV_QPS_ERR)
+			return true;
+	}
+	return false;
+}
+
+/* Keep the accepted list bounded: a new CONNECT replaces every earlier one of the
+ * same node (a node keeps one connection to us; an earlier incarnation is gone) and
+ * of the same client fabric (its incarnation is its own); QPs in error and the
+ * oldest beyond the cap go too. Called with acc_lock held. */
 static void accepted_prune(struct verbs_fabric *vf, uint32_t from, uint64_t from_inc)
 {
 	struct verbs_accepted **pp = &vf->accepted;
@@ -269,12 +326,8 @@ static void accepted_prune(struct verbs_fabric *vf, uint32_t from, uint64_t from
 
 	while (*pp) {
 		struct verbs_accepted *a = *pp;
-		struct ibv_qp_attr qa;
-		struct ibv_qp_init_attr qi;
-		bool drop = (from != PC_PEER_NONE && a->from == from && a->from_inc != from_inc) ||
-			    (!ibv_query_qp(a->q[0].qp, &qa, IBV_QP_STATE, &qi) &&
-			     qa.qp_state == IBV_QPS_ERR) ||
-			    ++n > MAX_ACCEPTED;
+		bool drop = (a->from == from && (from != PC_PEER_NONE || a->from_inc == from_inc)) ||
+			    accepted_in_error(a) || ++n > MAX_ACCEPTED;
 
 		if (drop) {
 			*pp = a->next;
@@ -295,6 +348,7 @@ static int on_connect(struct verbs_fabric *vf, uint32_t from, const void *req, s
 	const struct wire_req *q = req;
 	struct wire_resp *s;
 	struct verbs_accepted *a;
+	uint32_t rails = 0;
 	int ret = 0;
 
 	if (len != sizeof(*q) || q->magic != CONNECT_MAGIC || !q->nr_rails ||
@@ -317,13 +371,20 @@ static int on_connect(struct verbs_fabric *vf, uint32_t from, const void *req, s
 	a->nr_rails = q->nr_rails < vf->nr_rails ? q->nr_rails : vf->nr_rails;
 	*s = (struct wire_resp){ .magic = CONNECT_MAGIC, .nr_rails = a->nr_rails,
 				 .inc = vf->base.incarnation };
+	pthread_mutex_lock(&vf->rail_lock);
 	for (uint32_t r = 0; r < a->nr_rails && !ret; r++) {
+		if (!q->a[r].qpn || !(rails_up(vf) & (1u << r)))
+			continue;	/* down at one end: QPN 0 */
 		ret = verbs_qp_create(vf, r, &a->q[r]);
 		if (!ret)
 			ret = qp_connect(vf, r, &a->q[r], &q->a[r]);
 		if (!ret)
 			addr_of(vf, r, &a->q[r], &s->a[r]);
+		rails |= !ret ? 1u << r : 0;
 	}
+	pthread_mutex_unlock(&vf->rail_lock);
+	if (!ret && !rails)
+		ret = -ENETDOWN;
 	if (ret) {
 		accepted_drop(a);
 		free(s);

@@ -4,6 +4,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,28 +32,60 @@ static bool ipv4_mapped(const union ibv_gid *g)
 	return !memcmp(g->raw, prefix, sizeof(prefix));
 }
 
-/* Pick the GID index: RoCE v2 for this node's address; without one (a client), an
- * IPv4 RoCE v2 GID, since both ends of a RoCE v2 path must be of one IP version and
- * topologies give IPv4 addresses; else any RoCE v2 GID; else 0 (InfiniBand). */
+/* Pick the GID index: RoCE v2 for this node's address; without one (a client, or a
+ * rail on another subnet), an IPv4 RoCE v2 GID, since both ends of a RoCE v2 path
+ * must be of one IP version and topologies give IPv4 addresses; else any RoCE v2
+ * GID; else 0 (InfiniBand). Notes the GID's netdev. */
 static int pick_gid(struct verbs_dev *d, const char *address)
 {
 	struct ibv_gid_entry tab[128];
 	union ibv_gid want;
 	bool have_want = gid_of_ipv4(address, &want);
 	ssize_t n = ibv_query_gid_table(d->ctx, tab, 128, 0);
-	int v4 = -1, any = -1;
+	ssize_t pick = -1, v4 = -1, any = -1;
 
-	for (ssize_t i = 0; i < n; i++) {
+	for (ssize_t i = 0; i < n && pick < 0; i++) {
 		if (tab[i].port_num != d->port || tab[i].gid_type != IBV_GID_TYPE_ROCE_V2)
 			continue;
 		if (have_want && !memcmp(&tab[i].gid, &want, sizeof(want)))
-			return (int)tab[i].gid_index;
+			pick = i;
 		if (v4 < 0 && ipv4_mapped(&tab[i].gid))
-			v4 = (int)tab[i].gid_index;
+			v4 = i;
 		if (any < 0)
-			any = (int)tab[i].gid_index;
+			any = i;
 	}
-	return v4 >= 0 ? v4 : any >= 0 ? any : 0;
+	if (pick < 0)
+		pick = v4 >= 0 ? v4 : any;
+	d->netdev[0] = 0;
+	if (pick < 0)
+		return 0;
+	if (tab[pick].ndev_ifindex)
+		if_indextoname(tab[pick].ndev_ifindex, d->netdev);
+	return (int)tab[pick].gid_index;
+}
+
+/* The port's state, MTU and GID, from the device. */
+static int port_query(struct verbs_dev *d, const char *address)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(d->ctx, d->port, &pa))
+		return -errno ? -errno : -EIO;
+	d->up = pa.state == IBV_PORT_ACTIVE;
+	d->lid = pa.lid;
+	d->mtu = pa.active_mtu;
+	if (!d->up)
+		return 0;
+	d->gid_index = pick_gid(d, address);
+	if (ibv_query_gid(d->ctx, d->port, d->gid_index, &d->gid))
+		return -EIO;
+	return 0;
+}
+
+static const char *self_address(const struct verbs_fabric *vf)
+{
+	return vf->base.self < vf->base.topo->nr_nodes ?
+		       vf->base.topo->nodes[vf->base.self].address : NULL;
 }
 
 static int open_dev(struct verbs_dev *d, struct ibv_device *dev, const char *address)
@@ -66,20 +99,15 @@ static int open_dev(struct verbs_dev *d, struct ibv_device *dev, const char *add
 		return -errno ? -errno : -ENODEV;
 	if (ibv_query_device(d->ctx, &d->attr))
 		goto err;
-	for (uint8_t p = 1; p <= d->attr.phys_port_cnt; p++) {
-		if (ibv_query_port(d->ctx, p, &pa) || pa.state != IBV_PORT_ACTIVE)
-			continue;
-		d->port = p;
-		d->lid = pa.lid;
-		d->mtu = pa.active_mtu;
-		break;
-	}
+	for (uint8_t p = 1; p <= d->attr.phys_port_cnt && !d->port; p++)
+		if (!ibv_query_port(d->ctx, p, &pa) && pa.state == IBV_PORT_ACTIVE)
+			d->port = p;
 	if (!d->port) {
 		pc_warn("verbs: device %s has no active port", d->name);
 		goto err;
 	}
-	d->gid_index = pick_gid(d, address);
-	if (ibv_query_gid(d->ctx, d->port, d->gid_index, &d->gid))
+	ret = port_query(d, address);
+	if (ret)
 		goto err;
 	d->pd = ibv_alloc_pd(d->ctx);
 	if (!d->pd) {
@@ -90,7 +118,41 @@ static int open_dev(struct verbs_dev *d, struct ibv_device *dev, const char *add
 err:
 	ibv_close_device(d->ctx);
 	d->ctx = NULL;
+	d->port = 0;
 	return ret;
+}
+
+bool verbs_rail_refresh(struct verbs_fabric *vf, uint32_t r)
+{
+	struct verbs_dev *d = &vf->dev[r];
+
+	if (port_query(d, self_address(vf)))
+		d->up = false;
+	if (d->up)
+		__atomic_fetch_or(&vf->rails_up, 1u << r, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(&vf->rails_up, ~(1u << r), __ATOMIC_RELAXED);
+	return d->up;
+}
+
+void verbs_rails_log(struct verbs_fabric *vf)
+{
+	static const char *const mtus[] = { "?", "256", "512", "1024", "2048", "4096" };
+
+	pthread_mutex_lock(&vf->rail_lock);
+	for (uint32_t r = 0; r < vf->nr_rails; r++) {
+		const struct verbs_dev *d = &vf->dev[r];
+		char gid[INET6_ADDRSTRLEN] = "?";
+
+		inet_ntop(AF_INET6, d->gid.raw, gid, sizeof(gid));
+		pc_info("verbs: rail %u on %s port %u (netdev %s): gid %s (index %d, %s), mtu %s, %s",
+			r, d->name, d->port, d->netdev[0] ? d->netdev : "none", gid, d->gid_index,
+			d->netdev[0] ? (ipv4_mapped(&d->gid) ? "RoCE v2, IPv4-mapped" : "RoCE v2") :
+				       "InfiniBand",
+			d->mtu < sizeof(mtus) / sizeof(mtus[0]) ? mtus[d->mtu] : "?",
+			d->up ? "active" : "down");
+	}
+	pthread_mutex_unlock(&vf->rail_lock);
 }
 
 /* A device with an active port, as the rails name them or the first one found. */
@@ -99,6 +161,7 @@ int verbs_devs_open(struct verbs_fabric *vf, const char *want_device)
 	const struct pc_topology *t = vf->base.topo;
 	const struct pc_node *self = vf->base.self != PC_PEER_NONE ? &t->nodes[vf->base.self] : NULL;
 	const char *names[PC_MAX_RAILS];
+	char env[PC_MAX_RAILS * IBV_SYSFS_NAME_MAX];
 	struct ibv_device **list;
 	uint32_t nwant = 0;
 	int n, ret = 0;
@@ -109,8 +172,14 @@ int verbs_devs_open(struct verbs_fabric *vf, const char *want_device)
 		for (uint32_t r = 0; r < self->nr_rails; r++)
 			if (self->rails[r].device[0])
 				names[nwant++] = self->rails[r].device;
-	if (!nwant && getenv("PC_VERBS_DEVICE"))
-		names[nwant++] = getenv("PC_VERBS_DEVICE");
+	/* A client's rails (it has no node to list them): $PC_VERBS_DEVICE, one device
+	 * name per rail, comma-separated, in the order the nodes list theirs. */
+	if (!nwant && getenv("PC_VERBS_DEVICE")) {
+		snprintf(env, sizeof(env), "%s", getenv("PC_VERBS_DEVICE"));
+		for (char *save = NULL, *tok = strtok_r(env, ",", &save); tok && nwant < PC_MAX_RAILS;
+		     tok = strtok_r(NULL, ",", &save))
+			names[nwant++] = tok;
+	}
 	list = ibv_get_device_list(&n);
 	if (!list || n <= 0) {
 		if (list)
@@ -140,6 +209,8 @@ int verbs_devs_open(struct verbs_fabric *vf, const char *want_device)
 	ibv_free_device_list(list);
 	if (ret)
 		verbs_devs_close(vf);
+	for (uint32_t r = 0; r < vf->nr_rails; r++)
+		vf->rails_up |= 1u << r;	/* open_dev took active ports only */
 	return ret;
 }
 
@@ -153,6 +224,7 @@ void verbs_devs_close(struct verbs_fabric *vf)
 		memset(&vf->dev[r], 0, sizeof(vf->dev[r]));
 	}
 	vf->nr_rails = 0;
+	vf->rails_up = 0;
 }
 
 /* The least access a region needs: remote writes and atomics also need local write. */

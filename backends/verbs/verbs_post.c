@@ -4,9 +4,15 @@
  * posted before any completion is awaited; then the completion queues are polled
  * until every op is accounted for or the phase deadline passes.
  *
- * Callers' buffers are not registered, so payloads go through a registered bounce
- * buffer per connection (one memcpy each way); an op whose buffer lies in a region
- * this fabric registered (op.lreg) goes straight from or to it.
+ * An op whose buffer lies in a region this fabric registered (op.lreg: the store's
+ * scratch, pages in pc_store_register'ed memory) goes straight from or to it: the
+ * NIC moves the bytes. Any other buffer is staged in a registered bounce buffer
+ * per connection (one memcpy each way), counted in stats.bounce_copies/_bytes
+ * when larger than metadata (VERBS_SMALL_COPY); a head (a slot header) is staged
+ * unless it lies in op.lreg too.
+ *
+ * Ops are spread over the connection's rails (the ones up at both ends) by bytes,
+ * and what each rail moved is counted in stats.rail_bytes.
  *
  * A failed op moves its QP to the error state: the ops after it on that QP are
  * flushed and fail too, and the connection is rebuilt on the next post. Remote
@@ -35,6 +41,9 @@ struct vpeer {
 	uint32_t nv;
 	int err;			/* the whole peer failed */
 	bool broken;			/* rebuild the connection after this post */
+	bool faulted;			/* ... because an op failed (not to learn regions) */
+	uint32_t rail_of[PC_MAX_RAILS];	/* the k-th rail in use */
+	uint32_t nr_used;
 	/* per rail: the vops in posting order, how far posted and completed */
 	uint32_t *order[PC_MAX_RAILS];
 	uint32_t count[PC_MAX_RAILS], posted[PC_MAX_RAILS], done[PC_MAX_RAILS];
@@ -71,6 +80,29 @@ static const struct verbs_rregion *rregion(const struct verbs_conn *c, uint32_t 
 	return NULL;
 }
 
+static bool head_in_lreg(const struct pc_op *op)
+{
+	uintptr_t h = (uintptr_t)op->head, a;
+
+	if (!op->lreg || !op->head_len)
+		return false;
+	a = (uintptr_t)op->lreg->addr;
+	return h >= a && op->head_len <= op->lreg->len && h - a <= op->lreg->len - op->head_len;
+}
+
+/* Staging copies of at most this many bytes are not bounce copies: slot headers,
+ * index tags and the like, metadata a NIC would take inline in the work request
+ * anyway. A page outside registered memory is always larger. */
+#define VERBS_SMALL_COPY 256
+
+static void count_bounce(struct verbs_fabric *vf, uint32_t len)
+{
+	if (len <= VERBS_SMALL_COPY)
+		return;
+	pc_stat_add(&vf->base.stats.bounce_copies, 1);
+	pc_stat_add(&vf->base.stats.bounce_bytes, len);
+}
+
 /* A registered bounce buffer of at least need bytes on every rail of c. */
 static int bounce_reserve(struct verbs_fabric *vf, struct verbs_conn *c, size_t need)
 {
@@ -101,20 +133,38 @@ static int bounce_reserve(struct verbs_fabric *vf, struct verbs_conn *c, size_t 
 	return 0;
 }
 
+/* The rail in use with the fewest bytes given to it so far: a post's bytes, not
+ * its ops, are spread evenly (a page and the index read before it differ 1000x). */
+static uint32_t lightest_rail(const struct vpeer *vp, const uint64_t *load)
+{
+	uint32_t best = vp->rail_of[0];
+
+	for (uint32_t u = 1; u < vp->nr_used; u++)
+		if (load[vp->rail_of[u]] < load[best])
+			best = vp->rail_of[u];
+	return best;
+}
+
 /* Work requests for one peer's ops; staging copies for WRITEs. */
 static int prepare_peer(struct verbs_fabric *vf, struct vpeer *vp, struct pc_op *ops,
 			const uint32_t *idx, uint32_t n)
 {
 	struct verbs_conn *c = vp->c;
 	size_t need = 0, off = 0;
+	uint64_t load[PC_MAX_RAILS] = { 0 };
 	uint32_t kept = 0;
 	int ret;
 
 	vp->v = calloc(n, sizeof(*vp->v));
-	for (uint32_t r = 0; r < c->nr_rails; r++)
+	for (uint32_t r = 0; r < c->nr_rails; r++) {
 		vp->order[r] = calloc(n, sizeof(uint32_t));
-	if (!vp->v || !vp->order[c->nr_rails - 1])
-		return -ENOMEM;
+		if (!vp->order[r])
+			return -ENOMEM;
+		if (c->rails & (1u << r))
+			vp->rail_of[vp->nr_used++] = r;
+	}
+	if (!vp->v || !vp->nr_used)
+		return vp->v ? -ENETDOWN : -ENOMEM;
 	for (uint32_t j = 0; j < n; j++) {
 		struct pc_op *op = &ops[idx[j]];
 
@@ -131,7 +181,8 @@ static int prepare_peer(struct verbs_fabric *vf, struct vpeer *vp, struct pc_op 
 		}
 		if (!op->lreg)
 			need += (op->len + 63) & ~(size_t)63;
-		need += (op->head_len + 63) & ~(size_t)63;
+		if (!head_in_lreg(op))
+			need += (op->head_len + 63) & ~(size_t)63;
 		vp->v[kept++] = (struct vop){ .op = idx[j] };
 	}
 	vp->nv = kept;
@@ -142,9 +193,10 @@ static int prepare_peer(struct verbs_fabric *vf, struct vpeer *vp, struct pc_op 
 		struct vop *v = &vp->v[k];
 		struct pc_op *op = &ops[v->op];
 
-		v->rail = k % c->nr_rails;
+		v->rail = lightest_rail(vp, load);
+		load[v->rail] += op->kind == PC_OP_CAS ? 8 : pc_op_bytes(op);
 		vp->order[v->rail][vp->count[v->rail]++] = k;
-		if (op->head_len) {
+		if (op->head_len && !head_in_lreg(op)) {
 			v->stage_head = c->bounce + off;
 			off += (op->head_len + 63) & ~(size_t)63;
 			if (op->kind == PC_OP_WRITE)
@@ -154,8 +206,10 @@ static int prepare_peer(struct verbs_fabric *vf, struct vpeer *vp, struct pc_op 
 			continue;
 		v->stage = c->bounce + off;
 		off += (op->len + 63) & ~(size_t)63;
-		if (op->kind == PC_OP_WRITE)
+		if (op->kind == PC_OP_WRITE) {
 			memcpy(v->stage, op->local, op->len);
+			count_bounce(vf, op->len);
+		}
 	}
 	return 0;
 }
@@ -192,8 +246,10 @@ static int post_window(struct verbs_fabric *vf, struct vpeer *vp, struct pc_op *
 		w->sg_list = sg;
 		if (op->head_len)
 			sg[w->num_sge++] = (struct ibv_sge){
-				.addr = (uint64_t)(uintptr_t)v->stage_head, .length = op->head_len,
-				.lkey = vp->c->bounce_mr[r]->lkey };
+				.addr = (uint64_t)(uintptr_t)(v->stage_head ? v->stage_head : op->head),
+				.length = op->head_len,
+				.lkey = v->stage_head ? vp->c->bounce_mr[r]->lkey :
+							verbs_lkey(vf, op->lreg, r) };
 		if (op->len)
 			sg[w->num_sge++] = (struct ibv_sge){
 				.addr = (uint64_t)(uintptr_t)(v->stage ? v->stage : op->local),
@@ -225,11 +281,14 @@ static int post_window(struct verbs_fabric *vf, struct vpeer *vp, struct pc_op *
 }
 
 /* Drain one rail's completion queue. Returns how many ops it settled. */
-static uint32_t poll_rail(struct vpeer *vp, struct pc_op *ops, uint32_t r)
+static uint32_t poll_rail(struct verbs_fabric *vf, struct vpeer *vp, struct pc_op *ops, uint32_t r)
 {
 	struct ibv_wc wc[32];
 	uint32_t settled = 0;
 	int n;
+
+	if (!vp->count[r])
+		return 0;	/* no op of this post on rail r (it may have no QP) */
 
 	while ((n = ibv_poll_cq(vp->c->q[r].cq, 32, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
@@ -248,8 +307,14 @@ static uint32_t poll_rail(struct vpeer *vp, struct pc_op *ops, uint32_t r)
 			ops[vp->v[vp->order[r][pos]].op].status = wc_errno(wc[i].status);
 			vp->done[r] = pos + 1;
 			settled++;
+			if (wc[i].status == IBV_WC_RETRY_EXC_ERR ||
+			    wc[i].status == IBV_WC_RNR_RETRY_EXC_ERR)
+				pc_stat_add(&vf->base.stats.qp_timeouts, 1);
+			if (!vp->failed[r])
+				pc_dbg("verbs: node %u rail %u: %s", vp->peer, r,
+				       ibv_wc_status_str(wc[i].status));
 			vp->failed[r] = true;
-			vp->broken = true;
+			vp->broken = vp->faulted = true;
 		}
 	}
 	if (vp->failed[r]) {
@@ -321,7 +386,7 @@ int verbs_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 				for (uint32_t k = vp->posted[r]; k < vp->count[r]; k++)
 					ops[vp->v[vp->order[r][k]].op].status = e;
 				vp->done[r] = vp->posted[r] = vp->count[r];
-				vp->broken = true;
+				vp->broken = vp->faulted = true;
 			}
 		}
 		for (uint32_t r = 0; vp->nv && r < vp->c->nr_rails; r++)
@@ -334,9 +399,9 @@ int verbs_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 			struct vpeer *vp = &vps[k];
 
 			for (uint32_t r = 0; vp->nv && r < vp->c->nr_rails; r++) {
-				pending -= poll_rail(vp, ops, r);
+				pending -= poll_rail(vf, vp, ops, r);
 				if (post_window(vf, vp, ops, r))
-					vp->broken = vp->failed[r] = true;
+					vp->broken = vp->faulted = vp->failed[r] = true;
 			}
 		}
 		if (pending && pc_env_now(f->env) > deadline)
@@ -348,22 +413,31 @@ int verbs_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		for (uint32_t r = 0; vp->nv && r < vp->c->nr_rails; r++) {
 			for (uint32_t i = vp->done[r]; i < vp->count[r]; i++)
 				ops[vp->v[vp->order[r][i]].op].status = -ETIMEDOUT;
-			if (vp->done[r] < vp->count[r])
-				vp->broken = true;	/* the NIC may still touch the bounce buffer */
+			if (vp->done[r] < vp->count[r])	/* the NIC may still touch the buffers */
+				vp->broken = vp->faulted = true;
 		}
-		/* Results out of the bounce buffer. */
+		/* Results out of the bounce buffer; what each rail moved. */
 		for (uint32_t i = 0; i < vp->nv; i++) {
 			struct pc_op *op = &ops[vp->v[i].op];
 
-			if (op->status || op->kind == PC_OP_WRITE)
+			if (op->status)
+				continue;
+			pc_stat_add(&f->stats.rail_bytes[vp->v[i].rail],
+				    op->kind == PC_OP_CAS ? 8 : pc_op_bytes(op));
+			if (op->kind == PC_OP_WRITE)
 				continue;
 			if (vp->v[i].stage_head)
 				memcpy(op->head, vp->v[i].stage_head, op->head_len);
-			if (vp->v[i].stage)
+			if (vp->v[i].stage) {
 				memcpy(op->local, vp->v[i].stage, op->len);
+				count_bounce(vf, op->len);
+			}
 		}
 		if (vp->broken && vp->c->up) {
-			pc_dbg("verbs: connection to node %u closed after an error", vp->peer);
+			pc_dbg("verbs: connection to node %u closed after %s", vp->peer,
+			       vp->faulted ? "an error" : "a region it did not know");
+			if (vp->faulted)
+				pc_stat_add(&f->stats.qp_errors, 1);
 			verbs_conn_down(vf, vp->c);
 		}
 		free(vp->v);

@@ -136,6 +136,16 @@ struct pc_store_cfg {
 	 * asked; port 0 takes an ephemeral one (pcd logs which). */
 	bool metrics;
 	uint32_t metrics_port;
+	/* RDMA queue pairs of the verbs and rxe fabrics (docs/roce-validate.md), with
+	 * defaults for lossless RoCE v2: the local ACK timeout exponent (a try waits
+	 * 4.096 us x 2^n), transport retries and RNR retries (7: without end), the
+	 * IPv4 traffic class (DSCP << 2 | ECN) and the path MTU (auto: the smaller
+	 * active MTU of the two ports). */
+	uint32_t verbs_qp_timeout;
+	uint32_t verbs_retry_cnt;
+	uint32_t verbs_rnr_retry;
+	uint32_t verbs_traffic_class;
+	int verbs_path_mtu;			/* enum ibv_mtu; 0 = auto */
 };
 
 /* Model shape: page bytes = 2 (K and V) x layers x kv_heads x head_dim x dtype bytes

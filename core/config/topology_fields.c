@@ -22,6 +22,8 @@ static const char *const protocol_names[] = { "tcp", "rdma", "rxe", NULL };
 static const char *const fallback_names[] = { "tcp", "none", NULL };
 static const char *const discovery_names[] = { "embedded", "etcd", "static", NULL };
 static const char *const read_policy_names[] = { "auto", "bucket", "predict", "index", NULL };
+/* Indexed as rdma-core's enum ibv_mtu (IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5). */
+static const char *const path_mtu_names[] = { "auto", "256", "512", "1024", "2048", "4096", NULL };
 static const char *const dtype_names[] = { "fp32", "bf16", "fp16", "fp8", "int8", NULL };
 static const uint32_t dtype_sizes[] = { 4, 2, 2, 1, 1 };
 
@@ -82,6 +84,17 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, dir_entries_per_block, FT_U32, 1, 64, "2"),
 	F(struct pc_store_cfg, metrics, FT_BOOL, 0, 1, NULL),
 	F(struct pc_store_cfg, metrics_port, FT_U32, 0, 65535, "0"),
+	/* RDMA queue pairs (verbs, rxe; docs/roce-validate.md). Defaults suit lossless
+	 * RoCE v2: 14 is 67 ms per try, so 7 retries give up after ~0.5 s, inside
+	 * timeout_ms; rnr_retry 7 waits for a receiver without end (peercache posts no
+	 * receives, so RNR never arises from its own traffic); traffic class 106 is
+	 * DSCP 26 (the class RoCE deployments commonly map to their PFC priority) with
+	 * ECN capable transport, for DCQCN; path MTU auto takes the ports' active MTU. */
+	F(struct pc_store_cfg, verbs_qp_timeout, FT_U32, 1, 31, "14"),
+	F(struct pc_store_cfg, verbs_retry_cnt, FT_U32, 0, 7, "7"),
+	F(struct pc_store_cfg, verbs_rnr_retry, FT_U32, 0, 7, "7"),
+	F(struct pc_store_cfg, verbs_traffic_class, FT_U32, 0, 255, "106"),
+	FENUM(struct pc_store_cfg, verbs_path_mtu, path_mtu_names, "auto"),
 };
 
 static const struct field model_fields[] = {

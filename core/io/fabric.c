@@ -227,20 +227,17 @@ static void note_outcomes(struct pc_fabric *f, const struct entries *e)
 }
 
 /* Fail the skipped entries of e and copy the others into *live (at[j]: where live
- * entry j came from). 0, or -ENOMEM. */
-static int gather_live(struct pc_fabric *f, const struct entries *e, size_t skipped, uint64_t now,
+ * entry j came from). 0, or -ENOMEM. Room for all of e: another thread may have
+ * heard a peer again since skipped was counted, so fewer may skip now. */
+static int gather_live(struct pc_fabric *f, const struct entries *e, uint64_t now,
 		       struct entries *live, size_t **at)
 {
 	*live = *e;
 	live->n = 0;
-	live->v = NULL;
-	*at = NULL;
-	if (skipped < e->n) {
-		live->v = malloc((e->n - skipped) * (e->size + sizeof(**at)));
-		if (!live->v)
-			return -ENOMEM;
-		*at = (size_t *)(void *)(live->v + (e->n - skipped) * e->size);
-	}
+	live->v = malloc(e->n * (e->size + sizeof(**at)));
+	if (!live->v)
+		return -ENOMEM;
+	*at = (size_t *)(void *)(live->v + e->n * e->size);
 	for (size_t i = 0; i < e->n; i++) {
 		int skip = entry_skips(f, e, i, now);
 
@@ -290,9 +287,10 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	if (!skipped) {
 		ret = post_all(f, ops, n);
 	} else {
-		ret = gather_live(f, &e, skipped, now, &live, &at);
+		ret = gather_live(f, &e, now, &live, &at);
 		if (ret)
 			return ret;
+		skipped = n - live.n;	/* what really skipped */
 		ret = post_all(f, (struct pc_op *)(void *)live.v, live.n);
 		scatter_live(&e, &live, at);
 	}
@@ -350,9 +348,10 @@ int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	if (!skipped) {
 		ret = call_all(f, rpcs, n);
 	} else {
-		ret = gather_live(f, &e, skipped, now, &live, &at);
+		ret = gather_live(f, &e, now, &live, &at);
 		if (ret)
 			return ret;
+		skipped = n - live.n;
 		ret = call_all(f, (struct pc_rpc *)(void *)live.v, live.n);
 		scatter_live(&e, &live, at);
 	}

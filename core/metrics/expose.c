@@ -183,6 +183,33 @@ static void latency(struct out *o, struct pc_store *st)
 	}
 }
 
+/* RDMA fabrics' own client counters: every fabric prints them (0 where nothing is
+ * staged or railed), so one dashboard serves tcp and RoCE clusters alike. */
+static void rdma_client(struct out *o, struct pc_store *st, const struct pc_fabric_stats *f)
+{
+	const struct pc_topology *t = st->svc.topo;
+	uint32_t rails = st->svc.self != PC_PEER_NONE ? t->nodes[st->svc.self].nr_rails : 1;
+	char l[32];
+
+	family(o, "peercache_fabric_rail_bytes_total", "counter",
+	       "Bytes the completed one-sided ops moved over each of this process's rails (RDMA).");
+	for (uint32_t r = 0; r < rails && r < PC_FABRIC_MAX_RAILS; r++) {
+		snprintf(l, sizeof(l), "rail=\"%u\"", r);
+		sample(o, "peercache_fabric_rail_bytes_total", l, f->rail_bytes[r]);
+	}
+	one(o, "peercache_fabric_bounce_copies_total", "counter",
+	    "Ops whose local bytes were copied through a staging buffer: not in registered memory.",
+	    f->bounce_copies);
+	one(o, "peercache_fabric_bounce_bytes_total", "counter", "Bytes those copies moved.",
+	    f->bounce_bytes);
+	one(o, "peercache_fabric_qp_errors_total", "counter",
+	    "Queue pairs torn down after a failed op; rebuilt on the next use (RDMA).", f->qp_errors);
+	one(o, "peercache_fabric_qp_timeouts_total", "counter",
+	    "Ops failed by exceeded transport or RNR retries (RDMA).", f->qp_timeouts);
+	one(o, "peercache_fabric_rail_changes_total", "counter",
+	    "Rails seen going down or coming back (RDMA port events).", f->rail_changes);
+}
+
 static void fabric_client(struct out *o, struct pc_store *st, const struct pc_fabric_stats *f)
 {
 	static const char *const kinds[] = { "read", "write", "cas" };
@@ -200,6 +227,7 @@ static void fabric_client(struct out *o, struct pc_store *st, const struct pc_fa
 	one(o, "peercache_fabric_rpcs_total", "counter", "RPCs this process sent.", f->rpcs);
 	one(o, "peercache_fabric_connects_total", "counter", "Connections this process opened.",
 	    f->reconnects);
+	rdma_client(o, st, f);
 	one(o, "peercache_fabric_skipped_ops_total", "counter",
 	    "One-sided ops failed at once: their peer was backing off.", f->skipped_ops);
 	one(o, "peercache_fabric_skipped_rpcs_total", "counter",

@@ -1,6 +1,7 @@
 /*
- * torture_test.c - writers and readers hammer one key space on a 3-node tcp cluster
- * while peers are SIGKILLed and SIGSTOPped; every hit is checked.
+ * torture_test.c - writers and readers hammer one key space on a 3-node cluster (tcp,
+ * or rxe in the Soft-RoCE VM) while peers are SIGKILLed and SIGSTOPped; every hit
+ * is checked.
  *
  * Node n0 runs in this process, n1 and n2 are pcd processes. Writers set pages
  * through n0 (in place for n0's keys, remote for the others) and through a client
@@ -11,9 +12,10 @@
  * it writes it. A reader's hit is dirty when its length is not the key's, its bytes
  * are not those of the version it names, or no writer ever announced that version.
  *
- * Usage: torture_test PCD [READS [chaos]]: stop after READS reads (default 1M);
- * with "chaos", a peer is SIGSTOPped for 400 ms or SIGKILLed and restarted every
- * 1.5 s. Prints the counts; fails on any dirty hit or when nothing hit at all.
+ * Usage: torture_test PCD [READS [chaos|calm [PROTOCOL]]]: stop after READS reads
+ * (default 1M); with "chaos", a peer is SIGSTOPped for 400 ms or SIGKILLed and
+ * restarted every 1.5 s; PROTOCOL is the cluster's store.protocol (default tcp).
+ * Prints the counts; fails on any dirty hit or when nothing hit at all.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -227,7 +229,8 @@ static void test_torture(void)
 	const char *pcd = pc_test_argv[1];
 	bool chaos = pc_test_argc > 3 && !strcmp(pc_test_argv[3], "chaos");
 	struct shared S = { .target = pc_test_argc > 2 ? strtoul(pc_test_argv[2], NULL, 0) : 1000000 };
-	struct ecl *E = ecl_up(pcd, "tcp",
+	const char *protocol = pc_test_argc > 4 ? pc_test_argv[4] : "tcp";
+	struct ecl *E = ecl_up(pcd, protocol,
 			       "slot_size_classes: [2KiB, 8KiB, 16KiB], slot_ways: 4, "
 			       "global_segment_size: 3MiB, slot_spill_ways: 1, slot_cas_claim: true, "
 			       "slot_claim_timeout_ms: 1500", true);
@@ -267,9 +270,9 @@ static void test_torture(void)
 		pthread_join(ct, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("\n  torture: %lu reads in %.1f s (%.0f/s): %lu hits, %lu misses, %lu errors, "
+	printf("\n  torture over %s: %lu reads in %.1f s (%.0f/s): %lu hits, %lu misses, %lu errors, "
 	       "%lu DIRTY; %lu writes stored, %lu failed; %lu SIGSTOPs, %lu SIGKILLs\n",
-	       S.reads, secs, (double)S.reads / secs, S.hits, S.misses, S.errors, S.dirty, S.writes,
+	       protocol, S.reads, secs, (double)S.reads / secs, S.hits, S.misses, S.errors, S.dirty, S.writes,
 	       S.write_fails, S.stops, S.kills);
 	CU_ASSERT_EQUAL(S.dirty, 0);
 	CU_ASSERT(S.hits > 0);
@@ -279,7 +282,7 @@ static void test_torture(void)
 }
 
 static CU_TestInfo tests[] = {
-	{ "writers and readers on 3 tcp nodes, peers stopped and killed: no dirty hit", test_torture },
+	{ "writers and readers on 3 nodes, peers stopped and killed: no dirty hit", test_torture },
 	CU_TEST_INFO_NULL,
 };
 

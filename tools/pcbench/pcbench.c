@@ -175,6 +175,14 @@ static void print_fabric(const struct bench *B)
 	       (unsigned long long)f.ops_write, (unsigned long long)f.bytes_written,
 	       (unsigned long long)f.ops_cas, (unsigned long long)f.op_errors,
 	       (unsigned long long)f.rpcs);
+	/* RDMA fabrics: pages staged through a bounce buffer (0 when the page buffers
+	 * are registered) and what each rail moved. */
+	printf("fabric: bounce_copies=%llu bounce_bytes=%llu qp_errors=%llu rail_bytes=",
+	       (unsigned long long)f.bounce_copies, (unsigned long long)f.bounce_bytes,
+	       (unsigned long long)f.qp_errors);
+	for (uint32_t r = 0; r < PC_FABRIC_MAX_RAILS; r++)
+		printf("%s%llu", r ? "," : "", (unsigned long long)f.rail_bytes[r]);
+	printf("\n");
 }
 
 static void pin_self(int cpu)

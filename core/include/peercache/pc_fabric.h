@@ -32,6 +32,7 @@
 extern "C" {
 #endif
 
+#define PC_FABRIC_MAX_RAILS 8		/* rails per node a fabric counts (PC_MAX_RAILS) */
 #define PC_PEER_NONE UINT32_MAX		/* a client that serves nothing */
 #define PC_PEER_TOOL (UINT32_MAX - 1)	/* a tool that reached an address (PC_FABRIC_ANY_NODE):
 					 * it may ask for views and drain or join the node
@@ -203,6 +204,19 @@ struct pc_fabric_stats {
 	uint64_t refused_key, refused_bounds, refused_rights, refused_malformed;
 	/* connections peers opened to this node (backends with connections) */
 	uint64_t conns_accepted, conns_closed;
+	/* RDMA fabrics (verbs, rxe), client side. rail_bytes: what the ops that
+	 * completed moved over each of this node's rails (head and payload; 8 per
+	 * CAS). bounce: ops whose local bytes (more than 256: a page, not a slot
+	 * header or an index tag) were copied through a registered staging buffer
+	 * because they did not lie in registered memory, and the bytes copied (0 for
+	 * pages in pc_store_register'ed buffers). qp_errors: queue
+	 * pairs torn down after a failed op (peer gone, QP in error, retries
+	 * exceeded, the phase deadline); qp_timeouts: of those failures, transport
+	 * or RNR retries exceeded. rail_changes: rails seen going down or back up. */
+	uint64_t rail_bytes[PC_FABRIC_MAX_RAILS];
+	uint64_t bounce_copies, bounce_bytes;
+	uint64_t qp_errors, qp_timeouts;
+	uint64_t rail_changes;
 };
 
 struct pc_fabric_peers;
