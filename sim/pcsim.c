@@ -46,7 +46,7 @@ static const struct tool_opt options[] = {
 	{ "--topology FILE", NULL, "The cluster to simulate (docs/configuration.md). Required." },
 	{ "--workload SPEC|TRACE", NULL,
 	  "What the serving engines ask for: zipf:..., prefix:..., mooncake:FILE or a .jsonl "
-	  "Mooncake trace (syntax below). Required." },
+	  "Mooncake trace (the description gives the syntax). Required." },
 	{ "--out DIR", NULL, "Where the results go; created if missing. Required." },
 	{ "--force", "refuse a non-empty DIR", "Write into a DIR that already holds files." },
 	{ "--set key=value", NULL, "Override one topology key, as pcd does; repeatable." },
@@ -92,7 +92,8 @@ static const struct tool_doc doc = {
 		"Workloads (every parameter optional; defaults in brackets):\n\n"
 		"  zipf:keys=N[100000],s=S[1.0],pages=P[1],requests=R[100000],rate=Q[1000]\n"
 		"      each request looks up P pages drawn Zipf(S) over N keys\n"
-		"  prefix:groups=G[16],prompts=P[64],prefix=K[8],suffix=M[4],group_s=S[0],requests=R,rate=Q\n"
+		"  prefix:groups=G[16],prompts=P[64],prefix=K[8],suffix=M[4],group_s=S[0],\n"
+		"         requests=R[100000],rate=Q[1000]\n"
 		"      a request is a group's K shared prefix pages, then M pages of one of its P\n"
 		"      prompts (SGLang's generated-shared-prefix benchmark); group_s>0: Zipf groups\n"
 		"  mooncake:FILE[,requests=R][,rate=Q]    or just FILE.jsonl\n"
