@@ -6,14 +6,15 @@
 # python3-torch and python3-numpy are for the Python package's tests (host KV pools
 # built from torch tensors, as SGLang's are); the package itself needs neither.
 # libssl-dev is for libcrypto (HMAC-SHA256 and nonces of the tcp handshake).
-# curl and prometheus (for promtool) are for the metrics endpoint's tests.
+# curl and prometheus (for promtool) are for the metrics endpoint's tests; file is
+# for cpack's Debian generator (dpkg-shlibdeps comes with build-essential).
 # Not for: the rxe VM's kernel and userland, which ci/rxe-vm.sh downloads itself.
 set -eu
 
 PKGS="build-essential cmake pkg-config valgrind git
       rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils
       libxxhash-dev libyaml-dev libcunit1-dev libjansson-dev libssl-dev libmicrohttpd-dev gnuplot-nox
-      curl prometheus
+      curl prometheus file
       iproute2 procps psmisc
       python3 python3-torch python3-numpy
       clang libclang-rt-14-dev"
