@@ -11,9 +11,5 @@ for t in tools/pcd tools/pcctl tools/pctopo tools/pcdemo tools/pcbench tools/pct
 	"$B/$t" --man >"docs/man/${t##*/}.1"
 done
 "$B/tools/pctopo" --schema >"$B/schema.md"
-awk -v schema="$B/schema.md" '
-	/<!-- BEGIN keys/ { print; while ((getline l < schema) > 0) print l; skip = 1; next }
-	/<!-- END keys/ { skip = 0 }
-	!skip { print }' docs/configuration.md >"$B/configuration.md"
-mv "$B/configuration.md" docs/configuration.md
+./ci/splice-block.sh docs/configuration.md keys "$B/schema.md"
 echo "gen-docs: docs/man/*.1 and docs/configuration.md regenerated from $B"

@@ -15,7 +15,7 @@
  * of the store's placement and eviction as well.
  *
  * Defaults: topologies/rack.yaml at 16 GiB of slots per node, the shared-prefix
- * workload of the README's capacity-planning section, 200 000 requests, 3 runs.
+ * workload of docs/simulator.md's worked example, 200 000 requests, 3 runs.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -48,7 +48,7 @@ static const struct tool_opt options[] = {
 };
 
 static const struct tool_example examples[] = {
-	{ "pcdemo --topology topologies/laptop.yaml", "the README's demo: 3 nodes over tcp on loopback" },
+	{ "pcdemo --topology topologies/laptop.yaml", "ci/demo.sh's demo: 3 nodes over tcp on loopback" },
 	{ "pcdemo --topology topologies/laptop.yaml --set store.mode=p2p",
 	  "the same job in p2p mode (a directory says where pages are)" },
 	{ "pcdemo --topology topologies/laptop.yaml --free-ports",
