@@ -67,7 +67,7 @@ static const struct tool_opt options[] = {
 	  "Name the smallest configuration (by cluster slot memory) whose token hit rate and "
 	  "p99, averaged over seeds, meet both targets: find.txt." },
 	{ "--with-payload", "payload-free", "Store real page bytes (needs the memory)." },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_example examples[] = {
@@ -76,7 +76,7 @@ static const struct tool_example examples[] = {
 	  "(docs/simulator.md works through it)" },
 	{ "pcsim --topology topologies/rack.yaml --workload zipf:keys=200000 --sweep store.mode=slotmap,p2p --out /tmp/modes",
 	  "slotmap against p2p on the same cluster and workload" },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_doc doc = {

@@ -275,14 +275,14 @@ static const struct tool_opt options[] = {
 	{ "--set key=value", "store.global_segment_size=16GiB",
 	  "Override one topology key, after the default one; repeatable." },
 	{ "--runs N", "3", "Runs of each side, alternated; rates are the best run's." },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_example examples[] = {
 	{ "pcsimbench --runs 5", "rack.yaml at 16 GiB per node, the shared-prefix workload" },
 	{ "pcsimbench --runs 5 --workload zipf:keys=200000,s=1.0,pages=32,requests=200000 --set store.global_segment_size=2GiB",
 	  "Zipf 1.0 over 200 000 keys at 2 GiB per node" },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_doc doc = {

@@ -46,7 +46,7 @@ static const struct tool_opt options[] = {
 	{ "--topology FILE", NULL,
 	  "stats: scrape every node of the topology on store.metrics_port (which must be fixed)." },
 	{ "--set key=value", NULL, "stats: override one topology key; repeatable." },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_example examples[] = {
@@ -55,7 +55,7 @@ static const struct tool_example examples[] = {
 	{ "pcctl --discovery 127.0.0.1:31998 drain n2",
 	  "n2 leaves every ring and its pcd stops; join n2 brings a running node back" },
 	{ "pcctl stats 127.0.0.1:9101 127.0.0.1:9102", "every node's counters in a table" },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_doc doc = {

@@ -59,7 +59,7 @@ static const struct tool_opt options[] = {
 	{ "--stats SECONDS", "off", "Log the node's counters every SECONDS seconds." },
 	{ "--metrics-addr HOST:PORT", "store.metrics / store.metrics_port, else off",
 	  "Serve /metrics, /healthz and /readyz over HTTP on HOST:PORT; port 0 picks a free one and logs it." },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_example examples[] = {
@@ -69,7 +69,7 @@ static const struct tool_example examples[] = {
 	  "a node of a real cluster, scraped by Prometheus (docs/deployment.md)" },
 	{ "pcd --topology topologies/laptop.yaml --node n1 --host-blocks 8 --disk-blocks 64 --disk-dir /var/tmp",
 	  "a tiered pool of 8 host blocks spilling to 64 disk blocks" },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_doc doc = {

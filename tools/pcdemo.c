@@ -44,7 +44,7 @@ static const struct tool_opt options[] = {
 	{ "--free-ports", "the topology's ports",
 	  "Give every node a port the system picks, so the demo runs next to a cluster already "
 	  "on the topology's ports (the tests do this)." },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_example examples[] = {
@@ -53,7 +53,7 @@ static const struct tool_example examples[] = {
 	  "the same job in p2p mode (a directory says where pages are)" },
 	{ "pcdemo --topology topologies/laptop.yaml --free-ports",
 	  "the same on ports the system picks, next to a cluster already on laptop.yaml's ports" },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_doc doc = {

@@ -44,14 +44,14 @@ static const struct tool_opt options[] = {
 	{ "--blocks N", "16384", "Blocks written and read per phase." },
 	{ "--batch N", "64", "Blocks per demote or promote batch." },
 	{ "--rounds N", "3", "Rounds of each phase; the best is reported." },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_example examples[] = {
 	{ "pctierbench --dir /var/tmp", "12 KiB blocks in batches of 64" },
 	{ "pctierbench --dir /var/tmp --block 2MiB --blocks 512 --batch 16 --rounds 2",
 	  "2 MiB blocks (Llama-3.1-8B pages of 16 tokens)" },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_doc doc = {

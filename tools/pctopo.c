@@ -35,7 +35,7 @@ static const struct tool_opt options[] = {
 	{ "--schema", NULL,
 	  "Print the reference of every topology key (type, default, unit, meaning, who uses it) as "
 	  "Markdown: the table of docs/configuration.md." },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_example examples[] = {
@@ -43,7 +43,7 @@ static const struct tool_example examples[] = {
 	  "check rack.yaml, print each size class's slot geometry and every node's share of the keys" },
 	{ "pctopo --topology topologies/laptop.yaml --set store.global_segment_size=4GiB --write",
 	  "the resolved topology with an override, as YAML" },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_doc doc = {

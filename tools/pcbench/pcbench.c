@@ -77,7 +77,7 @@ static const struct tool_opt options[] = {
 	{ "--free-ports", "the topology's ports",
 	  "--mode: give every node a port the system picks, next to a cluster already on the "
 	  "topology's ports." },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_example examples[] = {
@@ -85,7 +85,7 @@ static const struct tool_example examples[] = {
 	  "set, get and exists against the running laptop cluster, with a raw tcp reference" },
 	{ "pcbench --mode both --topology topologies/laptop.yaml --page-size 12KiB --iters 5",
 	  "slotmap against p2p on clusters of its own (docs/performance.md)" },
-	{ NULL },
+	{ 0 },
 };
 
 static const struct tool_doc doc = {
