@@ -275,16 +275,15 @@ static uint64_t cluster_slot_bytes(const struct pc_topology *t)
 	return b * t->nr_nodes;
 }
 
-/* Which sweeps change the cluster's slot memory (the x axis of hitrate.png); the
- * others make one line each. */
+/* Which sweeps change the cluster's slot memory (the x axis of hitrate.png) by more
+ * than the rounding of whole buckets (5 %); the others make one line each. */
 static void capacity_sweeps(const struct pc_topology *base, bool *cap)
 {
 	char err[PC_ERR_MAX], assign[1200];
 
 	for (int i = 0; i < nsweeps; i++) {
-		uint64_t first = 0;
+		uint64_t lo = UINT64_MAX, hi = 0;
 
-		cap[i] = false;
 		for (int v = 0; v < sweeps[i].n; v++) {
 			struct pc_topology *t = pc_topology_dup(base);
 			uint64_t b;
@@ -293,11 +292,10 @@ static void capacity_sweeps(const struct pc_topology *base, bool *cap)
 			pc_topology_set(t, assign, err, sizeof(err));
 			b = cluster_slot_bytes(t);
 			pc_topology_free(t);
-			if (v == 0)
-				first = b;
-			else if (b != first)
-				cap[i] = true;
+			lo = b < lo ? b : lo;
+			hi = b > hi ? b : hi;
 		}
+		cap[i] = (double)hi > 1.05 * (double)lo;
 	}
 }
 
