@@ -47,7 +47,7 @@ static const struct tool_opt options[] = {
 	  "The cluster's topology YAML, the same file on every node and client (docs/configuration.md). Required." },
 	{ "--node NAME", NULL, "Which node of the topology this process serves. Required." },
 	{ "--set key=value", NULL,
-	  "Override one topology key, e.g. store.slot_ways=8 or nodes.port=7000; repeatable." },
+	  "Override one topology key, e.g. store.timeout_ms=500 or nodes.nvme.path=/mnt/nvme; repeatable." },
 	{ "--protocol tcp|rdma|rxe", "the topology's store.protocol",
 	  "The fabric: tcp sockets, ibverbs (RoCE/InfiniBand) or Soft-RoCE." },
 	{ "--host-blocks N", "0: no tiered pool",
