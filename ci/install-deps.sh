@@ -6,7 +6,8 @@
 # python3-torch and python3-numpy are for the Python package's tests (host KV pools
 # built from torch tensors, as SGLang's are); the package itself needs neither.
 # libssl-dev is for libcrypto (HMAC-SHA256 and nonces of the tcp handshake).
-# curl and prometheus (for promtool) are for the metrics endpoint's tests.
+# curl and prometheus (for promtool) are for the metrics endpoint's tests; file is
+# for cpack's Debian generator (dpkg-shlibdeps comes with build-essential).
 # libcurl is for membership in etcd; etcd-server and etcd-client for its tests.
 # memcached, redis-server, libmemcached-dev and libhiredis-dev are the peers pcbench
 # compares the store with (its own clients and the standard C libraries); linux-perf
@@ -17,7 +18,7 @@ set -eu
 PKGS="build-essential cmake pkg-config valgrind git
       rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils
       libxxhash-dev libyaml-dev libcunit1-dev libjansson-dev libssl-dev libmicrohttpd-dev gnuplot-nox
-      curl prometheus libcurl4-openssl-dev etcd-server etcd-client
+      curl prometheus file libcurl4-openssl-dev etcd-server etcd-client
       memcached redis-server libmemcached-dev libhiredis-dev linux-perf
       iproute2 procps psmisc
       python3 python3-torch python3-numpy

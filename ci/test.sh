@@ -2,9 +2,10 @@
 # test.sh - the whole test suite; the README's second command and what CI runs.
 #
 # Installs the Debian packages (ci/install-deps.sh), builds with -Werror, runs every
-# CTest label (unit, valgrind, e2e, netns, sim, rxe), then rebuilds with ASan+UBSan
-# and runs the unit and e2e tests again, then builds the libFuzzer targets with clang
-# and fuzzes each for 20 s. Exit code 0 only when all of that passed.
+# CTest label (unit, valgrind, e2e, netns, sim, docs, install, python, rxe), builds the
+# .deb from a /usr build and checks it (tests/install/deb_test.sh), then rebuilds with
+# ASan+UBSan and runs the unit and e2e tests again, then builds the libFuzzer targets
+# with clang and fuzzes each for 20 s. Exit code 0 only when all of that passed.
 set -eu
 cd "$(dirname "$0")/.."
 JOBS=$(nproc 2>/dev/null || echo 2)
@@ -18,6 +19,13 @@ cmake --build build -j "$JOBS"
 
 echo "== ctest: all labels"
 ctest --test-dir build --output-on-failure -j "$JOBS"
+
+echo "== package: the .deb of a /usr build (cpack -G DEB)"
+cmake -S . -B build-deb -DCMAKE_INSTALL_PREFIX=/usr -DPC_BUILD_TESTS=OFF -DPC_WERROR=ON >/dev/null
+cmake --build build-deb -j "$JOBS" >/dev/null
+rm -rf build-deb/pkg
+(cd build-deb && cpack -G DEB -B pkg >/dev/null)
+./tests/install/deb_test.sh build-deb/pkg/peercache_*.deb
 
 echo "== build (ASan+UBSan)"
 cmake -S . -B build-asan -DPC_WERROR=ON -DPC_SANITIZE=ON >/dev/null

@@ -15,7 +15,7 @@
  * of the store's placement and eviction as well.
  *
  * Defaults: topologies/rack.yaml at 16 GiB of slots per node, the shared-prefix
- * workload of the README's capacity-planning section, 200 000 requests, 3 runs.
+ * workload of docs/simulator.md's worked example, 200 000 requests, 3 runs.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,6 +30,7 @@
 #include "placement/slot.h"
 #include "run/run.h"
 #include "tool/tool_common.h"
+#include "tool/tool_help.h"
 #include "workload/workload.h"
 
 #define TOOL "pcsimbench"
@@ -258,10 +259,53 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static const char usage[] =
-	"usage: pcsimbench [--topology FILE] [--workload SPEC] [--set key=value ...] [--runs N]\n"
-	"  the simulator's hit-rate mode against a bare set-associative model of the same\n"
-	"  cache, alternated in one process; exit 1 when any page's outcome differs\n";
+#define DEFAULT_WORKLOAD \
+	"prefix:groups=2000,prompts=20,prefix=32,suffix=4,requests=200000,rate=1000,group_s=0.8"
+
+static const char *const synopsis[] = {
+	"[--topology FILE] [--workload SPEC] [--set key=value ...] [--runs N]",
+	NULL,
+};
+
+static const struct tool_opt options[] = {
+	{ "--topology FILE", "rack.yaml (found next to the binary or in topologies/)",
+	  "The cluster to model (slotmap, one size class, up to 16 ways, no spill)." },
+	{ "--workload SPEC", DEFAULT_WORKLOAD,
+	  "A generated workload, zipf: or prefix: (pcsim(1) gives the syntax)." },
+	{ "--set key=value", "store.global_segment_size=16GiB",
+	  "Override one topology key, after the default one; repeatable." },
+	{ "--runs N", "3", "Runs of each side, alternated; rates are the best run's." },
+	{ 0 },
+};
+
+static const struct tool_example examples[] = {
+	{ "pcsimbench --runs 5", "rack.yaml at 16 GiB per node, the shared-prefix workload" },
+	{ "pcsimbench --runs 5 --workload zipf:keys=200000,s=1.0,pages=32,requests=200000 --set store.global_segment_size=2GiB",
+	  "Zipf 1.0 over 200 000 keys at 2 GiB per node" },
+	{ 0 },
+};
+
+static const struct tool_doc doc = {
+	.name = "pcsimbench",
+	.summary = "the simulator's hit-rate mode against a bare model of the same cache",
+	.synopsis = synopsis,
+	.description =
+		"pcsimbench runs one workload through pcsim's hit-rate mode (the library's own "
+		"stores: every lookup a batch_get, every miss a batch_set) and, alternating with "
+		"it in the same process, through a bare model of the same cache: per node an "
+		"array of 64-byte slot headers and index blocks with the store's geometry, the "
+		"library's ring and bucket hash, nothing else. The model is the least the "
+		"hardware must do; the ratio of the two rates says what the store's batch "
+		"machinery costs on top. Every page's hit or miss must agree between the two, "
+		"which makes this a check of placement and eviction as well.\n\n"
+		"With no arguments it prints this usage: give --runs N to run the defaults.",
+	.opts = options,
+	.examples = examples,
+	.exit_status = "0 when every page's outcome agrees; 1 when any differs; 2 for a bad flag, "
+		       "workload or topology.",
+	.see_also = "pcsim(1); docs/simulator.md",
+	.needs_args = true,
+};
 
 int main(int argc, char **argv)
 {
@@ -273,8 +317,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = "topologies/rack.yaml",
-		   *wl = "prefix:groups=2000,prompts=20,prefix=32,suffix=4,requests=200000,rate=1000,group_s=0.8";
+	const char *path = NULL, *wl = DEFAULT_WORKLOAD;
+	char rack[PC_PATH_MAX];
 	char *sets[MAX_SETS + 1] = { "store.global_segment_size=16GiB" }, err[PC_ERR_MAX];
 	int nsets = 1, runs = 3, c;
 	struct run_cfg cfg = { .seed = 1, .payload_free = true };
@@ -284,6 +328,8 @@ int main(int argc, char **argv)
 	double *store, *bare, *ratio, store_hit = 0, bare_hit = 0;
 	size_t differ = 0;
 
+	tool_std_flags(&doc, opts, argc, argv);
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': path = optarg; break;
@@ -301,9 +347,16 @@ int main(int argc, char **argv)
 			runs = (int)r;
 			break;
 		}
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		default: tool_die(TOOL, "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}
+	}
+	if (optind < argc)
+		tool_die(TOOL, "unexpected argument '%s'; see --help", argv[optind]);
+	if (!path) {
+		if (tool_data_file("topologies/rack.yaml", true, rack, sizeof(rack)))
+			tool_die(TOOL, "no --topology given and rack.yaml not found next to the binary "
+				 "(share/peercache/topologies) or in ./topologies; pass --topology FILE");
+		path = rack;
 	}
 	if (wl_parse(wl, &cfg.wl, err, sizeof(err)))
 		tool_die(TOOL, "%s", err);

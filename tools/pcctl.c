@@ -26,11 +26,60 @@
 #include "pcctl_stats.h"
 #include "proto.h"
 #include "tool/tool_common.h"
+#include "tool/tool_help.h"
 
-static const char usage[] =
-	"usage: pcctl --discovery HOST:PORT [--secret-file F] [--timeout-ms N]\n"
-	"             status | drain NAME | join NAME\n"
-	"       pcctl stats [--json] HOST:PORT ... | --topology FILE [--set key=value ...]\n";
+static const char *const synopsis[] = {
+	"--discovery HOST:PORT [--secret-file FILE] [--timeout-ms N] status | drain NAME | join NAME",
+	"stats [--json] HOST:PORT ...",
+	"stats [--json] --topology FILE [--set key=value ...]",
+	NULL,
+};
+
+static const struct tool_opt options[] = {
+	{ "--discovery HOST:PORT", NULL,
+	  "Any node of the cluster (its address and port in the topology). Required for status, "
+	  "drain and join." },
+	{ "--secret-file FILE", "$PEERCACHE_SECRET_FILE, else none",
+	  "The cluster secret, when the cluster has one (store.auth_secret_file)." },
+	{ "--timeout-ms N", "2000", "How long to wait for the node's answer." },
+	{ "--json", "a table", "stats: print every sample of every node as JSON." },
+	{ "--topology FILE", NULL,
+	  "stats: scrape every node of the topology on store.metrics_port (which must be fixed)." },
+	{ "--set key=value", NULL, "stats: override one topology key; repeatable." },
+	{ 0 },
+};
+
+static const struct tool_example examples[] = {
+	{ "pcctl --discovery 127.0.0.1:31998 status",
+	  "one line per node as n0 sees it: up, down or left, incarnation, silence" },
+	{ "pcctl --discovery 127.0.0.1:31998 drain n2",
+	  "n2 leaves every ring and its pcd stops; join n2 brings a running node back" },
+	{ "pcctl stats 127.0.0.1:9101 127.0.0.1:9102", "every node's counters in a table" },
+	{ 0 },
+};
+
+static const struct tool_doc doc = {
+	.name = "pcctl",
+	.summary = "look at a running cluster and change its membership",
+	.synopsis = synopsis,
+	.description =
+		"status prints one line per node as the asked node sees it, 'NAME ADDRESS:PORT "
+		"up|down|left incarnation=N silent_ms=N', then the generation of its view. drain "
+		"asks NAME to leave: it takes itself out of its ring and tells the others (a pcd "
+		"then stops); join asks it to come back. pcctl connects as a tool: it may ask for "
+		"views and drain or join the node it asks, nothing else.\n\n"
+		"stats fetches /metrics and /readyz of each node (pcd --metrics-addr, or "
+		"store.metrics) and prints one row per node: readiness, what it served, its "
+		"slots, its hits and misses and the peers it could not reach "
+		"(docs/observability.md).",
+	.opts = options,
+	.examples = examples,
+	.exit_status = "0 on success; 1 when the cluster, the node or an endpoint cannot be "
+		       "reached or refuses; 2 for a bad command line.",
+	.environment = "PEERCACHE_SECRET_FILE: the cluster secret when --secret-file is not given.",
+	.see_also = "pcd(1); docs/observability.md, docs/deployment.md",
+	.needs_args = true,
+};
 
 static const char *const state_names[] = { "up", "down", "left" };
 
@@ -169,6 +218,7 @@ int main(int argc, char **argv)
 	struct view v = { 0 };
 	int c, ret;
 
+	tool_std_flags(&doc, opts, argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "stats"))
 		return pcctl_stats(argc, argv);
 	opterr = 0;
@@ -183,9 +233,6 @@ int main(int argc, char **argv)
 		case 'k':
 			secret_file = optarg;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
 		default:
 			tool_die("pcctl", "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}

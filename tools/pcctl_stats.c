@@ -33,10 +33,6 @@
 #define TIMEOUT_MS 5000
 #define MAX_NODES 512
 
-static const char usage[] =
-	"usage: pcctl stats [--json] HOST:PORT ...\n"
-	"       pcctl stats [--json] --topology FILE [--set key=value ...]\n";
-
 
 /* One sample: name, labels without the node label, value. */
 struct sample {
@@ -277,7 +273,6 @@ int pcctl_stats(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "topology", required_argument, NULL, 't' },
 		{ "set", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	char **sets = calloc((size_t)argc + 1, sizeof(char *));
@@ -288,7 +283,7 @@ int pcctl_stats(int argc, char **argv)
 
 	opterr = 0;
 	optind = 2;	/* after "pcctl stats" */
-	while ((c = getopt_long(argc, argv, "jt:s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jt:s:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
@@ -299,9 +294,6 @@ int pcctl_stats(int argc, char **argv)
 		case 's':
 			sets[nsets++] = optarg;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
 		default:
 			tool_die("pcctl", "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}

@@ -34,11 +34,68 @@
 
 #include "base/log.h"
 #include "tool/tool_common.h"
+#include "tool/tool_help.h"
 
-static const char usage[] =
-	"usage: pcd --topology FILE --node NAME [--set key=value ...] [--protocol tcp|rdma|rxe]\n"
-	"           [--host-blocks N] [--disk-blocks N] [--disk-dir PATH] [--stats SECONDS]\n"
-	"           [--metrics-addr HOST:PORT]\n";
+static const char *const synopsis[] = {
+	"--topology FILE --node NAME [--set key=value ...] [--protocol tcp|rdma|rxe]",
+	" [--host-blocks N] [--disk-blocks N] [--disk-dir PATH] [--stats SECONDS] [--metrics-addr HOST:PORT]",
+	NULL,
+};
+
+static const struct tool_opt options[] = {
+	{ "--topology FILE", NULL,
+	  "The cluster's topology YAML, the same file on every node and client (docs/configuration.md). Required." },
+	{ "--node NAME", NULL, "Which node of the topology this process serves. Required." },
+	{ "--set key=value", NULL,
+	  "Override one topology key, e.g. store.timeout_ms=500 or nodes.nvme.path=/mnt/nvme; repeatable." },
+	{ "--protocol tcp|rdma|rxe", "the topology's store.protocol",
+	  "The fabric: tcp sockets, ibverbs (RoCE/InfiniBand) or Soft-RoCE." },
+	{ "--host-blocks N", "0: no tiered pool",
+	  "Serve a tiered pool (the KVBM G2PB peer) of N pinned host blocks: store.tier_host_blocks." },
+	{ "--disk-blocks N", "0: no spill",
+	  "Spill the tiered pool's LRU tail to N disk blocks: store.tier_disk_blocks." },
+	{ "--disk-dir PATH", "/var/tmp",
+	  "Where the disk pool's unlinked file lives: nodes.nvme.path." },
+	{ "--stats SECONDS", "off", "Log the node's counters every SECONDS seconds." },
+	{ "--metrics-addr HOST:PORT", "store.metrics / store.metrics_port, else off",
+	  "Serve /metrics, /healthz and /readyz over HTTP on HOST:PORT; port 0 picks a free one and logs it." },
+	{ 0 },
+};
+
+static const struct tool_example examples[] = {
+	{ "pcd --topology topologies/laptop.yaml --node n0",
+	  "serve node n0 of the 3-node loopback cluster (start n1 and n2 the same way)" },
+	{ "pcd --topology /etc/peercache/cluster.yaml --node $(hostname) --metrics-addr 0.0.0.0:9100",
+	  "a node of a real cluster, scraped by Prometheus (docs/deployment.md)" },
+	{ "pcd --topology topologies/laptop.yaml --node n1 --host-blocks 8 --disk-blocks 64 --disk-dir /var/tmp",
+	  "a tiered pool of 8 host blocks spilling to 64 disk blocks" },
+	{ 0 },
+};
+
+static const struct tool_doc doc = {
+	.name = "pcd",
+	.summary = "the peercache peer daemon: serves one node's slots to the cluster",
+	.synopsis = synopsis,
+	.description =
+		"pcd opens the store of one node of the topology, registers its slot regions "
+		"(or its tiered pool) with the fabric and serves them until it is told to stop. "
+		"It logs 'slot region ready: N buckets x W ways x S B' per size class, then "
+		"'serving on ADDRESS port PORT; ready'.\n\n"
+		"SIGUSR1 logs the node's counters (and pcd keeps serving). SIGTERM or SIGINT "
+		"shuts it down cleanly: /readyz answers 503 first; with heartbeats on "
+		"(store.heartbeat_ms) it tells the cluster it leaves, then releases its slots. "
+		"A node drained by pcctl stops the same way.\n\n"
+		"Every log line reads 'TIME LEVEL pcd NODE: message' on stderr "
+		"(docs/observability.md).",
+	.opts = options,
+	.examples = examples,
+	.exit_status = "0 after a clean shutdown; 1 when the node cannot start (port taken, no "
+		       "memory, no RDMA device with store.fallback: none); 2 for a bad flag or "
+		       "topology (one line naming the file, line and key).",
+	.environment = TOOL_ENV_STORE,
+	.see_also = "pcctl(1), pctopo(1), pcdemo(1)",
+	.needs_args = true,
+};
 
 /* Every connection takes a descriptor: raise the soft limit to the hard one (the
  * server still caps connections at store.max_connections and backs off when the
@@ -151,6 +208,7 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	int c, nsets = 0, sig = 0, idx, ret;
 
+	tool_std_flags(&doc, opts, argc, argv);
 	opterr = 0;	/* one line of our own instead of getopt's */
 	while ((c = getopt_long(argc, argv, "t:n:s:p:S:H:D:d:M:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -190,9 +248,6 @@ int main(int argc, char **argv)
 			metrics_addr = optarg;
 			parse_addr(optarg, mhost, sizeof(mhost), &mport);
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
 		default:
 			tool_die("pcd", "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}
@@ -204,10 +259,15 @@ int main(int argc, char **argv)
 	t = tool_load_topology("pcd", path, sets, nsets, protocol);
 	free(sets);
 	idx = pc_topology_find_node(t, node);
-	if (idx < 0)
-		tool_die("pcd", "%s: no node named '%s'; pick one of the names under nodes:", path, node);
+	if (idx < 0) {
+		char names[512];
+
+		tool_node_names(t, names, sizeof(names));
+		tool_die("pcd", "%s: no node named '%s'; the topology's nodes are: %s", path, node, names);
+	}
 	snprintf(tag, sizeof(tag), "pcd %s", node);
 	tool_log_to_stderr(tag);
+	tool_resolve_nodes("pcd", t, idx);
 
 	/* Signals are taken with sigwait: block them before any thread starts. */
 	sigemptyset(&sigs);

@@ -23,8 +23,60 @@
 #include <xxhash.h>
 
 #include "tool/tool_common.h"
+#include "tool/tool_help.h"
 
 #define MAX_NODES 64
+
+static const char *const synopsis[] = {
+	"--topology FILE [--pages N] [--page-size SIZE] [--batch N] [--protocol tcp|rdma|rxe]",
+	" [--set key=value ...] [--free-ports]",
+	NULL,
+};
+
+static const struct tool_opt options[] = {
+	{ "--topology FILE", NULL, "The cluster to start, 2 to 64 nodes on this machine. Required." },
+	{ "--pages N", "1024", "Pages written from the first node." },
+	{ "--page-size SIZE", "the model's page, else 12288", "Bytes per page (12KiB, 1MiB ...)." },
+	{ "--batch N", "64", "Pages per batch_set / batch_get call." },
+	{ "--protocol tcp|rdma|rxe", "the topology's store.protocol", "The fabric." },
+	{ "--set key=value", NULL,
+	  "Override one topology key, e.g. store.mode=p2p; repeatable." },
+	{ "--free-ports", "the topology's ports",
+	  "Give every node a port the system picks, so the demo runs next to a cluster already "
+	  "on the topology's ports (the tests do this)." },
+	{ 0 },
+};
+
+static const struct tool_example examples[] = {
+	{ "pcdemo --topology topologies/laptop.yaml", "ci/demo.sh's demo: 3 nodes over tcp on loopback" },
+	{ "pcdemo --topology topologies/laptop.yaml --set store.mode=p2p",
+	  "the same job in p2p mode (a directory says where pages are)" },
+	{ "pcdemo --topology topologies/laptop.yaml --free-ports",
+	  "the same on ports the system picks, next to a cluster already on laptop.yaml's ports" },
+	{ 0 },
+};
+
+static const struct tool_doc doc = {
+	.name = "pcdemo",
+	.summary = "the main job end to end on a local cluster",
+	.synopsis = synopsis,
+	.description =
+		"pcdemo starts one process per node of the topology (each embeds the library and "
+		"serves its slots, as a serving engine would), writes pages from the first node, "
+		"reads them back from every other node and compares every byte, asks for pages "
+		"nobody wrote (each must be a clean miss), prints hits, misses and throughput per "
+		"node, and stops every process it started.\n\n"
+		"Misses of written pages can only come from bucket collisions (slotmap) or a full "
+		"pool (p2p) and are checked against the writer's evictions.",
+	.opts = options,
+	.examples = examples,
+	.exit_status = "0 (PASS) when every page came back byte-identical and every unwritten "
+		       "key was a clean miss; 1 (FAIL) otherwise or when a node did not start; 2 "
+		       "for a bad flag or topology.",
+	.environment = TOOL_ENV_STORE,
+	.see_also = "pcd(1), pcbench(1)",
+	.needs_args = true,
+};
 
 struct report {
 	int ok;				/* 0 or the error that stopped the node */
@@ -168,11 +220,13 @@ int main(int argc, char **argv)
 		{ "topology", required_argument, NULL, 't' }, { "pages", required_argument, NULL, 'n' },
 		{ "page-size", required_argument, NULL, 'p' }, { "batch", required_argument, NULL, 'b' },
 		{ "protocol", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
-		{ "set", required_argument, NULL, 's' }, { 0 },
+		{ "set", required_argument, NULL, 's' }, { "free-ports", no_argument, NULL, 'F' },
+		{ 0 },
 	};
 	const char *path = NULL, *protocol = NULL;
 	char **sets = calloc((size_t)argc, sizeof(char *));
 	int nsets = 0;
+	bool free_ports = false;
 	size_t pages = 1024, page = 0, batch = 64;
 	struct pc_topology *t;
 	struct report w, r;
@@ -180,6 +234,7 @@ int main(int argc, char **argv)
 	char c;
 	int opt;
 
+	tool_std_flags(&doc, opts, argc, argv);
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "t:n:p:b:P:s:h", opts, NULL)) != -1) {
 		switch (opt) {
@@ -189,19 +244,21 @@ int main(int argc, char **argv)
 		case 'b': batch = tool_uint("pcdemo", "--batch", optarg); break;
 		case 'P': protocol = optarg; break;
 		case 's': sets[nsets++] = optarg; break;
-		case 'h':
-			printf("usage: pcdemo --topology FILE [--pages N] [--page-size SIZE] [--batch N] [--protocol tcp|rdma|rxe] [--set key=value ...]\n");
-			return 0;
+		case 'F': free_ports = true; break;
 		default:
 			tool_die("pcdemo", "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}
 	}
+	if (optind < argc)
+		tool_die("pcdemo", "unexpected argument '%s'; see --help", argv[optind]);
 	t = tool_load_topology("pcdemo", path, sets, nsets, protocol);
 	free(sets);
 	tool_require_listed("pcdemo", path, t);
 	if (t->nr_nodes < 2 || t->nr_nodes > MAX_NODES)
 		tool_die("pcdemo", "%s: the demo needs 2 to %d nodes, the topology has %u", path,
 			 MAX_NODES, t->nr_nodes);
+	if (free_ports)
+		tool_free_ports("pcdemo", t);
 	if (!page)
 		page = t->model.present ? t->model.page_bytes : 12288;
 	if (page > t->store.slot_max_page_bytes)

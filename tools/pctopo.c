@@ -15,12 +15,55 @@
 
 #include "config/topology.h"
 #include "placement/ring.h"
+#include "pctopo_schema.h"
 #include "placement/slot.h"
+#include "tool/tool_common.h"
+#include "tool/tool_help.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: pctopo --topology FILE [--keys N] [--set key=value ...] [--write]\n");
-}
+static const char *const synopsis[] = {
+	"--topology FILE [--keys N] [--set key=value ...] [--write]",
+	"--schema",
+	NULL,
+};
+
+static const struct tool_opt options[] = {
+	{ "--topology FILE", NULL, "The topology YAML to check. Required unless --schema." },
+	{ "--keys N", "100000", "How many keys (\"key-0\", \"key-1\" ...) to place on the ring." },
+	{ "--set key=value", NULL, "Override one key before checking, as pcd does; repeatable." },
+	{ "--write", NULL,
+	  "Print the resolved topology as YAML instead: every key with its value, defaults included." },
+	{ "--schema", NULL,
+	  "Print the reference of every topology key (type, default, unit, meaning, who uses it) as "
+	  "Markdown: the table of docs/configuration.md." },
+	{ 0 },
+};
+
+static const struct tool_example examples[] = {
+	{ "pctopo --topology topologies/rack.yaml",
+	  "check rack.yaml, print each size class's slot geometry and every node's share of the keys" },
+	{ "pctopo --topology topologies/laptop.yaml --set store.global_segment_size=4GiB --write",
+	  "the resolved topology with an override, as YAML" },
+	{ 0 },
+};
+
+static const struct tool_doc doc = {
+	.name = "pctopo",
+	.summary = "check a topology file and show where keys land",
+	.synopsis = synopsis,
+	.description =
+		"pctopo loads a topology the way pcd and the library do (the same schema, the same "
+		"checks: every mistake is one line naming the file, line, column and key, with a "
+		"'did you mean' for a misspelt key), then prints each size class's geometry "
+		"(buckets x ways x slot bytes), the slot memory per node and per cluster, and how "
+		"N keys spread over the nodes' ring positions.\n\n"
+		"Node addresses are checked too: each must be a numeric IPv4/IPv6 address or a "
+		"host name that resolves.",
+	.opts = options,
+	.examples = examples,
+	.exit_status = "0 when the topology is valid; 2 for a bad flag or topology (one line).",
+	.see_also = "pcd(1), pcsim(1); docs/configuration.md",
+	.needs_args = true,
+};
 
 static void print_geometry(const struct pc_topology *t)
 {
@@ -110,15 +153,17 @@ int main(int argc, char **argv)
 		{ "keys", required_argument, NULL, 'k' },
 		{ "set", required_argument, NULL, 's' },
 		{ "write", no_argument, NULL, 'w' },
+		{ "schema", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *path = NULL;
-	char **sets = calloc((size_t)argc, sizeof(char *)), err[PC_ERR_MAX], *end;
+	char **sets = calloc((size_t)argc, sizeof(char *));
 	unsigned long long nkeys = 100000;
 	struct pc_topology *t;
-	int c, nsets = 0, write = 0, ret;
+	int c, nsets = 0, write = 0, schema = 0, ret;
 
+	tool_std_flags(&doc, opts, argc, argv);
 	opterr = 0;	/* one line of our own instead of getopt's */
 	while ((c = getopt_long(argc, argv, "t:k:s:wh", opts, NULL)) != -1) {
 		switch (c) {
@@ -126,11 +171,7 @@ int main(int argc, char **argv)
 			path = optarg;
 			break;
 		case 'k':
-			nkeys = strtoull(optarg, &end, 10);
-			if (*end || !nkeys) {
-				fprintf(stderr, "pctopo: --keys %s: expected a positive integer\n", optarg);
-				return 2;
-			}
+			nkeys = tool_uint("pctopo", "--keys", optarg);
 			break;
 		case 's':
 			sets[nsets++] = optarg;
@@ -138,32 +179,22 @@ int main(int argc, char **argv)
 		case 'w':
 			write = 1;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
+		case 'D':
+			schema = 1;
+			break;
 		default:
-			fprintf(stderr, "pctopo: %s: unknown flag or missing value; see --help\n",
-				argv[optind - 1]);
-			return 2;
+			tool_die("pctopo", "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}
 	}
-	if (!path || optind < argc) {
-		fprintf(stderr, "pctopo: %s\n", path ? "unexpected argument; see --help" :
-						       "--topology FILE is required");
-		return 2;
+	if (optind < argc)
+		tool_die("pctopo", "unexpected argument '%s'; see --help", argv[optind]);
+	if (schema) {
+		free(sets);
+		return pctopo_schema(stdout);
 	}
-	if (pc_topology_load(path, &t, err, sizeof(err))) {
-		fprintf(stderr, "pctopo: %s\n", err);
-		return 2;
-	}
-	for (int i = 0; i < nsets; i++) {
-		if (pc_topology_set(t, sets[i], err, sizeof(err))) {
-			fprintf(stderr, "pctopo: %s\n", err);
-			pc_topology_free(t);
-			return 2;
-		}
-	}
+	t = tool_load_topology("pctopo", path, sets, nsets, NULL);
 	free(sets);
+	tool_resolve_nodes("pctopo", t, -1);
 	if (write) {
 		ret = pc_topology_write(t, stdout) ? 1 : 0;
 	} else {

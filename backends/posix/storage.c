@@ -81,7 +81,7 @@ static int posix_open(struct pc_storage *s, const struct pc_storage_params *p)
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
 	if (access(p->dir, W_OK | X_OK))
-		return -EACCES;
+		return -errno;	/* EROFS on a read-only file system, EACCES, ENOENT */
 	if (p->direct) {
 		fd = open_unlinked(p->dir, O_DIRECT);
 		if (fd >= 0) {

@@ -91,3 +91,65 @@ int trace_next(struct trace *t, struct trace_req *r)
 			return ret;
 	}
 }
+
+/* Why a line that is not blank is not a request. */
+static void line_problem(const char *line, size_t len, char *buf, size_t buflen)
+{
+	json_error_t jerr;
+	json_t *o = json_loadb(line, len, 0, &jerr);
+
+	if (!o) {
+		snprintf(buf, buflen, "not JSON (%.100s)", jerr.text);
+		return;
+	}
+	if (!json_is_object(o))
+		snprintf(buf, buflen, "not a JSON object");
+	else if (!json_array_size(json_object_get(o, "hash_ids")))
+		snprintf(buf, buflen, "no hash_ids (a non-empty list of block ids)");
+	else
+		snprintf(buf, buflen, "input_length missing or not a positive integer");
+	json_decref(o);
+}
+
+int trace_check(const char *path, uint64_t *good, uint64_t *bad, char *why, size_t whylen,
+		char *err, size_t errlen)
+{
+	struct trace *t;
+	struct trace_req r;
+	uint64_t lineno = 0;
+	size_t n = 0;
+	int ret = trace_open(path, &t, err, errlen);
+
+	*good = *bad = 0;
+	why[0] = 0;
+	if (ret)
+		return ret;
+	for (;;) {
+		ssize_t len = getline(&t->line, &t->line_cap, t->f);
+		char reason[160];
+
+		if (len < 0)
+			break;
+		lineno++;
+		ret = trace_parse_line(t->line, (size_t)len, &r, &t->ids, &t->cap);
+		if (ret < 0) {
+			snprintf(err, errlen, "workload: trace %s: out of memory at line %llu", path,
+				 (unsigned long long)lineno);
+			trace_close(t);
+			return ret;
+		}
+		if (ret) {
+			(*good)++;
+			continue;
+		}
+		if (strspn(t->line, " \t\r\n") == (size_t)len)
+			continue;	/* blank */
+		if (++*bad <= 3 && n < whylen) {
+			line_problem(t->line, (size_t)len, reason, sizeof(reason));
+			n += (size_t)snprintf(why + n, whylen - n, "%sline %llu: %s", n ? "; " : "",
+					      (unsigned long long)lineno, reason);
+		}
+	}
+	trace_close(t);
+	return 0;
+}

@@ -34,4 +34,10 @@ int trace_next(struct trace *t, struct trace_req *r);
 int trace_parse_line(const char *line, size_t len, struct trace_req *r, uint64_t **ids,
 		     size_t *cap);
 
+/* Read the whole trace at path: *good lines that are requests, *bad lines that are
+ * neither blank nor requests, and "line N: why" for the first few bad ones in why
+ * ("; "-separated). 0, or -ENOENT / -ENOMEM with a one-line error. */
+int trace_check(const char *path, uint64_t *good, uint64_t *bad, char *why, size_t whylen,
+		char *err, size_t errlen);
+
 #endif

@@ -89,8 +89,10 @@ int wl_parse(const char *text, struct wl_spec *w, char *err, size_t errlen)
 	if (!strcmp(buf, "zipf")) {
 		w->kind = WL_ZIPF;
 		w->keys = 100000;
+		w->rate = WL_DEFAULT_RATE;
 	} else if (!strcmp(buf, "prefix")) {
 		w->kind = WL_PREFIX;
+		w->rate = WL_DEFAULT_RATE;
 		w->groups = 16;
 		w->prompts = 64;
 		w->prefix = 8;

@@ -10,8 +10,8 @@
  *       Mooncake trace replay (the format: trace.h); a block spans
  *       ceil(tokens / tokens_per_page) pages.
  *
- * Arrivals are Poisson at rate Q per second, or the trace's timestamps when no rate
- * is given. prefix and mooncake requests have prefix semantics: a lookup stops at its
+ * Arrivals are Poisson at rate Q per second (zipf and prefix: WL_DEFAULT_RATE when
+ * not given), or a trace's timestamps when no rate is given. prefix and mooncake requests have prefix semantics: a lookup stops at its
  * first miss, and only the prefix that hit counts as hit tokens.
  *
  * Not for: what the cluster does with a request (the simulator's run.c).
@@ -27,6 +27,10 @@
 #include "zipf.h"
 
 enum wl_kind { WL_ZIPF, WL_PREFIX, WL_TRACE };
+
+/* Requests per second of a generated workload without rate=: one a serving engine's
+ * front end could send, so that a spec without it runs. */
+#define WL_DEFAULT_RATE 1000.0
 
 struct wl_spec {
 	enum wl_kind kind;

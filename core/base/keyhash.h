@@ -49,12 +49,21 @@ static inline bool keyhash_eq(struct pc_keyhash a, struct pc_keyhash b)
 	return a.lo == b.lo && a.hi == b.hi;
 }
 
+#if PC_HAVE_XXH_DISPATCH
+/* Weak: libxxhash.so has the dispatcher, Debian's libxxhash.a does not, so a program
+ * linked statically against libxxhash.a gets a null address here and takes xxh3's
+ * inline default (the same hash, slower on pages) instead of failing to link. */
+#pragma weak XXH3_64bits_withSeed_dispatch
+#endif
+
 /* xxh3_64 of a payload. libxxhash's runtime dispatch (AVX2/AVX-512 where the CPU
  * has them) runs several times faster on pages than its SSE2 default. */
 static inline uint64_t xxh3_payload(const void *p, size_t len, uint64_t seed)
 {
 #if PC_HAVE_XXH_DISPATCH
-	return XXH3_64bits_withSeed_dispatch(p, len, seed);
+	if (XXH3_64bits_withSeed_dispatch)
+		return XXH3_64bits_withSeed_dispatch(p, len, seed);
+	return XXH3_64bits_withSeed(p, len, seed);
 #else
 	return XXH3_64bits_withSeed(p, len, seed);
 #endif

@@ -346,7 +346,7 @@ int pc_topology_load(const char *path, struct pc_topology **out, char *err, size
 
 	if (!f) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: cannot open topology file: %s; check the --topology path",
+		snprintf(err, errlen, "%s: cannot open topology file: %s; check the path and that the file is readable",
 			 path, strerror(errno));
 		return ret;
 	}
@@ -609,6 +609,10 @@ static int get_in(const struct section *s, const char *where, const void *base, 
 {
 	const struct field *f = field_find(s, key);
 
+	if (f && f->type == FT_REMOVED) {
+		snprintf(err, errlen, "%s.%s: %s", where, key, f->doc);
+		return -ENOENT;
+	}
 	if (!f || f->type == FT_NESTED) {
 		field_unknown(s, where, key, err, errlen);
 		return -ENOENT;
@@ -699,7 +703,7 @@ const char *pc_topology_node_name(const struct pc_topology *t, uint32_t i)
 static void write_section(FILE *f, const struct section *s, const void *base, const char *indent)
 {
 	for (size_t i = 0; i < s->nr_fields; i++) {
-		if (s->fields[i].type == FT_NESTED)
+		if (s->fields[i].type == FT_NESTED || s->fields[i].type == FT_REMOVED)
 			continue;	/* nested: written by the caller */
 		fprintf(f, "%s%s: ", indent, s->fields[i].name);
 		field_print(&s->fields[i], base, f);

@@ -64,7 +64,6 @@ struct pc_node {
 	uint16_t port;
 	struct pc_rail rails[PC_MAX_RAILS];
 	uint32_t nr_rails;
-	uint64_t host_pool_bytes;	/* pinned host memory for the cache */
 	double memcpy_gbps;		/* host copy bandwidth (GB/s), for the simulator */
 	bool has_nvme;
 	struct pc_nvme nvme;

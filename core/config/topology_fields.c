@@ -2,6 +2,7 @@
  * topology_fields.c - the topology schema tables, scalar parsing, defaults and the
  * cross-field checks. topology.c feeds it YAML; pc_topology_set() feeds it flags.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/log.h"
 #include "placement/slot.h"
 #include "topology_fields.h"
 
@@ -28,112 +30,251 @@ static const char *const dtype_names[] = { "fp32", "bf16", "fp16", "fp8", "int8"
 static const uint32_t dtype_sizes[] = { 4, 2, 2, 1, 1 };
 
 /* A field: its struct, name, type, range and default (as the YAML would write it;
- * NULL: zero). The defaults live here and nowhere else. */
-#define F(s, n, t, lo, hi, d) \
-	{ .name = #n, .type = t, .off = offsetof(s, n), .min = lo, .max = hi, .def = d }
-#define FSTR(s, n, d) \
-	{ .name = #n, .type = FT_STR, .off = offsetof(s, n), .cap = sizeof(((s *)0)->n), .def = d }
-#define FENUM(s, n, v, d) { .name = #n, .type = FT_ENUM, .off = offsetof(s, n), .names = v, .def = d }
+ * NULL: zero), then its reference: DOC(used by, unit, meaning) and, where the default
+ * is derived, DEF("in words"). The defaults live here and nowhere else; the
+ * reference is docs/configuration.md (pctopo --schema). */
+#define F(s, n, t, lo, hi, d, ...) \
+	{ .name = #n, .type = t, .off = offsetof(s, n), .min = lo, .max = hi, .def = d, __VA_ARGS__ }
+#define FSTR(s, n, d, ...) \
+	{ .name = #n, .type = FT_STR, .off = offsetof(s, n), .cap = sizeof(((s *)0)->n), .def = d, \
+	  __VA_ARGS__ }
+#define FENUM(s, n, v, d, ...) \
+	{ .name = #n, .type = FT_ENUM, .off = offsetof(s, n), .names = v, .def = d, __VA_ARGS__ }
 /* The same for a placement field (topology_fields.h): every peer of a cluster must
  * agree on it, and the handshake checks that they do. */
-#define FP(s, n, t, lo, hi, d) \
+#define FP(s, n, t, lo, hi, d, ...) \
 	{ .name = #n, .type = t, .off = offsetof(s, n), .min = lo, .max = hi, .def = d, \
-	  .placement = true }
-#define FENUMP(s, n, v, d) \
-	{ .name = #n, .type = FT_ENUM, .off = offsetof(s, n), .names = v, .def = d, .placement = true }
+	  .placement = true, __VA_ARGS__ }
+#define FENUMP(s, n, v, d, ...) \
+	{ .name = #n, .type = FT_ENUM, .off = offsetof(s, n), .names = v, .def = d, \
+	  .placement = true, __VA_ARGS__ }
+/* A key that is gone: loading it fails with why (what to use instead). */
+#define FREMOVED(n, why) { .name = #n, .type = FT_REMOVED, .doc = why, .used_by = "-" }
+#define DOC(used, u, text) .used_by = used, .unit = u, .doc = text
+#define DEF(text) .def_text = text
 
 static const struct field store_fields[] = {
-	FENUMP(struct pc_store_cfg, mode, mode_names, "slotmap"),
-	FENUM(struct pc_store_cfg, protocol, protocol_names, "tcp"),
-	FENUM(struct pc_store_cfg, fallback, fallback_names, "tcp"),
-	FSTR(struct pc_store_cfg, discovery_addr, NULL),
-	FP(struct pc_store_cfg, max_nodes, FT_U32, 0, PC_MAX_NODES, NULL),
-	FENUM(struct pc_store_cfg, discovery, discovery_names, "embedded"),
-	FSTR(struct pc_store_cfg, etcd_endpoints, "http://127.0.0.1:2379"),
-	FSTR(struct pc_store_cfg, etcd_prefix, "/peercache/"),
-	FP(struct pc_store_cfg, slot_max_page_bytes, FT_SIZE, 64, GiB, NULL),
+	FENUMP(struct pc_store_cfg, mode, mode_names, "slotmap",
+	       DOC("all", NULL, "How pages are placed. slotmap: a key's owner (ring) and slot "
+		   "(bucket hash) are computed, so reads are one-sided with no lookup. p2p: each "
+		   "node publishes into its own pool and a sharded directory says where.")),
+	FENUM(struct pc_store_cfg, protocol, protocol_names, "tcp",
+	      DOC("all", NULL, "The fabric. tcp: sockets, any machine. rdma: ibverbs RC queue "
+		  "pairs on RoCE or InfiniBand NICs. rxe: Soft-RoCE, creates an rxe device on the "
+		  "rail's netdev, then runs rdma.")),
+	FENUM(struct pc_store_cfg, fallback, fallback_names, "tcp",
+	      DOC("rdma, rxe", NULL, "When no RDMA device opens: tcp carries on over tcp with "
+		  "one warning line; none makes it an error (exit 1).")),
+	FSTR(struct pc_store_cfg, discovery_addr, NULL,
+	     DOC("all", "HOST:PORT[,...]", "Nodes a newcomer asks for the node table (and a "
+		 "node for its entry) when store.max_nodes leaves room; its own address is "
+		 "skipped. pcctl takes any node as --discovery (docs/membership.md)."),
+	     DEF("empty")),
+	FP(struct pc_store_cfg, max_nodes, FT_U32, 0, PC_MAX_NODES, NULL,
+	   DOC("all", "nodes", "Entries of the node table: the nodes listed, then room for "
+	       "nodes that join a running cluster through discovery_addr or etcd. 0: the "
+	       "nodes listed, and nobody joins (the node names are then in the fingerprint)."),
+	   DEF("0 (the nodes listed)")),
+	FENUM(struct pc_store_cfg, discovery, discovery_names, "embedded",
+	      DOC("all", NULL, "Who keeps membership. embedded: the nodes, by heartbeats and "
+		  "JOIN on their own port. etcd: leases and the node table in etcd "
+		  "(etcd_endpoints). static: nobody, the ring is the list.")),
+	FSTR(struct pc_store_cfg, etcd_endpoints, "http://127.0.0.1:2379",
+	     DOC("discovery: etcd", "URL[,...]", "etcd's client URLs, tried in order (its v3 "
+		 "JSON gateway).")),
+	FSTR(struct pc_store_cfg, etcd_prefix, "/peercache/",
+	     DOC("discovery: etcd", NULL, "The cluster's keys live under this prefix: one "
+		 "cluster per prefix.")),
+	FP(struct pc_store_cfg, slot_max_page_bytes, FT_SIZE, 64, GiB, NULL,
+	   DOC("slotmap, p2p", "bytes", "The largest page kept (the seed's key): one size class "
+	       "of this size. Give this or slot_size_classes; a larger page is skipped and "
+	       "counted (skipped_oversize)."),
+	   DEF("the largest size class; 256KiB when neither is given")),
 	{ .name = "slot_size_classes", .type = FT_SIZE_LIST,
 	  .off = offsetof(struct pc_store_cfg, size_classes), .cap = PC_MAX_CLASSES,
 	  .count_off = offsetof(struct pc_store_cfg, nr_classes), .min = 64, .max = GiB,
-	  .placement = true },
-	FP(struct pc_store_cfg, slot_ways, FT_U32, 1, SLOT_MAX_WAYS, "4"),
-	FP(struct pc_store_cfg, slot_num_buckets, FT_U64, 0, 1ULL << 40, NULL),
-	FP(struct pc_store_cfg, global_segment_size, FT_SIZE, 4 * KiB, 64 * TiB, "1GiB"),
-	FP(struct pc_store_cfg, vnodes, FT_U32, 1, 65536, "128"),
-	F(struct pc_store_cfg, timeout_ms, FT_U32, 1, 3600000, "2000"),
-	F(struct pc_store_cfg, tcp_poll_us, FT_U32, 0, 100000, "50"),
-	F(struct pc_store_cfg, peer_backoff_ms, FT_U32, 0, 3600000, "100"),
-	F(struct pc_store_cfg, peer_backoff_max_ms, FT_U32, 1, 3600000, "10000"),
-	F(struct pc_store_cfg, heartbeat_ms, FT_U32, 0, 600000, "200"),
-	F(struct pc_store_cfg, failure_timeout_ms, FT_U32, 1, 3600000, "2000"),
-	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1, NULL),
-	F(struct pc_store_cfg, slot_claim_timeout_ms, FT_U32, 1, 3600000, "4000"),
-	FENUM(struct pc_store_cfg, slot_read_policy, read_policy_names, "auto"),
-	F(struct pc_store_cfg, slot_spill_ways, FT_U32, 0, SLOT_MAX_WAYS - 1, NULL),
-	F(struct pc_store_cfg, tier_host_blocks, FT_U32, 0, 1u << 30, NULL),
-	F(struct pc_store_cfg, tier_disk_blocks, FT_U32, 0, 1u << 30, NULL),
-	F(struct pc_store_cfg, tier_block_bytes, FT_SIZE, 0, GiB, NULL),
-	F(struct pc_store_cfg, tier_free_percent, FT_U32, 0, 50, "5"),
-	F(struct pc_store_cfg, tier_inclusive, FT_BOOL, 0, 1, NULL),
-	F(struct pc_store_cfg, tier_lease_ms, FT_U32, 1, 3600000, "30000"),
+	  .placement = true,
+	  DOC("slotmap, p2p", "bytes", "Slot sizes, ascending: a page goes to the smallest class "
+	      "it fits. Each class gets an equal share of global_segment_size."),
+	  DEF("[slot_max_page_bytes]") },
+	FP(struct pc_store_cfg, slot_ways, FT_U32, 1, SLOT_MAX_WAYS, "4",
+	   DOC("slotmap", "ways", "Ways per bucket. More ways keep more pages when keys collide, "
+	       "at the cost of a larger bucket read (slot_read_policy: bucket).")),
+	FP(struct pc_store_cfg, slot_num_buckets, FT_U64, 0, 1ULL << 40, NULL,
+	   DOC("slotmap", "buckets", "Buckets per size class per node; 0 derives them from "
+	       "global_segment_size.")),
+	FP(struct pc_store_cfg, global_segment_size, FT_SIZE, 4 * KiB, 64 * TiB, "1GiB",
+	   DOC("slotmap, p2p, sim", "bytes", "Memory per node for pages: the slot regions "
+	       "(slotmap) or the published pool (p2p), split evenly over the size classes. The "
+	       "main knob of capacity planning.")),
+	FP(struct pc_store_cfg, vnodes, FT_U32, 1, 65536, "128",
+	   DOC("all", "points", "Ring points per node: load spread is about 1/sqrt(vnodes).")),
+	F(struct pc_store_cfg, timeout_ms, FT_U32, 1, 3600000, "2000",
+	  DOC("all", "ms", "How long one batch phase waits for a peer before its keys fail.")),
+	F(struct pc_store_cfg, tcp_poll_us, FT_U32, 0, 100000, "50",
+	  DOC("tcp", "us", "Poll this long for an answer before sleeping; 0 sleeps at once "
+	      "(less CPU, more latency).")),
+	F(struct pc_store_cfg, peer_backoff_ms, FT_U32, 0, 3600000, "100",
+	  DOC("all", "ms", "A peer that timed out or refused is skipped this long (its keys "
+	      "fail at once), doubling while it keeps failing; 0 turns the backoff off.")),
+	F(struct pc_store_cfg, peer_backoff_max_ms, FT_U32, 1, 3600000, "10000",
+	  DOC("all", "ms", "The longest backoff; the peer's first answer resets it.")),
+	F(struct pc_store_cfg, heartbeat_ms, FT_U32, 0, 600000, "200",
+	  DOC("all", "ms", "Every node heartbeats every other this often and clients ask a node "
+	      "for its view; 0 turns membership off (a fixed ring).")),
+	F(struct pc_store_cfg, failure_timeout_ms, FT_U32, 1, 3600000, "2000",
+	  DOC("all", "ms", "A member not heard for this long leaves the ring until heard "
+	      "again.")),
+	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1, NULL,
+	  DOC("slotmap", NULL, "Claim a way with a remote compare-and-swap before writing it, so "
+	      "two writers of one bucket never pick the same way.")),
+	F(struct pc_store_cfg, slot_claim_timeout_ms, FT_U32, 1, 3600000, "4000",
+	  DOC("slotmap", "ms", "A claim whose writer died is taken over once seen unchanged "
+	      "this long (claims_taken_over).")),
+	FENUM(struct pc_store_cfg, slot_read_policy, read_policy_names, "auto",
+	      DOC("slotmap", NULL, "How a get reads. bucket: the whole bucket, one round trip. "
+		  "index: the 64-byte tag index, then the slot (two). predict: index, predicted "
+		  "header and payload at once. auto: bucket for tiny buckets, index for large "
+		  "pages and batches, predict for one or two pages.")),
+	F(struct pc_store_cfg, slot_spill_ways, FT_U32, 0, SLOT_MAX_WAYS - 1, NULL,
+	  DOC("slotmap (spill)", "ways", "Keep this many ways of every bucket free by moving the "
+	      "oldest pages to the node's nvme; a get that misses asks the owner to bring them "
+	      "back. 0: no spill. Needs nodes.nvme.")),
+	F(struct pc_store_cfg, tier_host_blocks, FT_U32, 0, 1u << 30, NULL,
+	  DOC("tier", "blocks", "Serve a tiered pool (the KVBM G2PB peer protocol: offer, query, "
+	      "stage_put, fetch) of this many pinned host blocks; 0: none. pcd --host-blocks.")),
+	F(struct pc_store_cfg, tier_disk_blocks, FT_U32, 0, 1u << 30, NULL,
+	  DOC("tier", "blocks", "Demote the tiered pool's LRU tail to this many disk blocks in "
+	      "nodes.nvme.path (G3 spill); 0: evicted blocks are dropped. pcd --disk-blocks.")),
+	F(struct pc_store_cfg, tier_block_bytes, FT_SIZE, 0, GiB, NULL,
+	  DOC("tier", "bytes", "The tiered pool's block size."),
+	  DEF("the model's page, else the largest size class")),
+	F(struct pc_store_cfg, tier_free_percent, FT_U32, 0, 50, "5",
+	  DOC("tier", "percent", "A background task keeps this share of host blocks free, so "
+	      "staging rarely waits on the disk.")),
+	F(struct pc_store_cfg, tier_inclusive, FT_BOOL, 0, 1, NULL,
+	  DOC("tier", NULL, "Keep promoted blocks on disk too, so demoting them again costs no "
+	      "write.")),
+	F(struct pc_store_cfg, tier_lease_ms, FT_U32, 1, 3600000, "30000",
+	  DOC("tier", "ms", "How long a fetch's lease holds a block in host memory.")),
 	/* Peers and what they may make a node hold (docs/security.md). */
-	FSTR(struct pc_store_cfg, auth_secret_file, NULL),
-	F(struct pc_store_cfg, max_connections, FT_U32, 4, 1u << 20, "1024"),
-	F(struct pc_store_cfg, idle_timeout_s, FT_U32, 0, 86400, "120"),
-	F(struct pc_store_cfg, max_buffered_bytes, FT_SIZE, 16 * MiB, 64 * GiB, "256MiB"),
-	F(struct pc_store_cfg, dir_entries_per_block, FT_U32, 1, 64, "2"),
-	F(struct pc_store_cfg, metrics, FT_BOOL, 0, 1, NULL),
-	F(struct pc_store_cfg, metrics_port, FT_U32, 0, 65535, "0"),
+	FSTR(struct pc_store_cfg, auth_secret_file, NULL,
+	     DOC("tcp, rdma", "path", "A file holding the cluster secret (16 bytes or more): "
+		 "every connection starts with a mutual HMAC-SHA256 handshake. Empty: "
+		 "$PEERCACHE_SECRET_FILE, else no authentication (docs/security.md)."),
+	     DEF("empty")),
+	F(struct pc_store_cfg, max_connections, FT_U32, 4, 1u << 20, "1024",
+	  DOC("pcd", "connections", "Connections a node accepts; at the cap a newcomer displaces "
+	      "the oldest one still in its handshake.")),
+	F(struct pc_store_cfg, idle_timeout_s, FT_U32, 0, 86400, "120",
+	  DOC("pcd", "s", "A connection that sends nothing for this long is closed; 0: never.")),
+	F(struct pc_store_cfg, max_buffered_bytes, FT_SIZE, 16 * MiB, 64 * GiB, "256MiB",
+	  DOC("pcd", "bytes", "Request bytes a node buffers over all connections; past it the "
+	      "connection that would exceed it is closed.")),
+	F(struct pc_store_cfg, dir_entries_per_block, FT_U32, 1, 64, "2",
+	  DOC("p2p", "entries", "Directory entries a shard keeps per block of a publisher's "
+	      "pool, so a publisher cannot fill another node's memory.")),
+	F(struct pc_store_cfg, metrics, FT_BOOL, 0, 1, NULL,
+	  DOC("pcd", NULL, "Serve /metrics, /healthz and /readyz on the node's address and "
+	      "metrics_port (pcd --metrics-addr overrides).")),
+	F(struct pc_store_cfg, metrics_port, FT_U32, 0, 65535, "0",
+	  DOC("pcd", "port", "The metrics endpoint's port; 0 picks a free one (logged).")),
 	/* RDMA queue pairs (verbs, rxe; docs/roce-validate.md). Defaults suit lossless
 	 * RoCE v2: 14 is 67 ms per try, so 7 retries give up after ~0.5 s, inside
 	 * timeout_ms; rnr_retry 7 waits for a receiver without end (peercache posts no
 	 * receives, so RNR never arises from its own traffic); traffic class 106 is
 	 * DSCP 26 (the class RoCE deployments commonly map to their PFC priority) with
 	 * ECN capable transport, for DCQCN; path MTU auto takes the ports' active MTU. */
-	F(struct pc_store_cfg, verbs_qp_timeout, FT_U32, 1, 31, "14"),
-	F(struct pc_store_cfg, verbs_retry_cnt, FT_U32, 0, 7, "7"),
-	F(struct pc_store_cfg, verbs_rnr_retry, FT_U32, 0, 7, "7"),
-	F(struct pc_store_cfg, verbs_traffic_class, FT_U32, 0, 255, "106"),
-	FENUM(struct pc_store_cfg, verbs_path_mtu, path_mtu_names, "auto"),
+	F(struct pc_store_cfg, verbs_qp_timeout, FT_U32, 1, 31, "14",
+	  DOC("rdma, rxe", "4.096 us x 2^N", "Local ACK timeout of each try: 14 is 67 ms.")),
+	F(struct pc_store_cfg, verbs_retry_cnt, FT_U32, 0, 7, "7",
+	  DOC("rdma, rxe", "tries", "Retransmissions before a QP fails with retry-exceeded.")),
+	F(struct pc_store_cfg, verbs_rnr_retry, FT_U32, 0, 7, "7",
+	  DOC("rdma, rxe", "tries", "Receiver-not-ready retries; 7 waits without end.")),
+	F(struct pc_store_cfg, verbs_traffic_class, FT_U32, 0, 255, "106",
+	  DOC("rdma, rxe", NULL, "IP traffic class of RoCE v2 packets: DSCP << 2 | ECN; 106 is "
+	      "DSCP 26 with ECN capable transport.")),
+	FENUM(struct pc_store_cfg, verbs_path_mtu, path_mtu_names, "auto",
+	      DOC("rdma, rxe", "bytes", "Path MTU of the QPs; auto: the ports' active MTU.")),
 };
 
 static const struct field model_fields[] = {
-	F(struct pc_model, layers, FT_U32, 1, 4096, NULL),
-	F(struct pc_model, kv_heads, FT_U32, 1, 4096, NULL),
-	F(struct pc_model, head_dim, FT_U32, 1, 65536, NULL),
-	F(struct pc_model, tokens_per_page, FT_U32, 1, 1u << 20, "1"),
+	F(struct pc_model, layers, FT_U32, 1, 4096, NULL,
+	  DOC("all", "layers", "The model's layers. With kv_heads and head_dim (all three "
+	      "required when model: is given) it fixes the page size: 2 x layers x kv_heads x "
+	      "head_dim x dtype bytes x tokens_per_page."),
+	  DEF("required")),
+	F(struct pc_model, kv_heads, FT_U32, 1, 4096, NULL,
+	  DOC("all", "heads", "KV heads (per TP rank, as pages are stored)."), DEF("required")),
+	F(struct pc_model, head_dim, FT_U32, 1, 65536, NULL,
+	  DOC("all", "elements", "Elements per head."), DEF("required")),
+	F(struct pc_model, tokens_per_page, FT_U32, 1, 1u << 20, "1",
+	  DOC("all", "tokens", "Tokens in one KV page (the serving engine's page size).")),
 	{ .name = "dtype", .type = FT_ENUM, .off = offsetof(struct pc_model, dtype),
-	  .names = dtype_names, .cap = sizeof(((struct pc_model *)0)->dtype), .def = "bf16" },
+	  .names = dtype_names, .cap = sizeof(((struct pc_model *)0)->dtype), .def = "bf16",
+	  DOC("all", NULL, "The KV element type.") },
 };
 
 /* rails and nvme are nested; topology.c handles them through their own sections. */
 static const struct field node_fields[] = {
-	FSTR(struct pc_node, name, NULL),
-	FSTR(struct pc_node, address, NULL),
-	FSTR(struct pc_node, bind_address, NULL),
-	F(struct pc_node, port, FT_PORT, 1, 65535, "31998"),
-	F(struct pc_node, host_pool_bytes, FT_SIZE, 0, 64 * TiB, "1GiB"),
-	F(struct pc_node, memcpy_gbps, FT_DOUBLE, 0.001, 10000, "10"),
-	{ .name = "rails" },
-	{ .name = "nvme" },
+	FSTR(struct pc_node, name, NULL,
+	     DOC("all", NULL, "The node's name, unique: pcd --node takes it."), DEF("required")),
+	FSTR(struct pc_node, address, NULL,
+	     DOC("all", "host", "Where peers reach the node: a numeric IPv4/IPv6 address or a "
+		 "host name that resolves (checked at load)."),
+	     DEF("required")),
+	FSTR(struct pc_node, bind_address, NULL,
+	     DOC("pcd", "host", "The address the node listens on, when not address (0.0.0.0: "
+		 "every interface, e.g. behind NAT or in a container)."),
+	     DEF("address")),
+	F(struct pc_node, port, FT_PORT, 1, 65535, "31998",
+	  DOC("all", "port", "The node's tcp port: data and RPCs over tcp, connection setup over "
+	      "rdma.")),
+	FREMOVED(host_pool_bytes,
+		 "removed: it set nothing; slot memory per node is store.global_segment_size, a "
+		 "tiered pool's host memory store.tier_host_blocks x store.tier_block_bytes"),
+	F(struct pc_node, memcpy_gbps, FT_DOUBLE, 0.001, 10000, "10",
+	  DOC("sim", "GB/s", "The simulator's memory copy rate for a node's own pages.")),
+	{ .name = "rails", DOC("all", NULL, "The node's NICs, a list of rails (below); one "
+			       "default rail when absent.") },
+	{ .name = "nvme", DOC("spill, tier, sim", NULL, "The node's disk (below); needed by "
+			      "store.slot_spill_ways.") },
 };
 
 static const struct field rail_fields[] = {
-	FSTR(struct pc_rail, device, NULL),
-	FSTR(struct pc_rail, netdev, NULL),
-	F(struct pc_rail, gbps, FT_DOUBLE, 0.001, 100000, "100"),
-	F(struct pc_rail, latency_us, FT_DOUBLE, 0, 1e6, "2"),
-	F(struct pc_rail, max_outstanding, FT_U32, 1, 1u << 20, "128"),
+	FSTR(struct pc_rail, device, NULL,
+	     DOC("rdma, sim", NULL, "The RDMA device (mlx5_0, rxe0); empty: $PC_VERBS_DEVICE, "
+		 "else the first device with an active port."),
+	     DEF("empty")),
+	FSTR(struct pc_rail, netdev, NULL,
+	     DOC("rxe", NULL, "The network interface an rxe device is created on; empty: the "
+		 "one carrying the node's address."),
+	     DEF("empty")),
+	F(struct pc_rail, gbps, FT_DOUBLE, 0.001, 100000, "100",
+	  DOC("sim", "Gb/s", "The rail's line rate in the simulator.")),
+	F(struct pc_rail, latency_us, FT_DOUBLE, 0, 1e6, "2",
+	  DOC("sim", "us", "One-way latency of the rail in the simulator.")),
+	F(struct pc_rail, max_outstanding, FT_U32, 1, 1u << 20, "128",
+	  DOC("sim", "ops", "Operations in flight per rail in the simulator.")),
 };
 
 static const struct field nvme_fields[] = {
-	FSTR(struct pc_nvme, path, "/var/tmp"),
-	F(struct pc_nvme, capacity, FT_SIZE, 4 * KiB, 1024 * TiB, "1TiB"),
-	F(struct pc_nvme, read_mbps, FT_DOUBLE, 0.001, 1e6, "6000"),
-	F(struct pc_nvme, write_mbps, FT_DOUBLE, 0.001, 1e6, "3000"),
-	F(struct pc_nvme, iops, FT_U32, 1, 1u << 30, "800000"),
-	F(struct pc_nvme, latency_us, FT_DOUBLE, 0, 1e7, "80"),
-	F(struct pc_nvme, queue_depth, FT_U32, 1, 65536, "128"),
+	FSTR(struct pc_nvme, path, "/var/tmp",
+	     DOC("spill, tier", "path", "A writable directory for the disk pool's unlinked file "
+		 "(O_DIRECT where the filesystem allows it).")),
+	F(struct pc_nvme, capacity, FT_SIZE, 4 * KiB, 1024 * TiB, "1TiB",
+	  DOC("spill, sim", "bytes", "Disk bytes for spilled pages, split over the size "
+	      "classes.")),
+	F(struct pc_nvme, read_mbps, FT_DOUBLE, 0.001, 1e6, "6000",
+	  DOC("sim", "MB/s", "The drive's read bandwidth in the simulator.")),
+	F(struct pc_nvme, write_mbps, FT_DOUBLE, 0.001, 1e6, "3000",
+	  DOC("sim", "MB/s", "The drive's write bandwidth in the simulator.")),
+	F(struct pc_nvme, iops, FT_U32, 1, 1u << 30, "800000",
+	  DOC("sim", "IOPS", "The drive's operations per second in the simulator.")),
+	F(struct pc_nvme, latency_us, FT_DOUBLE, 0, 1e7, "80",
+	  DOC("sim", "us", "The drive's access latency in the simulator.")),
+	F(struct pc_nvme, queue_depth, FT_U32, 1, 65536, "128",
+	  DOC("sim", "commands", "Commands the drive serves at once in the simulator.")),
 };
 
 #define SECTION(n, f) { .name = n, .fields = f, .nr_fields = sizeof(f) / sizeof(f[0]) }
@@ -192,7 +333,8 @@ void field_unknown(const struct section *s, const char *where, const char *key, 
 	if (n < len)
 		n += (size_t)snprintf(buf + n, len - n, "(known:");
 	for (size_t i = 0; i < s->nr_fields && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, " %s", s->fields[i].name);
+		if (s->fields[i].type != FT_REMOVED)
+			n += (size_t)snprintf(buf + n, len - n, " %s", s->fields[i].name);
 	if (n < len)
 		snprintf(buf + n, len - n, ")");
 }
@@ -230,6 +372,16 @@ int pc_parse_size(const char *s, uint64_t *out)
 	return -EINVAL;
 }
 
+/* Does a size end in a decimal suffix (KB, MB, GB, TB)? Those are accepted, as drives
+ * are sold in them, with a warning: a cache size almost always means binary. */
+bool size_is_decimal(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 2 && (s[n - 1] == 'b' || s[n - 1] == 'B') && strchr("kKmMgGtT", s[n - 2]) &&
+	       n >= 3 && ((s[n - 3] >= '0' && s[n - 3] <= '9') || s[n - 3] == ' ' || s[n - 3] == '.');
+}
+
 static int parse_bool(const char *s, bool *out)
 {
 	static const char *const yes[] = { "true", "yes", "on", NULL };
@@ -264,8 +416,8 @@ static void range_text(const struct field *f, char *buf, size_t len)
 	switch (f->type) {
 	case FT_SIZE:
 	case FT_SIZE_LIST:
-		snprintf(buf, len, "a size from %.0f to %.0f bytes (suffixes KiB MiB GiB TiB allowed)",
-			 f->min, f->max);
+		snprintf(buf, len, "a size from %.0f to %.0f bytes (suffixes KiB MiB GiB TiB, or K M G T, "
+			 "are binary; KB MB GB TB decimal)", f->min, f->max);
 		break;
 	case FT_DOUBLE:
 		snprintf(buf, len, "a number from %g to %g", f->min, f->max);
@@ -304,6 +456,9 @@ static int parse_number(const struct field *f, const char *text, bool quoted, do
 		snprintf(why, whylen, "expected %s, got '%s'", range, text);
 		return -EINVAL;
 	}
+	if (f->type != FT_DOUBLE && size_is_decimal(text))
+		pc_warn("%s: '%s' is decimal, %llu bytes; write %.*siB for the binary size",
+			f->name, text, (unsigned long long)*u, (int)strlen(text) - 1, text);
 	return 0;
 }
 
@@ -332,6 +487,9 @@ int field_parse(const struct field *f, void *base, const char *text, bool quoted
 	uint64_t u;
 
 	switch (f->type) {
+	case FT_REMOVED:
+		snprintf(why, whylen, "%s", f->doc);
+		return -EINVAL;
 	case FT_STR:
 		if (strlen(text) >= f->cap) {
 			snprintf(why, whylen, "expected at most %zu characters, got %zu", f->cap - 1,
@@ -422,6 +580,7 @@ void field_print(const struct field *f, const void *base, FILE *out)
 
 	switch (f->type) {
 	case FT_NESTED:
+	case FT_REMOVED:
 		break;
 	case FT_STR:
 		print_string(out, p);
@@ -591,6 +750,41 @@ static int make_room(struct pc_topology *t, uint32_t listed, char *err, size_t e
 	return 0;
 }
 
+/* NULL when a is a numeric IPv4 or IPv6 address or a well-formed host name (RFC 1123
+ * labels); else why not. Whether a name resolves is the tools' check (pctopo, pcd):
+ * the simulator's topologies name machines that need not exist. */
+static const char *address_problem(const char *a)
+{
+	unsigned char buf[16];
+	size_t label = 0;
+	bool numeric = true;
+
+	if (inet_pton(AF_INET, a, buf) == 1 || inet_pton(AF_INET6, a, buf) == 1)
+		return NULL;
+	if (strchr(a, ':'))
+		return "not an IPv6 address (write it without brackets or port, e.g. fd00::1)";
+	if (strlen(a) > 253)
+		return "longer than 253 characters";
+	for (const char *c = a;; c++) {
+		if (*c == '.' || !*c) {
+			if (!label || c[-1] == '-')
+				return "an empty label or one ending in '-'";
+			if (!*c)
+				break;
+			label = 0;
+			continue;
+		}
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || (*c == '-' && label)))
+			return "not a host name: only letters, digits, '-' and '.' (or a numeric IPv4/IPv6 address)";
+		if (*c < '0' || *c > '9')
+			numeric = false;
+		if (++label > 63)
+			return "a label longer than 63 characters";
+	}
+	return numeric ? "not an IPv4 address: four numbers from 0 to 255, e.g. 10.0.0.1" : NULL;
+}
+
 static int validate_nodes(struct pc_topology *t, char *err, size_t errlen)
 {
 	uint32_t listed = 0;
@@ -610,6 +804,12 @@ static int validate_nodes(struct pc_topology *t, char *err, size_t errlen)
 					i, n->name);
 		if (!n->address[0])
 			FAIL_AT(n->mark, "nodes[%u].address: expected an address, got none; add 'address: 127.0.0.1' or the node's IP", i);
+		if (address_problem(n->address))
+			FAIL_AT(n->mark, "nodes[%u].address: '%s': %s", i, n->address,
+				address_problem(n->address));
+		if (n->bind_address[0] && address_problem(n->bind_address))
+			FAIL_AT(n->mark, "nodes[%u].bind_address: '%s': %s", i, n->bind_address,
+				address_problem(n->bind_address));
 		if (!n->nr_rails)
 			FAIL_AT(n->mark, "nodes[%u].rails: expected at least one rail", i);
 		for (uint32_t j = 0; j < i; j++) {

@@ -25,6 +25,7 @@ enum field_type {
 	FT_ENUM,
 	FT_PORT,
 	FT_SIZE_LIST,	/* a sequence of sizes, ascending */
+	FT_REMOVED,	/* a key that no longer exists: loading it fails with .doc */
 };
 
 struct field {
@@ -38,6 +39,13 @@ struct field {
 	const char *def;	/* the default, as YAML would write it; NULL: zero */
 	bool placement;		/* it decides where keys live or how slots are laid out:
 				 * part of the config fingerprint (fingerprint.c) */
+	/* The reference (docs/configuration.md is `pctopo --schema`): what the key
+	 * means, its unit and which mode or program reads it. A key without .doc fails
+	 * the docs.configuration test. */
+	const char *doc;
+	const char *unit;	/* "ms", "bytes", ...; NULL: none */
+	const char *used_by;	/* "all", "slotmap", "p2p", "tier", "spill", "sim", ... */
+	const char *def_text;	/* the default in words where .def is derived or empty */
 };
 
 struct section {
@@ -63,6 +71,9 @@ int field_parse(const struct field *f, void *base, const char *text, bool quoted
 /* Parse one entry of an FT_SIZE_LIST at index i. */
 int field_parse_list_item(const struct field *f, void *base, size_t i, const char *text,
 			  bool quoted, char *why, size_t whylen);
+
+/* Whether a size's suffix is decimal (KB MB GB TB); loaders warn about those. */
+bool size_is_decimal(const char *s);
 
 /* Print the field's value as YAML. */
 void field_print(const struct field *f, const void *base, FILE *out);

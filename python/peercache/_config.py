@@ -19,7 +19,7 @@ SGLANG_KEYS = frozenset({"backend_name", "module_path", "class_name", "interface
                          "tp_lcm_size"})
 SGLANG_PREFIXES = ("prefetch_",)
 
-# key -> (meaning, default): the README's table is this one.
+# key -> (meaning, default): docs/sglang.md's table is this one.
 KEYS = {
     "topology": ("path of the topology YAML; every process of the cluster uses the same file",
                  "required"),

@@ -34,6 +34,83 @@
 #include "pcbench_page.h"
 #include "store.h"
 #include "tool/tool_common.h"
+#include "tool/tool_help.h"
+
+static const char *const synopsis[] = {
+	"--topology FILE [--node NAME] [--keys N] [--page-size SIZE] [--batch N] [--iters N]",
+	" [--ops set,get,exists] [--any-length] [--no-verify] [--raw-tcp HOST | --no-raw-tcp]",
+	" [--redis PORT] [--memcached PORT] [--cpu N] [--server-cpu N] [--prefix STR]",
+	" [--min-hits PCT] [--protocol tcp|rdma|rxe] [--set key=value ...]",
+	"--mode slotmap|p2p|both --topology FILE [--page-size SIZE] [--batch N] [--keys N]",
+	" [--iters N] [--zipf S] [--no-verify] [--free-ports] [--set key=value ...]",
+	NULL,
+};
+
+static const struct tool_opt options[] = {
+	{ "--topology FILE", NULL, "The cluster's topology. Required." },
+	{ "--node NAME", "a client that owns no slots",
+	  "Run as this node of the topology (it then serves its own slots)." },
+	{ "--keys N", "4096 (--mode: 4x the slots)", "Distinct keys written and read." },
+	{ "--page-size SIZE", "the model's page, else 12288", "Bytes per page." },
+	{ "--batch N", "64", "Pages per batch call." },
+	{ "--iters N", "3", "Passes of get and exists over all keys (set runs once)." },
+	{ "--ops set,get,exists", "set,get,exists", "Which ops to run, in order." },
+	{ "--any-length", "off", "Gets ask for any length up to the buffer, not the exact one." },
+	{ "--no-verify", "verify", "Do not compare the bytes read back with those written." },
+	{ "--raw-tcp HOST", "127.0.0.1",
+	  "Measure a raw single-connection tcp stream to HOST as the reference." },
+	{ "--no-raw-tcp", NULL, "Skip the raw tcp reference." },
+	{ "--redis PORT", "off", "Also measure a Redis server on 127.0.0.1:PORT." },
+	{ "--memcached PORT", "off", "Also measure a memcached server on 127.0.0.1:PORT." },
+	{ "--cpu N", "any", "Pin pcbench to CPU N." },
+	{ "--server-cpu N", "any", "Pin the raw tcp reference's sender to CPU N." },
+	{ "--prefix STR", "bench-PID", "Key prefix, so runs do not read each other's pages." },
+	{ "--min-hits PCT", "1",
+	  "Fail (exit 1) when fewer than PCT percent of gets hit: a run where nothing hits "
+	  "measured nothing." },
+	{ "--protocol tcp|rdma|rxe", "the topology's store.protocol", "The fabric." },
+	{ "--set key=value", NULL, "Override one topology key; repeatable." },
+	{ "--mode slotmap|p2p|both", NULL,
+	  "Instead of using a running cluster, start one per measurement (one process per "
+	  "topology node) and compare the modes on a hot-spot (Zipf) and a uniform workload." },
+	{ "--zipf S", "1.1", "--mode: the hot-spot workload's Zipf exponent." },
+	{ "--free-ports", "the topology's ports",
+	  "--mode: give every node a port the system picks, next to a cluster already on the "
+	  "topology's ports." },
+	{ 0 },
+};
+
+static const struct tool_example examples[] = {
+	{ "pcbench --topology topologies/laptop.yaml --page-size 12KiB --keys 4096",
+	  "set, get and exists against the running laptop cluster, with a raw tcp reference" },
+	{ "pcbench --mode both --topology topologies/laptop.yaml --page-size 12KiB --iters 5",
+	  "slotmap against p2p on clusters of its own (docs/performance.md)" },
+	{ 0 },
+};
+
+static const struct tool_doc doc = {
+	.name = "pcbench",
+	.summary = "drive batch_set, batch_get and batch_exists and compare with references",
+	.synopsis = synopsis,
+	.description =
+		"pcbench writes --keys pages, reads them back --iters times and asks whether they "
+		"exist, in batches, against a running cluster (pcd processes). Per op it prints "
+		"pages/s, GB/s, p50 and p99 per batch, round trips per batch, bytes read per hit "
+		"byte and how many succeeded; then the references measured in the same run (a "
+		"raw tcp stream, Redis and memcached when given) and the get throughput as a "
+		"ratio of each.\n\n"
+		"With --mode it starts its own local cluster for every measurement and compares "
+		"slotmap with p2p (ci/bench.sh runs both forms; docs/performance.md has the "
+		"figures).",
+	.opts = options,
+	.examples = examples,
+	.exit_status = "0 when every page read back was byte-identical and at least --min-hits "
+		       "percent of gets hit; 1 otherwise or when the store cannot open; 2 for a bad "
+		       "flag or topology.",
+	.environment = TOOL_ENV_STORE,
+	.see_also = "pcd(1), pcdemo(1); docs/performance.md",
+	.needs_args = true,
+};
 
 struct bench {
 	struct pc_store *s;
@@ -312,7 +389,7 @@ int main(int argc, char **argv)
 		{ "server-cpu", required_argument, NULL, 'C' }, { "prefix", required_argument, NULL, 'x' },
 		{ "min-hits", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
 		{ "mode", required_argument, NULL, 'M' }, { "zipf", required_argument, NULL, 'z' },
-		{ 0 },
+		{ "free-ports", no_argument, NULL, 'F' }, { 0 },
 	};
 	struct bench B = { .keys = 4096, .batch = 64, .iters = 3, .verify = true };
 	const char *path = NULL, *node = NULL, *protocol = NULL, *ops = "set,get,exists";
@@ -325,11 +402,12 @@ int main(int argc, char **argv)
 	double get_gbps, set_gbps;
 	char summary[1024];
 	struct pc_topology *t;
-	double min_hits = 0, zipf_s = 1.1;
+	double min_hits = 1, zipf_s = 1.1;
 	const char *modes = NULL;
-	bool keys_given = false;
+	bool keys_given = false, free_ports = false;
 
 	snprintf(B.prefix, sizeof(B.prefix), "bench-%d", getpid());
+	tool_std_flags(&doc, opts, argc, argv);
 	opterr = 0;	/* one line of our own instead of getopt's */
 	while ((c = getopt_long(argc, argv, "t:n:s:P:k:p:b:i:o:aVr:Rd:m:c:C:x:H:hM:z:", opts, NULL)) != -1) {
 		switch (c) {
@@ -348,19 +426,21 @@ int main(int argc, char **argv)
 		case 'R': raw_host = NULL; break;
 		case 'd': redis = (int)tool_uint("pcbench", "--redis", optarg); break;
 		case 'm': memcached = (int)tool_uint("pcbench", "--memcached", optarg); break;
-		case 'c': cpu = (int)strtol(optarg, NULL, 10); break;
-		case 'C': server_cpu = (int)strtol(optarg, NULL, 10); break;
+		case 'c': cpu = (int)tool_count("pcbench", "--cpu", optarg); break;
+		case 'C': server_cpu = (int)tool_count("pcbench", "--server-cpu", optarg); break;
 		case 'x': snprintf(B.prefix, sizeof(B.prefix), "%s", optarg); break;
-		case 'H': min_hits = (double)tool_uint("pcbench", "--min-hits", optarg); break;
+		case 'H':
+			min_hits = (double)tool_count("pcbench", "--min-hits", optarg);
+			if (min_hits > 100)
+				tool_die("pcbench", "--min-hits %s: expected a percentage from 0 to 100", optarg);
+			break;
+		case 'F': free_ports = true; break;
 		case 'M': modes = optarg; break;
 		case 'z':
 			zipf_s = strtod(optarg, NULL);
 			if (!(zipf_s > 0 && zipf_s < 10))
 				tool_die("pcbench", "--zipf %s: give an exponent such as 1.1", optarg);
 			break;
-		case 'h':
-			printf("see the comment at the top of tools/pcbench/pcbench.c, or README.md\n");
-			return 0;
 		default:
 			tool_die("pcbench", "%s: unknown flag or missing value; see --help",
 				 argv[optind - 1]);
@@ -389,10 +469,14 @@ int main(int argc, char **argv)
 		if (node)
 			tool_die("pcbench", "--mode starts its own cluster: drop --node");
 		tool_require_listed("pcbench", path, t);
+		if (free_ports)
+			tool_free_ports("pcbench", t);
 		ret = pcbench_run_modes(&a);
 		pc_topology_free(t);
 		return ret;
 	}
+	if (free_ports)
+		tool_die("pcbench", "--free-ports is for --mode, which starts its own cluster");
 	pin_self(cpu);
 	o.topo = t;
 	o.node = node;

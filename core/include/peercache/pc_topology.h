@@ -1,6 +1,6 @@
 /*
  * pc_topology.h - one YAML file describes a cluster: its nodes (address, rails,
- * host memory, NVMe), the cache geometry and, optionally, the model shape that fixes
+ * NVMe), the cache geometry and, optionally, the model shape that fixes
  * the page size. The same file starts a real local cluster and drives a simulation.
  *
  * Loading is strict: an unknown key, a wrong type, a value out of range, a duplicate
@@ -38,7 +38,7 @@ PC_API int pc_topology_parse(const char *text, size_t len, const char *name,
 		      struct pc_topology **out, char *err, size_t errlen);
 
 /* Override one field, as flags and sweeps do: "store.slot_ways=8",
- * "nodes.host_pool_bytes=4GiB" (every node), "nodes.rails.gbps=100" (every rail),
+ * "nodes.nvme.path=/mnt/nvme" (every node), "nodes.rails.gbps=100" (every rail),
  * "nodes.count=32" (keep the first N nodes or add more like the last one). The whole
  * topology is validated again. 0 or -EINVAL with err set; on error t is unchanged. */
 PC_API int pc_topology_set(struct pc_topology *t, const char *assignment, char *err, size_t errlen);

@@ -141,7 +141,7 @@ static void test_defaults_and_nesting(void)
 	char err[PC_ERR_MAX];
 	struct pc_topology *t;
 	int ret = parse("node_defaults:\n"
-			"  host_pool_bytes: 2GiB\n"
+			"  memcpy_gbps: 3\n"
 			"  rails: [{device: mlx5_0, gbps: 200}, {device: mlx5_1, gbps: 200}]\n"
 			"nodes:\n"
 			"  - {name: a, address: 10.0.0.1}\n"
@@ -153,7 +153,7 @@ static void test_defaults_and_nesting(void)
 	if (ret)
 		printf("\n  %s\n", err);
 	CU_ASSERT_EQUAL_FATAL(ret, 0);
-	CU_ASSERT_EQUAL(t->nodes[0].host_pool_bytes, 2ULL << 30);
+	CU_ASSERT_DOUBLE_EQUAL(t->nodes[0].memcpy_gbps, 3, 1e-9);
 	CU_ASSERT_EQUAL(t->nodes[0].nr_rails, 2);
 	CU_ASSERT_STRING_EQUAL(t->nodes[0].rails[1].device, "mlx5_1");
 	CU_ASSERT_FALSE(t->nodes[0].has_nvme);
@@ -162,7 +162,7 @@ static void test_defaults_and_nesting(void)
 	CU_ASSERT_EQUAL(t->nodes[1].rails[0].max_outstanding, 128);	/* rail default */
 	CU_ASSERT_TRUE(t->nodes[1].has_nvme);
 	CU_ASSERT_EQUAL(t->nodes[1].nvme.capacity, 100000000000ULL);
-	CU_ASSERT_EQUAL(t->nodes[1].host_pool_bytes, 2ULL << 30);
+	CU_ASSERT_DOUBLE_EQUAL(t->nodes[1].memcpy_gbps, 3, 1e-9);
 	pc_topology_free(t);
 }
 
@@ -220,6 +220,14 @@ static void test_errors(void)
 		     "t.yaml:3:5: ", "duplicate address 10.0.0.1 port 31998");
 	expect_error("nodes:\n  - {name: a}\n", "t.yaml:2:5: ", "nodes[0].address: expected an address");
 	expect_error("nodes:\n  - {name: a b, address: x}\n", "t.yaml:2:5: ", "nodes[0].name");
+	expect_error("nodes:\n  - {name: a, address: 999.1.1.1}\n", "t.yaml:2:5: ",
+		     "nodes[0].address: '999.1.1.1': not an IPv4 address");
+	expect_error("nodes:\n  - {name: a, address: 'no_such host'}\n", "t.yaml:2:5: ",
+		     "not a host name");
+	expect_error("nodes:\n  - {name: a, address: x, bind_address: '[::]'}\n", "t.yaml:2:5: ",
+		     "nodes[0].bind_address: '[::]': not an IPv6 address");
+	expect_error("node_defaults: {host_pool_bytes: 1GiB}\n" NODE, "t.yaml:1:34: ",
+		     "node_defaults.host_pool_bytes: removed: it set nothing; slot memory per node is store.global_segment_size");
 	expect_error("nodes:\n  - {name: a, address: x, port: 70000}\n", "t.yaml:2:33: ",
 		     "nodes[0].port: expected an integer from 1 to 65535");
 	expect_error("nodes:\n  - {name: a, address: x, rails: [{gbps: -1}]}\n", "t.yaml:2:42: ",
@@ -258,8 +266,12 @@ static void test_set(void)
 	CU_ASSERT_EQUAL(pc_topology_set(t, "store.slot_ways=0", err, sizeof(err)), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "--set store.slot_ways=0: expected an integer"));
 	CU_ASSERT_EQUAL(t->store.slot_ways, 8);		/* unchanged on error */
-	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.host_pool_bytes=2GiB", err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(t->nodes[2].host_pool_bytes, 2ULL << 30);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.memcpy_gbps=2", err, sizeof(err)), 0);
+	CU_ASSERT_DOUBLE_EQUAL(t->nodes[2].memcpy_gbps, 2, 1e-9);
+	/* a removed key says what replaced it */
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.host_pool_bytes=2GiB", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "removed"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "store.global_segment_size"));
 	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.rails.gbps=100", err, sizeof(err)), 0);
 	CU_ASSERT_DOUBLE_EQUAL(t->nodes[1].rails[0].gbps, 100, 1e-9);
 	CU_ASSERT_EQUAL(pc_topology_set(t, "store.slot_size_classes=[16KiB,1MiB]", err, sizeof(err)), 0);

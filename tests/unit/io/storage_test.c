@@ -7,7 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <peercache/pc_env.h>
 #include <peercache/pc_storage.h>
@@ -92,6 +96,38 @@ static void test_open_errors(void)
 	CU_ASSERT_EQUAL(pc_storage_open("posix", &p, &s), -ENOTDIR);
 	CU_ASSERT_EQUAL(pc_storage_open("nosuch", &p, &s), -ENOENT);
 	remove(file);
+}
+
+/* A directory on a read-only file system says so (EROFS), not "Permission denied":
+ * a tmpfs mounted read-only in a mount namespace of a child's own (root only). */
+static void test_read_only(void)
+{
+	struct pc_storage_params p = { .size = sizeof(p), .bytes = 4096 };
+	char dir[256];
+	int status;
+	pid_t pid;
+
+	if (geteuid()) {
+		printf("\n  (not root: no mount namespace to make a read-only directory in)");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/readonly", pc_test_tmpdir());
+	CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0755), 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct pc_storage *s = NULL;
+
+		if (unshare(CLONE_NEWNS) || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) ||
+		    mount("none", dir, "tmpfs", MS_RDONLY, NULL))
+			_exit(2);
+		p.dir = dir;
+		_exit(pc_storage_open("posix", &p, &s) == -EROFS ? 0 : 1);
+	}
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT_TRUE(WIFEXITED(status));
+	CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);	/* 2: no namespace; 1: not EROFS */
+	rmdir(dir);
 }
 
 static void test_fault_hook(void)
@@ -193,6 +229,7 @@ static CU_TestInfo tests[] = {
 	{ "unlinked file, O_DIRECT, batched round trip", test_unlinked_direct_roundtrip },
 	{ "buffered I/O", test_buffered },
 	{ "missing or bad directory", test_open_errors },
+	{ "a read-only directory: EROFS", test_read_only },
 	{ "fault shim: EIO, ENOSPC, a flipped bit", test_fault_hook },
 	{ "posix env: time, sleep, random, tasks", test_env },
 	CU_TEST_INFO_NULL,

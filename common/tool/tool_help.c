@@ -1,0 +1,314 @@
+/*
+ * tool_help.c - --help, --man and --version from a tool's one table (tool_help.h).
+ *
+ * Text paragraphs are stored unwrapped and wrapped here at 79 columns; a paragraph
+ * whose first line starts with two spaces is kept verbatim (syntax, tables).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <peercache/peercache.h>
+
+#include "tool_help.h"
+
+#define WIDTH 79
+#define OPT_COL 26
+
+/* Print text wrapped to WIDTH, each line indented by indent (the first by first,
+ * which may be smaller when a label precedes it on the line). */
+static void wrap(FILE *out, const char *text, size_t len, int first, int indent)
+{
+	int col = first;
+	bool line_start = true;
+
+	for (size_t i = 0; i < len;) {
+		size_t w = 0;
+
+		while (i < len && text[i] == ' ')
+			i++;
+		while (i + w < len && text[i + w] != ' ')
+			w++;
+		if (!w)
+			break;
+		if (!line_start && col + 1 + (int)w > WIDTH) {
+			fprintf(out, "\n%*s", indent, "");
+			col = indent;
+			line_start = true;
+		}
+		if (!line_start) {
+			fputc(' ', out);
+			col++;
+		}
+		fwrite(text + i, 1, w, out);
+		col += (int)w;
+		line_start = false;
+		i += w;
+	}
+	fputc('\n', out);
+}
+
+static bool verbatim(const char *para)
+{
+	return para[0] == ' ' && para[1] == ' ';
+}
+
+/* Call fn for each paragraph of text ("\n\n" between them). */
+static void paragraphs(const char *text, FILE *out, void (*fn)(FILE *, const char *, size_t))
+{
+	while (text && *text) {
+		const char *end = strstr(text, "\n\n");
+		size_t len = end ? (size_t)(end - text) : strlen(text);
+
+		fn(out, text, len);
+		text = end ? end + 2 : text + len;
+	}
+}
+
+static void text_para(FILE *out, const char *p, size_t len)
+{
+	fputc('\n', out);
+	if (verbatim(p)) {
+		fwrite(p, 1, len, out);
+		fputc('\n', out);
+		return;
+	}
+	fputs("  ", out);
+	/* a single newline inside a paragraph is a line break */
+	for (const char *nl; (nl = memchr(p, '\n', len));) {
+		wrap(out, p, (size_t)(nl - p), 2, 2);
+		fputs("  ", out);
+		len -= (size_t)(nl + 1 - p);
+		p = nl + 1;
+	}
+	wrap(out, p, len, 2, 2);
+}
+
+/* One usage form a line; an entry starting with a space continues the one before. */
+static void synopsis(const struct tool_doc *d, FILE *out)
+{
+	for (int i = 0; d->synopsis[i]; i++) {
+		const char *l = d->synopsis[i];
+
+		if (l[0] == ' ')
+			fprintf(out, "%*s%s\n", (int)strlen(d->name) + 7, "", l + 1);
+		else
+			fprintf(out, "%s %s %s\n", i ? "      " : "usage:", d->name, l);
+	}
+}
+
+void tool_help(const struct tool_doc *d, FILE *out)
+{
+	fprintf(out, "%s - %s\n\n", d->name, d->summary);
+	synopsis(d, out);
+	paragraphs(d->description, out, text_para);
+	fputs("\noptions:\n", out);
+	for (const struct tool_opt *o = d->opts; o->flag; o++) {
+		char help[1024];
+		int n = (int)strlen(o->flag) + 2;
+
+		snprintf(help, sizeof(help), "%s%s%s%s", o->help, o->def ? " (default: " : "",
+			 o->def ? o->def : "", o->def ? ")" : "");
+		fprintf(out, "  %s", o->flag);
+		if (n + 2 > OPT_COL) {
+			fprintf(out, "\n%*s", OPT_COL, "");
+		} else {
+			fprintf(out, "%*s", OPT_COL - n, "");
+		}
+		wrap(out, help, strlen(help), OPT_COL, OPT_COL);
+	}
+	fprintf(out, "  %-*s%s\n  %-*s%s\n", OPT_COL - 2, "--help, -h", "print this help and exit",
+		OPT_COL - 2, "--version", "print the version and exit");
+	if (d->examples && d->examples[0].cmd) {
+		fputs("\nexamples:\n", out);
+		for (const struct tool_example *e = d->examples; e->cmd; e++) {
+			fprintf(out, "  %s\n      ", e->cmd);
+			wrap(out, e->what, strlen(e->what), 6, 6);
+		}
+	}
+	if (d->environment) {
+		fputs("\nenvironment:", out);
+		paragraphs(d->environment, out, text_para);
+	}
+	fputs("\nexit status:", out);
+	paragraphs(d->exit_status, out, text_para);
+	if (d->see_also)
+		fprintf(out, "\nsee also: %s; docs/ in the source tree\n", d->see_also);
+}
+
+/* roff-escape len bytes of s: backslashes, hyphens, and a leading dot or quote. */
+static void roff(FILE *out, const char *s, size_t len, bool *bol)
+{
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (*bol && (c == '.' || c == '\''))
+			fputs("\\&", out);
+		*bol = c == '\n';
+		if (c == '\\')
+			fputs("\\e", out);
+		else if (c == '-')
+			fputs("\\-", out);
+		else
+			fputc(c, out);
+	}
+}
+
+static void roff_str(FILE *out, const char *s)
+{
+	bool bol = false;
+
+	roff(out, s, strlen(s), &bol);
+}
+
+static void man_para(FILE *out, const char *p, size_t len)
+{
+	bool bol = true;
+
+	if (verbatim(p)) {
+		fputs(".PP\n.nf\n", out);
+		roff(out, p, len, &bol);
+		fputs("\n.fi\n", out);
+		return;
+	}
+	fputs(".PP\n", out);
+	for (const char *nl; (nl = memchr(p, '\n', len));) {
+		roff(out, p, (size_t)(nl - p), &bol);
+		fputs("\n.br\n", out);
+		bol = true;
+		len -= (size_t)(nl + 1 - p);
+		p = nl + 1;
+	}
+	roff(out, p, len, &bol);
+	fputc('\n', out);
+}
+
+void tool_man(const struct tool_doc *d, FILE *out)
+{
+	char upper[64];
+	size_t i;
+
+	for (i = 0; d->name[i] && i + 1 < sizeof(upper); i++)
+		upper[i] = (char)(d->name[i] >= 'a' && d->name[i] <= 'z' ? d->name[i] - 32 : d->name[i]);
+	upper[i] = 0;
+	/* no date: the page is generated and checked against docs/man, byte for byte */
+	fprintf(out, ".\\\" Generated by `%s --man`; do not edit (docs/man/README.md).\n", d->name);
+	fprintf(out, ".TH %s 1 \"\" \"peercache %d.%d.%d\" \"peercache manual\"\n", upper,
+		PC_VERSION_MAJOR, PC_VERSION_MINOR, PC_VERSION_PATCH);
+	fprintf(out, ".SH NAME\n%s \\- ", d->name);
+	roff_str(out, d->summary);
+	fputs("\n.SH SYNOPSIS\n", out);
+	for (int k = 0; d->synopsis[k]; k++) {
+		const char *l = d->synopsis[k];
+
+		if (l[0] == ' ') {
+			fputs(".br\n", out);
+			l++;
+		} else {
+			fprintf(out, "%s.B %s\n", k ? ".br\n" : "", d->name);
+		}
+		roff_str(out, l);
+		fputc('\n', out);
+	}
+	fputs(".SH DESCRIPTION\n", out);
+	paragraphs(d->description, out, man_para);
+	fputs(".SH OPTIONS\n", out);
+	for (const struct tool_opt *o = d->opts; o->flag; o++) {
+		fputs(".TP\n.B ", out);
+		roff_str(out, o->flag);
+		fputc('\n', out);
+		roff_str(out, o->help);
+		if (o->def) {
+			fputs(" (default: ", out);
+			roff_str(out, o->def);
+			fputc(')', out);
+		}
+		fputc('\n', out);
+	}
+	fputs(".TP\n.B \\-\\-help, \\-h\nprint the help and exit\n"
+	      ".TP\n.B \\-\\-version\nprint the version and exit\n", out);
+	if (d->examples && d->examples[0].cmd) {
+		fputs(".SH EXAMPLES\n", out);
+		for (const struct tool_example *e = d->examples; e->cmd; e++) {
+			fputs(".PP\n.nf\n", out);
+			roff_str(out, e->cmd);
+			fputs("\n.fi\n.RS\n", out);
+			roff_str(out, e->what);
+			fputs("\n.RE\n", out);
+		}
+	}
+	if (d->environment) {
+		fputs(".SH ENVIRONMENT\n", out);
+		paragraphs(d->environment, out, man_para);
+	}
+	fputs(".SH EXIT STATUS\n", out);
+	paragraphs(d->exit_status, out, man_para);
+	if (d->see_also) {
+		fputs(".SH SEE ALSO\n", out);
+		roff_str(out, d->see_also);
+		fputc('\n', out);
+	}
+}
+
+void tool_version(const struct tool_doc *d, FILE *out)
+{
+	fprintf(out, "%s (peercache) %d.%d.%d, library %s\n", d->name, PC_VERSION_MAJOR,
+		PC_VERSION_MINOR, PC_VERSION_PATCH, pc_version());
+}
+
+/* Is long option name (without dashes) the first word of some doc flag? */
+static bool documented(const struct tool_doc *d, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const struct tool_opt *o = d->opts; o->flag; o++) {
+		for (const char *f = o->flag; (f = strstr(f, "--"));) {
+			f += 2;
+			if (!strncmp(f, name, n) && (f[n] == 0 || f[n] == ' ' || f[n] == ',' ||
+						     f[n] == '=' || f[n] == '|' || f[n] == ']'))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Every getopt long option is documented, and every documented flag exists. */
+static void check_table(const struct tool_doc *d, const struct option *g)
+{
+	bool bad = false;
+
+	for (; g && g->name; g++) {
+		if (!strcmp(g->name, "help") || !strcmp(g->name, "version"))
+			continue;
+		if (!documented(d, g->name)) {
+			fprintf(stderr, "%s: option --%s is missing from the help table\n", d->name, g->name);
+			bad = true;
+		}
+	}
+	if (bad)
+		exit(3);
+}
+
+void tool_std_flags(const struct tool_doc *d, const struct option *g, int argc, char **argv)
+{
+	if (argc < 2 && d->needs_args) {
+		synopsis(d, stderr);
+		fprintf(stderr, "%s: no arguments; see %s --help\n", d->name, d->name);
+		exit(2);
+	}
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			check_table(d, g);
+			tool_help(d, stdout);
+			exit(0);
+		}
+		if (!strcmp(argv[i], "--man")) {
+			check_table(d, g);
+			tool_man(d, stdout);
+			exit(0);
+		}
+		if (!strcmp(argv[i], "--version")) {
+			tool_version(d, stdout);
+			exit(0);
+		}
+	}
+}
