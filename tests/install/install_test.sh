@@ -5,7 +5,8 @@
 #     the installed pcsim and pcsimbench find their data next to themselves;
 #   - peercache.pc hands consumers no -I but the prefix's (dependencies are private);
 #   - examples/hello.c builds with pkg-config (shared), against libpeercache.a with
-#     xxhash, yaml and libcrypto from their archives (-Wl,-Bstatic; libmicrohttpd stays
+#     xxhash, yaml and libcrypto from their archives (-Wl,-Bstatic; libmicrohttpd,
+#     libcurl and jansson stay
 #     shared: Debian ships gnutls's p11-kit without an archive, so no fully -static
 #     program can link it), and with CMake find_package (peercache::peercache and
 #     peercache::peercache_static);
@@ -66,8 +67,9 @@ case "$cflags" in
 esac
 cc -o "$T/hello-pc" "$S/examples/hello.c" $cflags $(pkg-config --libs peercache) \
 	-Wl,-rpath,"$P/lib" && ok "hello built with pkg-config" || bad "hello with pkg-config"
-# libmicrohttpd (and libibverbs, when built in) shared, with libc's
-shared="-lmicrohttpd -ldl -lpthread -lm"
+# libmicrohttpd, libcurl and jansson (and libibverbs, when built in) shared, with
+# libc's (libcurl's archive needs a dozen more, some without archives in Debian)
+shared="-lmicrohttpd -lcurl -ljansson -ldl -lpthread -lm"
 pkg-config --static --libs peercache | grep -q -- -libverbs && shared="$shared -libverbs"
 cc -o "$T/hello-static" "$S/examples/hello.c" $cflags -L"$P/lib" -Wl,-Bstatic -lpeercache -lxxhash \
 	-lyaml -lcrypto -Wl,-Bdynamic $shared && ok "hello linked against the static archives" ||
