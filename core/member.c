@@ -147,6 +147,31 @@ int members_take_entry(struct members *m, const char *name, const char *address,
 
 /* ------------------------------------------------------------------ the ring */
 
+void store_rings_free(struct ring *list)
+{
+	while (list) {
+		struct ring *r = list;
+
+		list = r->retired_next;
+		ring_destroy(r);
+	}
+}
+
+/* Free the rings retired before the last epoch once no reader of that epoch is left,
+ * and start a new epoch (under member_lock). */
+static void reclaim_rings(struct pc_store *st)
+{
+	struct store_svc *sv = &st->svc;
+	unsigned cur = __atomic_load_n(&sv->ring_epoch, __ATOMIC_SEQ_CST) & 1;
+
+	if (__atomic_load_n(&sv->ring_readers[cur ^ 1], __ATOMIC_SEQ_CST))
+		return;
+	store_rings_free(st->retired_before);
+	st->retired_before = st->retired;
+	st->retired = NULL;
+	__atomic_store_n(&sv->ring_epoch, cur ^ 1, __ATOMIC_SEQ_CST);
+}
+
 static int change_ring(struct pc_store *st, uint32_t node, bool member)
 {
 	struct store_svc *sv = &st->svc;
@@ -163,11 +188,12 @@ static int change_ring(struct pc_store *st, uint32_t node, bool member)
 		ring_destroy(r);
 		return ret;
 	}
-	__atomic_store_n(&sv->ring, r, __ATOMIC_RELEASE);
+	__atomic_store_n(&sv->ring, r, __ATOMIC_SEQ_CST);
 	pc_stat_add(&st->member_changes, 1);
 	old->retired_next = st->retired;
 	st->retired = old;
 	st->mode_ops->member_changed(st->mode, node, member, old);
+	reclaim_rings(st);
 	return 1;
 }
 
@@ -209,7 +235,7 @@ int store_set_member(struct pc_store *st, uint32_t node, bool member)
 	return members_set(st->members, node, member, true);
 }
 
-int pc_store_set_member(struct pc_store *st, const char *node, bool member)
+static int set_member(struct pc_store *st, const char *node, bool member)
 {
 	struct store_svc *sv = st ? &st->svc : NULL;
 	int idx = sv && node ? pc_topology_find_node(sv->topo, node) : -1;
@@ -274,6 +300,19 @@ static enum proto_member_state state_of(struct members *m, const struct ring *r,
 	return __atomic_load_n(&m->p[i].left, __ATOMIC_RELAXED) ? PROTO_LEFT : PROTO_DOWN;
 }
 
+int pc_store_set_member(struct pc_store *st, const char *node, bool member)
+{
+	unsigned pass;
+	int ret;
+
+	if (!st)
+		return -EINVAL;
+	pass = store_ring_enter(&st->svc);
+	ret = set_member(st, node, member);
+	store_ring_exit(&st->svc, pass);
+	return ret;
+}
+
 int pc_store_member(const struct pc_store *st, const char *node, enum pc_member_state *state,
 		    uint64_t *incarnation)
 {
@@ -283,9 +322,13 @@ int pc_store_member(const struct pc_store *st, const char *node, enum pc_member_
 	if (idx < 0)
 		return st ? -ENXIO : -EINVAL;
 	m = st->members;
-	if (state)
-		*state = (enum pc_member_state)state_of(m, store_ring((struct store_svc *)&st->svc),
-							(uint32_t)idx);
+	if (state) {
+		struct store_svc *sv = (struct store_svc *)&st->svc;
+		unsigned pass = store_ring_enter(sv);
+
+		*state = (enum pc_member_state)state_of(m, store_ring(sv), (uint32_t)idx);
+		store_ring_exit(sv, pass);
+	}
 	if (incarnation)
 		*incarnation = (uint32_t)idx == st->svc.self ?
 				       st->svc.fabric->incarnation :
@@ -420,11 +463,14 @@ static void decide(struct members *m, uint64_t now)
 		uint64_t inc = __atomic_load_n(&p->incarnation, __ATOMIC_RELAXED);
 		uint64_t since = at ? at : m->opened_ns;
 		uint64_t silent = since < now ? now - since : 0;	/* heard after now was read */
-		bool member = ring_contains(store_ring(sv), i), back;
-		bool gone = __atomic_load_n(&p->gone, __ATOMIC_RELAXED);
+		bool gone = __atomic_load_n(&p->gone, __ATOMIC_RELAXED), member, back;
+		unsigned pass;
 
 		if (i == sv->self || !pc_node_listed(&sv->topo->nodes[i]))
 			continue;
+		pass = store_ring_enter(sv);
+		member = ring_contains(store_ring(sv), i);
+		store_ring_exit(sv, pass);
 		if (member && (silent > m->failure_ns || gone)) {
 			if (gone)
 				pc_warn("node %s (%s:%u): its lease in %s expired: taken out of the ring",
@@ -580,12 +626,18 @@ static void run(void *arg)
 	struct members *m = arg;
 
 	while (!__atomic_load_n(&m->stop, __ATOMIC_RELAXED)) {
+		/* no pass around a tick: a tick that takes many nodes out lets each ring
+		 * it replaces go at once (decide reads the ring in short passes, and ring
+		 * changes hold member_lock, under which no ring is freed) */
 		if (m->reg)
 			registry_tick(m);
 		else if (m->st->svc.self == PC_PEER_NONE)
 			client_tick(m);
 		else
 			node_tick(m);
+		pthread_mutex_lock(&m->st->member_lock);
+		reclaim_rings(m->st);	/* what the changes of other threads left */
+		pthread_mutex_unlock(&m->st->member_lock);
 		for (uint64_t t = 0; t < m->heartbeat_ns && !__atomic_load_n(&m->stop, __ATOMIC_RELAXED);
 		     t += SLICE_NS)
 			pc_env_sleep(m->st->svc.env, SLICE_NS);

@@ -136,12 +136,8 @@ static void teardown(struct pc_store *st)
 	if (st->owns_fabric)
 		pc_fabric_close(sv->fabric);
 	ring_destroy(sv->ring);
-	while (st->retired) {
-		struct ring *r = st->retired;
-
-		st->retired = r->retired_next;
-		ring_destroy(r);
-	}
+	store_rings_free(st->retired);
+	store_rings_free(st->retired_before);
 	pc_topology_free(sv->topo);
 	pthread_mutex_destroy(&st->member_lock);
 	pthread_mutex_destroy(&st->occ_lock);
@@ -244,10 +240,13 @@ static int timed(struct pc_store *st, enum store_batch_op op,
 		 size_t n)
 {
 	uint64_t t0 = pc_env_now(st->svc.env);
+	unsigned pass;
 	int ret;
 
 	METRIC_ADD(&st->svc, batches, 1);
+	pass = store_ring_enter(&st->svc);
 	ret = fn(st->mode, pages, n);
+	store_ring_exit(&st->svc, pass);
 	latency_record(&st->lat[op], pc_env_now(st->svc.env) - t0);
 	return ret;
 }

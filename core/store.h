@@ -58,7 +58,9 @@ struct pc_store {
 	struct members *members;	/* who is in the ring (member.c) */
 	bool owns_fabric;
 	bool serving;			/* peers' requests reach store_rpc */
-	struct ring *retired;		/* earlier rings, freed at close (readers may hold them) */
+	/* Rings replaced by membership changes, until no reader can hold them
+	 * (store_ring_enter): retired in this epoch, and in the one before. */
+	struct ring *retired, *retired_before;
 	pthread_mutex_t member_lock;	/* serialises membership changes */
 	/* Counters the facade keeps for metrics (metrics/expose.c renders them). */
 	struct latency_hist lat[STORE_NR_BATCH_OPS];	/* batch calls, by op */
@@ -115,5 +117,8 @@ size_t store_rpc_max_req(void *arg, uint16_t opcode);
 /* Add a node to this store's ring or take it out (join, leave) as if told, in this
  * store only (pc_store_set_member also tells the peers). 0 or -errno. */
 int store_set_member(struct pc_store *st, uint32_t node, bool member);
+
+/* Free a list of retired rings (member.c). */
+void store_rings_free(struct ring *list);
 
 #endif

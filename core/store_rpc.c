@@ -106,8 +106,12 @@ int store_rpc(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t
 
 	if (ret == -EPERM)
 		pc_stat_add(&st->svc.metrics.rpc_refused, 1);
-	if (!ret)
+	if (!ret) {
+		unsigned pass = store_ring_enter(&st->svc);
+
 		ret = route(st, from, opcode, req, len, resp);
+		store_ring_exit(&st->svc, pass);
+	}
 
 	pc_stat_add(&st->rpc_served[o], 1);
 	if (ret)

@@ -45,7 +45,9 @@ struct store_svc {
 	const struct pc_storage_ops *storage;	/* the disk backend */
 	void *backend_arg;		/* the fabric's and storage's backend argument */
 	bool payload_free;		/* headers only, pages not stored (simulator) */
-	struct ring *ring;		/* replaced whole on membership change (store_rpc.c) */
+	struct ring *ring;		/* replaced whole on membership change (member.c) */
+	uint32_t ring_epoch;		/* readers of ring (store_ring_enter) count ... */
+	uint64_t ring_readers[2];	/* ... here by epoch, so retired rings can go */
 	struct pc_metrics metrics;	/* updated with atomics */
 	pthread_mutex_t stage_lock;	/* guards the list only, never held across a call */
 	struct store_stage *stages;	/* idle staging areas */
@@ -60,6 +62,26 @@ void store_svc_init(struct store_svc *st);
 void store_svc_fini(struct store_svc *st);
 
 #define METRIC_ADD(st, field, v) pc_stat_add(&(st)->metrics.field, (uint64_t)(v))
+
+/*
+ * Who reads the ring holds a pass: every batch, every RPC a node serves, the
+ * membership task's tick, background jobs. A ring replaced by a membership change
+ * is freed once no pass taken before the change is left (member.c reclaims them: two
+ * epochs, so a node whose membership changes all day keeps two rings at most, not
+ * one per change). store_ring() is only called inside a pass.
+ */
+static inline unsigned store_ring_enter(struct store_svc *st)
+{
+	unsigned e = __atomic_load_n(&st->ring_epoch, __ATOMIC_SEQ_CST) & 1;
+
+	__atomic_fetch_add(&st->ring_readers[e], 1, __ATOMIC_SEQ_CST);
+	return e;
+}
+
+static inline void store_ring_exit(struct store_svc *st, unsigned pass)
+{
+	__atomic_fetch_sub(&st->ring_readers[pass], 1, __ATOMIC_SEQ_CST);
+}
 
 /* The current ring. */
 static inline struct ring *store_ring(struct store_svc *st)

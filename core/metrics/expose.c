@@ -396,9 +396,11 @@ static void tier(struct out *o, struct pc_store *st)
 
 static void membership(struct out *o, struct pc_store *st)
 {
-	struct ring *r = store_ring(&st->svc);
+	unsigned pass = store_ring_enter(&st->svc);
+	uint32_t members = store_ring(&st->svc)->nr_nodes;
 
-	one(o, "peercache_members", "gauge", "Nodes in this store's ring.", r->nr_nodes);
+	store_ring_exit(&st->svc, pass);
+	one(o, "peercache_members", "gauge", "Nodes in this store's ring.", members);
 	one(o, "peercache_topology_nodes", "gauge", "Nodes in the node table (listed or joined).",
 	    topology_nr_listed(st->svc.topo));
 	one(o, "peercache_membership_changes_total", "counter",
@@ -416,7 +418,11 @@ int store_ready(struct pc_store *st, const char **why)
 		*why = "not serving";
 		return -EAGAIN;
 	}
-	if (!ring_contains(store_ring(sv), sv->self)) {
+	unsigned pass = store_ring_enter(sv);
+	bool member = ring_contains(store_ring(sv), sv->self);
+
+	store_ring_exit(sv, pass);
+	if (!member) {
 		*why = "not a member of the ring";
 		return -ENOENT;
 	}
@@ -484,7 +490,9 @@ int pc_store_served_metrics(struct pc_store *st, struct pc_served_metrics *out)
 			m.slot_stored_bytes += occ.cls[c].stored_bytes;
 		}
 	}
+	unsigned pass = store_ring_enter(&st->svc);
 	m.members = store_ring(&st->svc)->nr_nodes;
+	store_ring_exit(&st->svc, pass);
 	m.member_changes = __atomic_load_n(&st->member_changes, __ATOMIC_RELAXED);
 	return sized_fill(out, &m, sizeof(m));
 }

@@ -19,8 +19,11 @@ bool p2p_nap(struct p2p *p, uint32_t ms)
 static void run_job(void *arg)
 {
 	struct p2p_job *j = arg;
+	unsigned pass = store_ring_enter(j->p->st);
 
 	j->fn(j);
+	store_ring_exit(j->p->st, pass);
+	ring_destroy(j->old);	/* the job's hold on the ring it was started with */
 	__atomic_store_n(&j->done, true, __ATOMIC_RELEASE);
 }
 
@@ -47,10 +50,13 @@ bool p2p_spawn(struct p2p *p, const char *name, void (*fn)(struct p2p_job *), st
 	if (!ret && (p->closing || p->nr_jobs == MAX_JOBS))
 		ret = p->closing ? -ESHUTDOWN : -EBUSY;
 	if (!ret) {
-		*j = (struct p2p_job){ .p = p, .fn = fn, .old = old, .node = node };
+		*j = (struct p2p_job){ .p = p, .fn = fn, .old = old ? ring_ref(old) : NULL,
+				       .node = node };
 		ret = pc_env_spawn(p->st->env, name, run_job, j, &j->task);
 		if (!ret)
 			p->jobs[p->nr_jobs++] = j;
+		else
+			ring_destroy(j->old);
 	}
 	pthread_mutex_unlock(&p->tasks_lock);
 	if (ret) {

@@ -39,7 +39,7 @@ struct ring *ring_create(uint32_t vnodes)
 
 void ring_destroy(struct ring *r)
 {
-	if (!r || --r->refs)
+	if (!r || __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	free(r->points);
 	free(r->nodes);

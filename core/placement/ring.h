@@ -58,7 +58,7 @@ int ring_add_many(struct ring *r, const uint32_t *nodes, const char *const *name
 /* Another holder of r (rings are read-only once built and may be shared). */
 static inline struct ring *ring_ref(struct ring *r)
 {
-	r->refs++;
+	__atomic_fetch_add(&r->refs, 1, __ATOMIC_RELAXED);
 	return r;
 }
 /* Remove node id. 0 or -ENOENT. */
