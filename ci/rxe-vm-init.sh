@@ -27,12 +27,16 @@ echo "VM: rxe0 $(cat /sys/class/infiniband/rxe0/ports/1/state) at $(cut -d' ' -f
 
 # pc_rxe_steps=1,5,... runs only those steps (all by default)
 STEPS=$(sed -n 's/.*pc_rxe_steps=\([0-9,]*\).*/\1/p' /proc/cmdline)
+# CUnit's failed assertions of a test log (the tail above may not reach them).
+failed_asserts() { grep -E '^ +[0-9]+\. /' "$1" | head -20; }
+
 want() { [ -z "$STEPS" ] || echo ",$STEPS," | grep -q ",$1,"; }
 
 if want 1; then
 echo "VM: ---- 1. fabric conformance on rxe"
 timeout 300 tcp_test rxe > /tmp/conform.log 2>&1; rc=$?
 grep -vE '^\s*$' /tmp/conform.log | grep -vE 'CUnit|sourceforge' | tail -25
+failed_asserts /tmp/conform.log
 [ $rc = 0 ] || fail conformance
 
 fi
@@ -40,6 +44,7 @@ if want 2; then
 echo "VM: ---- 2. slotmap e2e over rxe"
 timeout 300 e2e_test /pc/pcd rxe slotmap > /tmp/e2e.log 2>&1; rc=$?
 grep -vE '^\s*$' /tmp/e2e.log | grep -vE 'CUnit|sourceforge' | tail -25
+failed_asserts /tmp/e2e.log
 [ $rc = 0 ] || fail e2e
 
 echo "VM: ---- 2a. the same e2e suite in p2p mode over rxe"

@@ -743,7 +743,8 @@ static void on_landed(void *arg, const struct pc_op *op)
 
 /* pc_op.landed: called once per successful READ that asks, with its bytes in,
  * before post() returns; never for a refused op or one that does not ask. Sizes
- * below and above the receive window, so that both take their turn. */
+ * below and above the receive window, so that both take their turn. A fabric whose
+ * NIC moves the bytes (verbs, rxe) never calls it: the caller hashes after post(). */
 static void test_landed(void)
 {
 	static const uint32_t len[8] = { 4096, 262144, 100, 262144, 300000, 12288, 8, 65536 };
@@ -773,10 +774,10 @@ static void test_landed(void)
 	for (int i = 0; i < 8; i++) {
 		if (i != 2)
 			CU_ASSERT_EQUAL(ops[i].status, 0);
-		CU_ASSERT_EQUAL(w.seen[i], i != 2 && i != 5);
+		CU_ASSERT_EQUAL(w.seen[i], is_tcp() && i != 2 && i != 5);
 	}
-	CU_ASSERT_EQUAL(w.calls, 6);
-	CU_ASSERT_EQUAL(w.complete, 6);
+	CU_ASSERT_EQUAL(w.calls, is_tcp() ? 6 : 0);
+	CU_ASSERT_EQUAL(w.complete, is_tcp() ? 6 : 0);
 	free(dst);
 	net_down(N);
 }
