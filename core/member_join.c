@@ -38,12 +38,16 @@
 static int answer(struct members *m, const struct proto_join_ans *a, const char *text,
 		  struct pc_msg *resp)
 {
-	int ret = pc_msg_reserve(resp, sizeof(*a) + a->text_len);
+	static const char pad[8];
+	size_t padded = PROTO_JOIN_TEXT_PADDED(a->text_len);
+	int ret = pc_msg_reserve(resp, sizeof(*a) + padded);
 
 	if (!ret)
 		ret = pc_msg_append(resp, a, sizeof(*a));
 	if (!ret)
 		ret = pc_msg_append(resp, text, a->text_len);
+	if (!ret)
+		ret = pc_msg_append(resp, pad, padded - a->text_len);
 	return ret ? ret : members_put_view(m, true, resp);
 }
 
@@ -133,7 +137,7 @@ static int decode(struct join_reply *r)
 	if (len < sizeof(r->ans))
 		return -EPROTO;
 	memcpy(&r->ans, p, sizeof(r->ans));
-	off = sizeof(r->ans) + r->ans.text_len;
+	off = sizeof(r->ans) + PROTO_JOIN_TEXT_PADDED(r->ans.text_len);
 	if (len < off + sizeof(struct proto_view))
 		return -EPROTO;
 	r->text = p + sizeof(r->ans);

@@ -183,8 +183,10 @@ struct proto_join_ans {
 	uint32_t ask;
 	uint16_t text_len;		/* the answering node's placement text follows */
 	uint16_t pad;
-	/* then the text, then proto_view + proto_view_node[nr] (the whole table) */
+	/* then the text, zero-padded to 8 bytes, then proto_view + proto_view_node[nr]
+	 * (the whole table) */
 };
+#define PROTO_JOIN_TEXT_PADDED(n) (((size_t)(n) + 7) & ~(size_t)7)
 
 #define PROTO_PROMOTE_MAX_KEYS 4096
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ pid_t ecl_spawn_pcd(struct ecl *E, uint32_t i)
 	snprintf(log, sizeof(log), "%s/pcd-%s.log", pc_test_tmpdir(), name);
 	pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* gone with the test, even when it aborts */
 		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644), argc = 0;
 		char *argv[64], *save, *tok;
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -311,6 +312,7 @@ static pid_t spawn_joiner(const char *path, const char *name)
 	snprintf(log, sizeof(log), "%s/pcd-%s.log", pc_test_tmpdir(), name);
 	pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* gone with the test, even when it aborts */
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		dup2(fd, 2);
@@ -432,6 +434,7 @@ static bool etcd_start(void)
 	snprintf(log, sizeof(log), "%s/etcd.log", pc_test_tmpdir());
 	etcd_pid = fork();
 	if (etcd_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* gone with the test, even when it aborts */
 		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
 		dup2(fd, 1);
