@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,10 +37,10 @@ pid_t ecl_spawn_pcd(struct ecl *E, uint32_t i)
 	snprintf(log, sizeof(log), "%s/pcd-%s.log", pc_test_tmpdir(), name);
 	pid = fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* gone with the test, even when it aborts */
 		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644), argc = 0;
 		char *argv[64], *save, *tok;
 
+		dup2(fd, 1);	/* not the test's stdout: ctest waits for every holder of it */
 		dup2(fd, 2);
 		argv[argc++] = "pcd";
 		argv[argc++] = "--topology";

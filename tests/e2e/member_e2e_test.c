@@ -312,9 +312,10 @@ static pid_t spawn_joiner(const char *path, const char *name)
 	snprintf(log, sizeof(log), "%s/pcd-%s.log", pc_test_tmpdir(), name);
 	pid = fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* gone with the test, even when it aborts */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* gone with the test (forked by its main thread) */
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
+		dup2(fd, 1);
 		dup2(fd, 2);
 		execl(pc_test_argv[1], "pcd", "--topology", path, "--node", name, (char *)NULL);
 		_exit(127);
@@ -434,7 +435,7 @@ static bool etcd_start(void)
 	snprintf(log, sizeof(log), "%s/etcd.log", pc_test_tmpdir());
 	etcd_pid = fork();
 	if (etcd_pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* gone with the test, even when it aborts */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* gone with the test (forked by its main thread) */
 		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
 		dup2(fd, 1);
