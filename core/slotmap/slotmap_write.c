@@ -42,6 +42,7 @@ struct skey {
 	int way;
 	bool evicts, written;
 	bool superseded;		/* a later copy of the key took its way */
+	bool raced;			/* lost its slot to a writer or the spill task */
 	uint32_t by;			/* that later copy */
 	uint64_t old_seq, cas_old;
 	uint64_t claim;			/* the word it claims the slot with (CAS) */
@@ -329,6 +330,7 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 							       (uint32_t)k->way, k->old_seq)) {
 				k->kc.err = -EBUSY;
 				k->kc.state = SM_DONE;
+				k->raced = true;
 				continue;
 			}
 			cl = &k->kc.lay->cls[k->cls];
@@ -349,6 +351,7 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 			if (k->cas_old != k->old_seq) {
 				k->kc.err = -EBUSY;	/* another writer got there first */
 				k->kc.state = SM_DONE;
+				k->raced = true;
 			}
 		}
 		nops = 0;
@@ -475,6 +478,28 @@ static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 	return true;
 }
 
+/* Keys that lost their slot in the pass (a claim taken, a seq moved: another writer,
+ * or the spill task evicting a page meanwhile) look again in a new pass, up to
+ * SM_RACE_PASSES times; the slot they chose is no longer the one they read. */
+#define SM_RACE_PASSES 3
+
+static bool retry_raced(struct skey *keys, size_t n)
+{
+	bool again = false;
+
+	for (size_t i = 0; i < n; i++) {
+		struct skey *k = &keys[i];
+
+		if (!k->raced)
+			continue;
+		k->raced = k->evicts = k->written = false;
+		k->kc.err = 0;
+		k->kc.state = SM_PENDING;
+		again = true;
+	}
+	return again;
+}
+
 int slotmap_set(struct store_mode *m, struct pc_page *pages, size_t n)
 {
 	struct slotmap *sm = sm_of(m);
@@ -495,7 +520,7 @@ int slotmap_set(struct store_mode *m, struct pc_page *pages, size_t n)
 		/* what is read before a pass sets it; the rest is set where it is used */
 		keys[i].b = NULL;
 		keys[i].mem = NULL;
-		keys[i].evicts = keys[i].written = keys[i].superseded = false;
+		keys[i].evicts = keys[i].written = keys[i].superseded = keys[i].raced = false;
 		if (pg->status)
 			continue;
 		if ((!pg->data && pg->len && !sm->payload_free) || pg->len > UINT32_MAX) {
@@ -503,8 +528,20 @@ int slotmap_set(struct store_mode *m, struct pc_page *pages, size_t n)
 			keys[i].kc.state = SM_DONE;
 		}
 	}
-	for (int pass = 0; pass < 2; pass++) {
-		if (!set_pass(sm, a, keys, n) || !sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
+	/* a restarted owner is looked up again once (sm_retry_stale), a lost race a few
+	 * times */
+	for (int stale_retried = 0, races = 0;;) {
+		bool again;
+
+		if (!set_pass(sm, a, keys, n))
+			break;
+		again = sm_retry_stale(sm, keys, sizeof(*keys), n, stale_retried);
+		stale_retried |= again;
+		if (races < SM_RACE_PASSES && retry_raced(keys, n)) {
+			races++;
+			again = true;
+		}
+		if (!again)
 			break;
 	}
 	for (size_t i = 0; i < n; i++) {
