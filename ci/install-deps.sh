@@ -11,7 +11,8 @@
 # libcurl is for membership in etcd; etcd-server and etcd-client for its tests.
 # memcached, redis-server, libmemcached-dev and libhiredis-dev are the peers pcbench
 # compares the store with (its own clients and the standard C libraries); linux-perf
-# profiles them (ci/bench.sh).
+# profiles them (ci/bench.sh). podman, runc and debootstrap build and run
+# dist/Containerfile's image (tests/install/container_test.sh).
 # Not for: the rxe VM's kernel and userland, which ci/rxe-vm.sh downloads itself.
 set -eu
 
@@ -20,7 +21,7 @@ PKGS="build-essential cmake pkg-config valgrind git
       libxxhash-dev libyaml-dev libcunit1-dev libjansson-dev libssl-dev libmicrohttpd-dev gnuplot-nox
       curl prometheus file libcurl4-openssl-dev etcd-server etcd-client
       memcached redis-server libmemcached-dev libhiredis-dev linux-perf
-      iproute2 procps psmisc
+      iproute2 procps psmisc podman runc debootstrap
       python3 python3-torch python3-numpy
       clang libclang-rt-14-dev"
 

@@ -4,9 +4,10 @@
 # Installs the Debian packages (ci/install-deps.sh), builds with -Werror, runs every
 # CTest label (unit, valgrind, e2e, netns, sim, docs, install, python, rxe), builds the
 # .deb from a /usr build and checks it (tests/install/deb_test.sh: unpacked, then, as
-# root where no peercache package is installed, installed with apt and purged), then
-# rebuilds with ASan+UBSan and runs the unit and e2e tests again, then builds the
-# libFuzzer targets with clang and fuzzes each for 20 s. Exit code 0 only when all of that passed.
+# root where no peercache package is installed, installed with apt and purged) and
+# dist/Containerfile's image (tests/install/container_test.sh), then rebuilds with
+# ASan+UBSan and runs the unit and e2e tests again, then builds the libFuzzer targets
+# with clang and fuzzes each for 20 s. Exit code 0 only when all of that passed.
 set -eu
 cd "$(dirname "$0")/.."
 JOBS=$(nproc 2>/dev/null || echo 2)
@@ -27,6 +28,8 @@ cmake --build build-deb -j "$JOBS" >/dev/null
 rm -rf build-deb/pkg
 (cd build-deb && cpack -G DEB -B pkg >/dev/null)
 ./tests/install/deb_test.sh build-deb/pkg/peercache_*.deb
+echo "== container: dist/Containerfile's image, two nodes in containers, a client on the host"
+./tests/install/container_test.sh build-deb/pkg/peercache_*.deb build/tools/pcbench
 
 echo "== build (ASan+UBSan)"
 cmake -S . -B build-asan -DPC_WERROR=ON -DPC_SANITIZE=ON >/dev/null

@@ -216,12 +216,13 @@ static void run_op(struct bench *B, const char *op, struct result *r)
 
 static void print_result(const struct bench *B, const struct result *r)
 {
-	double bytes = (double)r->pages * (double)B->page;
+	double bytes = (double)r->ok * (double)B->page;
 	bool get = !strcmp(r->op, "get");
 
 	if (r->first_err)
 		printf("%-7s first page error: %s\n", r->op, strerror(-r->first_err));
-	/* A get's throughput counts the bytes that hit; a set's, the bytes offered. */
+	/* A get's throughput counts the bytes that hit; a set's, the bytes stored (a set
+	 * that failed fast moved nothing). */
 	if (get)
 		bytes = (double)r->d.hit_bytes;
 	printf("%-7s %8zu %10.0f %8.3f %9.1f %9.1f %9.2f ", r->op, r->pages, (double)r->pages / r->secs,
@@ -525,7 +526,7 @@ int main(int argc, char **argv)
 		print_ceiling(raw_host, &B, &ceil);
 	}
 	get_gbps = get_r.pages ? (double)get_r.d.hit_bytes / get_r.secs / 1e9 : 0;
-	set_gbps = set_r.pages ? (double)set_r.pages * (double)B.page / set_r.secs / 1e9 : 0;
+	set_gbps = set_r.pages ? (double)set_r.ok * (double)B.page / set_r.secs / 1e9 : 0;
 	if (get_r.pages && ceil.best > 0)
 		printf("get / ceiling: %.2f\n", get_gbps / ceil.best);
 	/* One line of every figure, for scripts (ci/bench.sh) */
