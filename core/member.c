@@ -42,6 +42,7 @@ struct member_peer {
 	bool left;			/* left on purpose (under the store's member_lock) */
 	bool conflict;			/* another name claimed this entry (warned) */
 	bool gone;			/* store.discovery etcd: no live record */
+	bool live_record;		/* ... and had one at the last listing */
 };
 
 struct members {
@@ -64,7 +65,7 @@ struct members {
 	bool reg_left;			/* this node left on purpose: no lease */
 	bool reg_warned;		/* unreachable, said once */
 	uint32_t reg_fails;
-	uint64_t reg_retry_at, reg_ok_since;
+	uint64_t reg_retry_at, reg_ok_since, reg_listed_at;
 };
 
 static const char *node_name(const struct members *m, uint32_t i)
@@ -562,7 +563,20 @@ static void client_tick(struct members *m)
 /* The registry: keep this node's lease, list who is alive, decide. While the
  * registry cannot be reached nothing changes (warned once, retried with backoff);
  * for a failure timeout after it answers again, absence does not count yet (the
- * nodes are writing their records again). */
+ * nodes are writing their records again). A registry that watches its records
+ * (registry_ops.changed) is listed only when they changed, and at least every
+ * failure timeout (at least every second) in case its watch stalled; in between,
+ * the nodes live at the last listing are heard from again. */
+static bool registry_look(struct members *m, uint64_t now)
+{
+	uint64_t every = m->failure_ns > 1000000000ULL ? m->failure_ns : 1000000000ULL;
+
+	/* every heartbeat too while absence does not count yet, and one past it */
+	return !m->reg_ops->changed || m->reg_ops->changed(m->reg) || !m->reg_ok_since ||
+	       now - m->reg_ok_since <= m->failure_ns + m->heartbeat_ns ||
+	       now - m->reg_listed_at >= every;
+}
+
 static void registry_tick(struct members *m)
 {
 	struct store_svc *sv = &m->st->svc;
@@ -572,6 +586,7 @@ static void registry_tick(struct members *m)
 	uint8_t *live = calloc(m->nr, 1);
 	uint32_t n = 0;
 	int ret = e && live ? 0 : -ENOMEM;
+	bool look = false;
 
 	if (now < m->reg_retry_at)
 		goto out;
@@ -579,7 +594,7 @@ static void registry_tick(struct members *m)
 	if (!ret && me && !m->reg_left)
 		ret = m->reg_ops->alive(m->reg, sv->self, me->name, sv->fabric->incarnation,
 					(uint32_t)(m->failure_ns / 1000000));
-	if (!ret)
+	if (!ret && (look = registry_look(m, now)))
 		ret = m->reg_ops->list(m->reg, e, m->nr, &n);
 	pthread_mutex_unlock(&m->reg_lock);
 	if (ret) {
@@ -600,6 +615,14 @@ static void registry_tick(struct members *m)
 	m->reg_fails = 0;
 	if (!m->reg_ok_since)
 		m->reg_ok_since = now;
+	if (!look) {	/* nothing changed: who was live is */
+		for (uint32_t i = 0; i < m->nr; i++)
+			if (m->p[i].live_record)
+				heard(m, i, __atomic_load_n(&m->p[i].incarnation, __ATOMIC_RELAXED), now);
+		decide(m, now);
+		goto out;
+	}
+	m->reg_listed_at = now;
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = e[k].index;
 
@@ -612,9 +635,11 @@ static void registry_tick(struct members *m)
 		}
 	}
 	/* no live record is down at once, but not while the records come back */
-	for (uint32_t i = 0; i < m->nr; i++)
+	for (uint32_t i = 0; i < m->nr; i++) {
+		m->p[i].live_record = live[i];
 		__atomic_store_n(&m->p[i].gone, !live[i] && now - m->reg_ok_since >= m->failure_ns,
 				 __ATOMIC_RELAXED);
+	}
 	decide(m, now);
 out:
 	free(e);

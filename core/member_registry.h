@@ -7,7 +7,8 @@
  * The registry holds, under the cluster's prefix: the placement text every peer must
  * share, one record per table entry (name, address, port: permanent, given out once),
  * and one record per live node (its entry and incarnation) under a lease that the
- * node keeps alive and that expires when it stops.
+ * node keeps alive and that expires when it stops. A registry that can watch the
+ * records says when they changed, so that they are not listed every heartbeat.
  *
  * Not for: what membership does with the answers (member.c).
  */
@@ -52,6 +53,10 @@ struct registry_ops {
 		     uint32_t ttl_ms);
 	/* A graceful leave: the live record goes at once. */
 	void (*leave)(void *r);
+	/* Optional: whether the records may have changed since the last call (true
+	 * while the registry cannot tell: its watch is not established). NULL: list
+	 * every heartbeat. */
+	bool (*changed)(void *r);
 };
 
 #endif

@@ -8,10 +8,14 @@
  *   PREFIX live/NNNNN      {"name","incarnation"} under the node's lease
  *
  * A node takes a lease of ceil(failure_timeout) seconds (etcd rounds up to its own
- * minimum), writes its live record under it and keeps it alive every heartbeat; a
- * node that stops is gone when the lease expires. Everyone reads table/ and live/
- * each heartbeat (two ranges), which is how a change reaches them within one
- * heartbeat. Endpoints are tried in order; one that fails moves the next to the front.
+ * minimum, 2 s for 3.4's defaults), writes its live record under it and keeps it
+ * alive every third of the TTL etcd granted; a node that stops is gone when the
+ * lease expires. Everyone watches the prefix (/v3/watch, a stream read by a thread
+ * of its own): an event, or a watch not (yet) established, makes the next heartbeat
+ * read table/ and live/ (two ranges), which is how a change reaches them within one
+ * heartbeat (core/member.c lists at least every failure timeout anyway, in case a
+ * watch stalls unseen). Endpoints are tried in order; one that fails moves the next
+ * to the front.
  *
  * Not for: what membership does with it (core/member.c).
  */
@@ -21,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -32,6 +38,8 @@
 
 #define MAX_ENDPOINTS 8
 #define KEY_MAX (PC_NAME_MAX + 32)
+#define WATCH_LINE_MAX (1u << 20)	/* a watch message longer than this ends the stream */
+#define WATCH_RETRY_MS 500		/* between watch attempts */
 
 struct etcd {
 	CURL *curl;
@@ -40,7 +48,14 @@ struct etcd {
 	char prefix[PC_NAME_MAX];
 	long timeout_ms;
 	int64_t lease;			/* 0: none */
+	uint64_t lease_ttl_ms;		/* as etcd granted it */
+	uint64_t kept_at_ns;		/* last grant or keepalive */
 	uint32_t index;			/* the live record's entry */
+	/* the watch of the prefix: a thread with a connection of its own */
+	CURLM *multi;
+	pthread_t watcher;
+	bool watcher_on;
+	int stop, changed, watching;	/* atomics */
 };
 
 struct buf {
@@ -127,7 +142,7 @@ static int call(struct etcd *e, const char *path, json_t *body, json_t **resp)
 		if (c == CURLE_OK && code == 200 && b.p) {
 			*resp = json_loads(b.p, 0, NULL);
 			ret = *resp ? 0 : -EPROTO;
-			e->at = i;
+			__atomic_store_n(&e->at, i, __ATOMIC_RELAXED);	/* the watch reads it */
 		} else if (c == CURLE_OK) {
 			ret = code == 404 ? -ENOENT : -EPROTO;	/* it answered: an error */
 		}
@@ -194,6 +209,106 @@ static int create(struct etcd *e, const char *key, const char *value, bool *crea
 	return ret;
 }
 
+/* ------------------------------------------------------------------ the watch */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+struct watch_stream {
+	struct etcd *e;
+	struct buf b;
+};
+
+/* One message of the stream: created, events, or the end of the watch. Returns
+ * false when the stream must end. */
+static bool watch_message(struct etcd *e, const char *p, size_t n)
+{
+	json_t *j = json_loadb(p, n, 0, NULL), *res = json_object_get(j, "result");
+	bool go_on = j && res && !json_is_true(json_object_get(res, "canceled"));
+
+	if (go_on && json_is_true(json_object_get(res, "created")))
+		__atomic_store_n(&e->watching, 1, __ATOMIC_RELEASE);
+	if (!go_on || json_is_true(json_object_get(res, "created")) ||
+	    json_array_size(json_object_get(res, "events")))
+		__atomic_store_n(&e->changed, 1, __ATOMIC_RELEASE);
+	json_decref(j);
+	return go_on;
+}
+
+/* The stream's bytes: messages end at newlines. */
+static size_t on_watch(char *p, size_t size, size_t n, void *arg)
+{
+	struct watch_stream *w = arg;
+	char *nl;
+	size_t used = 0;
+
+	if (on_data(p, size, n, &w->b) != size * n)
+		return 0;
+	while ((nl = memchr(w->b.p + used, '\n', w->b.len - used))) {
+		if (nl > w->b.p + used && !watch_message(w->e, w->b.p + used, (size_t)(nl - w->b.p - used)))
+			return 0;
+		used = (size_t)(nl - w->b.p) + 1;
+	}
+	memmove(w->b.p, w->b.p + used, w->b.len - used);
+	w->b.len -= used;
+	return w->b.len > WATCH_LINE_MAX ? 0 : size * n;
+}
+
+/* Watch [prefix, prefix+1) from now on, endpoint after endpoint, until closed. */
+static void *watch_run(void *arg)
+{
+	struct etcd *e = arg;
+	json_t *body = json_pack("{s:o}", "create_request", range_of(e->prefix));
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	CURL *c = curl_easy_init();
+
+	json_decref(body);
+	for (uint32_t k = 0; c && text && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE); k++) {
+		struct watch_stream w = { .e = e };
+		char url[PC_PATH_MAX + 64];
+		int running = 1;
+
+		snprintf(url, sizeof(url), "%s/v3/watch",
+			 e->endpoints[(__atomic_load_n(&e->at, __ATOMIC_RELAXED) + k) % e->nr_endpoints]);
+		curl_easy_setopt(c, CURLOPT_URL, url);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms);
+		curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_watch);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, &w);
+		curl_multi_add_handle(e->multi, c);
+		while (running && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+			if (curl_multi_perform(e->multi, &running) != CURLM_OK)
+				break;
+			if (running)
+				curl_multi_poll(e->multi, NULL, 0, 1000, NULL);
+		}
+		curl_multi_remove_handle(e->multi, c);
+		free(w.b.p);
+		/* the stream ended: list every heartbeat until a watch is back */
+		__atomic_store_n(&e->watching, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&e->changed, 1, __ATOMIC_RELEASE);
+		for (int t = 0; t < WATCH_RETRY_MS / 50 && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE); t++)
+			usleep(50000);
+	}
+	curl_easy_cleanup(c);
+	free(text);
+	return NULL;
+}
+
+static bool etcd_changed(void *arg)
+{
+	struct etcd *e = arg;
+	bool changed = __atomic_exchange_n(&e->changed, 0, __ATOMIC_ACQ_REL);
+
+	return changed || !__atomic_load_n(&e->watching, __ATOMIC_ACQUIRE);
+}
+
 /* ------------------------------------------------------------------ the ops */
 
 static void etcd_close(void *arg)
@@ -202,6 +317,13 @@ static void etcd_close(void *arg)
 
 	if (!e)
 		return;
+	if (e->watcher_on) {
+		__atomic_store_n(&e->stop, 1, __ATOMIC_RELEASE);
+		curl_multi_wakeup(e->multi);
+		pthread_join(e->watcher, NULL);
+	}
+	if (e->multi)
+		curl_multi_cleanup(e->multi);
 	curl_easy_cleanup(e->curl);
 	free(e);
 }
@@ -260,6 +382,11 @@ static int etcd_open(const struct pc_topology *t, const char *placement, void **
 		snprintf(err, errlen, "%s: the cluster in etcd (%s%s) has other placement settings: %s; use the cluster's settings",
 			 t->source, t->store.etcd_endpoints, e->prefix, diff);
 		ret = -ESTALE;
+	}
+	if (!ret) {	/* without a watch, membership lists every heartbeat */
+		e->changed = 1;
+		e->multi = curl_multi_init();
+		e->watcher_on = e->multi && !pthread_create(&e->watcher, NULL, watch_run, e);
 	}
 	if (ret) {
 		etcd_close(e);
@@ -399,10 +526,13 @@ static int etcd_alive(void *arg, uint32_t index, const char *name, uint64_t inca
 	int ret;
 
 	if (e->lease && e->index == index) {
+		if (now_ns() - e->kept_at_ns < e->lease_ttl_ms * 1000000 / 3)
+			return 0;	/* kept alive a third of its TTL ago */
 		snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
 		ret = call(e, "/v3/lease/keepalive", json_pack("{s:s}", "ID", lease), &r);
 		if (!ret && json_object_get(json_object_get(r, "result"), "TTL")) {
 			json_decref(r);
+			e->kept_at_ns = now_ns();
 			return 0;
 		}
 		json_decref(r);
@@ -414,6 +544,10 @@ static int etcd_alive(void *arg, uint32_t index, const char *name, uint64_t inca
 	if (ret)
 		return ret;
 	e->lease = strtoll(json_string_value(json_object_get(r, "ID")) ?: "0", NULL, 10);
+	e->lease_ttl_ms = 1000 * strtoull(json_string_value(json_object_get(r, "TTL")) ?: "0", NULL, 10);
+	if (!e->lease_ttl_ms)
+		e->lease_ttl_ms = ttl_ms;
+	e->kept_at_ns = now_ns();
 	json_decref(r);
 	if (!e->lease)
 		return -EPROTO;
@@ -454,4 +588,5 @@ const struct registry_ops etcd_registry_ops = {
 	.claim = etcd_claim,
 	.alive = etcd_alive,
 	.leave = etcd_leave,
+	.changed = etcd_changed,
 };

@@ -485,6 +485,26 @@ static struct pc_store *etcd_client(struct pc_topology **t)
 	return s;
 }
 
+/* The calls etcd has started (its grpc_server_started_total, every method), from its
+ * /metrics; -1 when it cannot be read. */
+static double etcd_calls(void)
+{
+	char cmd[128], line[512];
+	double total = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "curl -sf http://127.0.0.1:%u/metrics", etcd_port);
+	if (!(f = popen(cmd, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		const char *v = strrchr(line, ' ');
+
+		if (!strncmp(line, "grpc_server_started_total{", 26) && v)
+			total += strtod(v + 1, NULL);
+	}
+	return pclose(f) ? -1 : total;
+}
+
 /* Membership in etcd: a client that lists no node learns the table from etcd; a node
  * killed or stopped is down when its lease expires, back on SIGCONT; a node listed
  * nowhere takes a free entry; etcd down: nothing changes and sets go on; etcd back:
@@ -510,6 +530,21 @@ static void test_etcd(void)
 	t = wait_joined(cl, "n2", 3000);
 	CU_ASSERT(t >= 0);
 	CU_ASSERT_EQUAL(sets(cl, "etcd", 64), 64);
+	/* the watch: in the steady state, far fewer calls than listing every heartbeat
+	 * (three nodes: a keepalive and two ranges, the client: two ranges, ten times a
+	 * second: 110 calls/s) */
+	{
+		double c0, c1;
+
+		usleep(2000 * 1000);	/* past the failure timeout after the nodes opened */
+		c0 = etcd_calls();
+		usleep(2000 * 1000);
+		c1 = etcd_calls();
+		printf("\n  etcd: %.1f calls/s from 3 nodes and a client in the steady state (listing "
+		       "every heartbeat: 110)", (c1 - c0) / 2);
+		CU_ASSERT(c0 >= 0 && c1 >= 0);
+		CU_ASSERT((c1 - c0) / 2 < 110.0 / 3);
+	}
 	ecl_stop_pcd(E, 2, SIGKILL);
 	t = wait_state(cl, "n2", PC_MEMBER_DOWN, 6000);
 	printf("\n  etcd: n2 killed: the client saw it down after %.0f ms (lease of 1 s, etcd's minimum 2 s)\n", t);
