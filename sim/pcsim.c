@@ -5,7 +5,7 @@
  *         [--set key=value ...] [--sweep key=v1,v2,... ...] [--seeds N]
  *         [--mode timing|hitrate] [--duration SECONDS] [--interval SECONDS]
  *         [--event leave:NODE@SECONDS | kill:NODE@SECONDS | join:NODE@SECONDS ...]
- *         [--find "hit>=0.8,p99<=2ms"] [--with-payload]
+ *         [--heartbeats] [--find "hit>=0.8,p99<=2ms"] [--with-payload]
  *
  * Every configuration (the cartesian product of the sweeps) runs once per seed.
  * DIR gets summary.csv (a row per configuration and seed), timeseries.csv (per
@@ -38,7 +38,7 @@ static const char *const synopsis[] = {
 	"--topology FILE --workload SPEC|TRACE --out DIR [--force] [--set key=value ...]",
 	" [--sweep key=v1,v2,... ...] [--seeds N] [--mode timing|hitrate] [--duration SECONDS]",
 	" [--interval SECONDS] [--event leave:NODE@SECONDS | kill:NODE@SECONDS | join:NODE@SECONDS ...]",
-	" [--find \"hit>=0.8,p99<=2ms\"] [--with-payload]",
+	" [--heartbeats] [--find \"hit>=0.8,p99<=2ms\"] [--with-payload]",
 	NULL,
 };
 
@@ -65,6 +65,9 @@ static const struct tool_opt options[] = {
 	  "kill:NODE@SECONDS crashes it instead: nobody is told, the others' heartbeats "
 	  "(store.heartbeat_ms, failure_timeout_ms) take it out in virtual time, and a later "
 	  "join:NODE restarts it. Repeatable." },
+	{ "--heartbeats", "only with kill events",
+	  "Run membership's heartbeats (store.heartbeat_ms) on every node for the whole run, so "
+	  "that summary.csv's membership_* columns give their traffic." },
 	{ "--find \"hit>=0.8,p99<=2ms\"", NULL,
 	  "Name the smallest configuration (by cluster slot memory) whose token hit rate and "
 	  "p99, averaged over seeds, meet both targets: find.txt." },
@@ -373,7 +376,8 @@ static void write_summary_header(FILE *f)
 		   "page_hit_host_rate,page_hit_disk_rate,page_miss_rate,p50_us,p90_us,p99_us,p999_us,"
 		   "nic_util_mean,nic_util_max,nvme_util_mean,nvme_util_max,evictions_per_s,"
 		   "demotions_per_s,promotions_per_s,network_bytes,owned_pages_max_over_mean,"
-		   "sim_seconds,wall_seconds,sim_memory_bytes\n");
+		   "sim_seconds,wall_seconds,sim_memory_bytes,membership_rpcs_per_node_s,"
+		   "membership_bytes_per_node_s\n");
 }
 
 static double ratio(uint64_t a, uint64_t b)
@@ -390,7 +394,7 @@ static void write_summary_row(FILE *f, int config, uint64_t seed, const char *la
 	fprintf(f, "%d,%llu,\"%s\",%d", config, (unsigned long long)seed, label, series);
 	for (int i = 0; i < nsweeps; i++)
 		fprintf(f, ",\"%s\"", values[i]);
-	fprintf(f, ",%u,%llu,\"%s\",%s,%llu,%llu,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%.2f,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.2f,%.2f,%.2f,%.0f,%.3f,%.3f,%.3f,%llu\n",
+	fprintf(f, ",%u,%llu,\"%s\",%s,%llu,%llu,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%.2f,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f,%.2f,%.2f,%.2f,%.0f,%.3f,%.3f,%.3f,%llu,%.1f,%.0f\n",
 		t->nr_nodes, (unsigned long long)r->slot_bytes, cfg->wl.text,
 		cfg->timing ? "timing" : "hitrate", (unsigned long long)r->requests,
 		(unsigned long long)r->pages, ratio(r->page_hits, r->pages),
@@ -400,7 +404,8 @@ static void write_summary_row(FILE *f, int config, uint64_t seed, const char *la
 		us(hist_quantile(&r->lat, 0.99)), us(hist_quantile(&r->lat, 0.999)),
 		r->nic_util_mean, r->nic_util_max, r->nvme_util_mean, r->nvme_util_max,
 		r->evictions / secs, r->demotions / secs, r->promotions / secs, r->bytes_moved,
-		r->load_max_over_mean, r->sim_s, r->wall_s, (unsigned long long)r->mem_bytes);
+		r->load_max_over_mean, r->sim_s, r->wall_s, (unsigned long long)r->mem_bytes,
+		r->member_rpcs / secs / t->nr_nodes, r->member_bytes / secs / t->nr_nodes);
 	fflush(f);
 }
 
@@ -499,7 +504,8 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' }, { "duration", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' }, { "event", required_argument, NULL, 'e' },
 		{ "find", required_argument, NULL, 'f' }, { "with-payload", no_argument, NULL, 'P' },
-		{ "force", no_argument, NULL, 'F' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "force", no_argument, NULL, 'F' }, { "heartbeats", no_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	const char *path = NULL, *wl = NULL, *dir = NULL;
 	char **sets = calloc((size_t)argc, sizeof(char *)), **events = calloc((size_t)argc, sizeof(char *));
@@ -517,7 +523,7 @@ int main(int argc, char **argv)
 
 	tool_std_flags(&doc, opts, argc, argv);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "t:w:o:s:S:n:m:d:i:e:f:Ph", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:w:o:s:S:n:m:d:i:e:f:PHh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': path = optarg; break;
 		case 'w': wl = optarg; break;
@@ -536,6 +542,7 @@ int main(int argc, char **argv)
 		case 'f': parse_find(optarg, &fnd); break;
 		case 'P': cfg.payload_free = false; break;
 		case 'F': force = true; break;
+		case 'H': cfg.heartbeats = true; break;
 		default:
 			tool_die(TOOL, "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}
@@ -642,6 +649,11 @@ int main(int argc, char **argv)
 				prog.label, (unsigned long long)r.requests,
 				ratio(r.page_hits, r.pages), ratio(r.token_hits, r.tokens), p99s,
 				r.sim_s, r.wall_s, (double)r.pages / r.run_wall_s / 1e6, evs);
+			if (r.member_rpcs > 0 && r.sim_s > 0)
+				fprintf(stderr, "pcsim: %s: membership: %.0f RPCs/s and %.1f KB/s per node "
+					"(heartbeats, MEMBER, JOIN; requests and answers)\n", prog.label,
+					r.member_rpcs / r.sim_s / t->nr_nodes,
+					r.member_bytes / r.sim_s / t->nr_nodes / 1e3);
 			write_summary_row(sum, k + 1, cfg.seed, label, series, values, t, &cfg, &r);
 			write_series(ser, k + 1, cfg.seed, &cfg, &r);
 			write_latency(lat, k + 1, cfg.seed, &r);

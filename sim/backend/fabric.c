@@ -223,6 +223,20 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 
 /* ------------------------------------------------------------------ RPCs */
 
+static bool membership_rpc(uint16_t opcode)
+{
+	return opcode == PC_RPC_HEARTBEAT || opcode == PC_RPC_MEMBER || opcode == PC_RPC_JOIN;
+}
+
+/* What membership costs the network: counted once an RPC is answered. */
+static void count_rpc(struct sim_world *w, const struct pc_rpc *r)
+{
+	if (!membership_rpc(r->opcode))
+		return;
+	w->member_rpcs++;
+	w->member_bytes += (double)r->req_len + (double)r->resp.len + 2 * MSG_OVERHEAD;
+}
+
 struct call {
 	struct sim_fabric *sf;
 	struct sim_proc *proc;
@@ -254,6 +268,7 @@ static void serve_rpc(void *arg)
 
 	rr->rpc->status = inproc_world_call(w->mem, sf->base.self, rr->rpc);
 	w->rpc_bytes += (double)rr->rpc->resp.len;
+	count_rpc(w, rr->rpc);
 	net_transfer(w->net, sf->base.self, peer, sf->base.self, 0, 1,
 		     (double)rr->rpc->resp.len + MSG_OVERHEAD, answer_arrived, rr);
 }
@@ -277,8 +292,10 @@ static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 		return 0;
 	}
 	if (!timed(sf)) {
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			rpcs[i].status = inproc_world_call(sf->w->mem, f->self, &rpcs[i]);
+			count_rpc(sf->w, &rpcs[i]);
+		}
 		return 0;
 	}
 	c.proc = sim_self(sf->w->s);

@@ -40,6 +40,10 @@ struct sim_world {
 	uint32_t *peer_ops;		/* per node, zero between posts (fabric.c) */
 	bool *dead;			/* per node: crashed, sends nothing (sim_world_set_dead) */
 	double rpc_bytes;
+	/* membership's RPCs (heartbeats, MEMBER, JOIN): calls, and bytes both ways with
+	 * the frame headers */
+	uint64_t member_rpcs;
+	double member_bytes;
 };
 
 struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, bool timing);

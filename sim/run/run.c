@@ -229,6 +229,8 @@ static void collect(struct cluster *c)
 		res->pages_disk = res->pages_host;
 	res->pages_host -= res->pages_disk;
 	res->bytes_moved = net_bytes(c->w->net);
+	res->member_rpcs = (double)c->w->member_rpcs;
+	res->member_bytes = c->w->member_bytes;
 	res->load_max_over_mean = sum_owned ? (double)max_owned * c->nn / (double)sum_owned : 0;
 }
 
@@ -423,6 +425,7 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 	c.fab = calloc(c.nn, sizeof(*c.fab));
 	c.alive = calloc(c.nn, sizeof(*c.alive));
 	c.killed = calloc(c.nn, sizeof(*c.killed));
+	c.heartbeats = cfg->heartbeats;
 	for (uint32_t e = 0; e < cfg->nr_events; e++)
 		c.heartbeats |= cfg->events[e].kill;
 	c.inflight = calloc(c.nn, sizeof(*c.inflight));

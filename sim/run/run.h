@@ -37,6 +37,7 @@ struct run_cfg {
 	uint64_t seed;
 	bool timing;			/* false: hit rates only, no time model */
 	bool payload_free;
+	bool heartbeats;		/* membership's heartbeats without a kill event */
 	uint64_t duration_ns;		/* stop arrivals after this; 0: workload's end */
 	uint64_t interval_ns;		/* time series step; 0: no series */
 	uint32_t max_inflight;		/* stop as overloaded past this; 0: RUN_MAX_INFLIGHT */
@@ -63,6 +64,7 @@ struct run_result {
 	double nic_util_mean, nic_util_max, nvme_util_mean, nvme_util_max;
 	double evictions, demotions, promotions;	/* totals */
 	double bytes_moved;
+	double member_rpcs, member_bytes;	/* membership's RPCs and bytes (both ways) */
 	double load_max_over_mean;	/* pages owned per node: max / mean */
 	double sim_s, wall_s;
 	double run_wall_s;		/* wall time of the run itself, without set-up */
