@@ -44,6 +44,7 @@ struct pc_rail {
 					 * "" = the one holding the node's address */
 	double gbps;			/* line rate */
 	double latency_us;		/* one-way per-op latency */
+	double op_us;			/* port time an op takes beyond its bytes */
 	uint32_t max_outstanding;	/* ops in flight per port */
 };
 

@@ -254,6 +254,10 @@ static const struct field rail_fields[] = {
 	  DOC("sim", "Gb/s", "The rail's line rate in the simulator.")),
 	F(struct pc_rail, latency_us, FT_DOUBLE, 0, 1e6, "2",
 	  DOC("sim", "us", "One-way latency of the rail in the simulator.")),
+	F(struct pc_rail, op_us, FT_DOUBLE, 0, 1e6, "0",
+	  DOC("sim", "us", "Time each operation holds the rail's ports beyond its bytes in the "
+	      "simulator: a TCP server's per-frame work (pccalibrate fits it); about 0 for an "
+	      "RDMA NIC.")),
 	F(struct pc_rail, max_outstanding, FT_U32, 1, 1u << 20, "128",
 	  DOC("sim", "ops", "Operations in flight per rail in the simulator.")),
 };

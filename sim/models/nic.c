@@ -9,6 +9,7 @@
 struct rail_ports {
 	struct port *egress, *ingress;
 	uint64_t latency;		/* ns, one way */
+	double op_bytes;		/* an op's port time (op_us), as bytes at its rate */
 	uint32_t max_outstanding, outstanding;
 	struct waiting *wait_head, *wait_tail;
 };
@@ -67,6 +68,7 @@ struct sim_net *net_create(struct sim *s, const struct pc_topology *t, enum port
 			if (!rp->egress || !rp->ingress)
 				goto err;
 			rp->latency = (uint64_t)(node->rails[r].latency_us * 1000.0);
+			rp->op_bytes = node->rails[r].op_us * 1000.0 * rate;
 			rp->max_outstanding = node->rails[r].max_outstanding;
 		}
 	}
@@ -164,12 +166,14 @@ static void after_request_latency(struct sim *s, void *arg)
 	struct xfer *x = arg;
 	struct sim_net *n = x->n;
 	double bytes = x->bytes_per_op * x->round_ops;
+	const struct rail_ports *src = &n->rails[x->from][x->rail], *dst = &n->rails[x->to][x->rail];
 
 	(void)s;
+
 	n->bytes += bytes;
 	x->parts = 2;
-	port_submit(n->rails[x->from][x->rail].egress, bytes, part_done, x);
-	port_submit(n->rails[x->to][x->rail].ingress, bytes, part_done, x);
+	port_submit(src->egress, bytes + src->op_bytes * x->round_ops, part_done, x);
+	port_submit(dst->ingress, bytes + dst->op_bytes * x->round_ops, part_done, x);
 }
 
 static void start_round(struct xfer *x)

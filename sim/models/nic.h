@@ -6,7 +6,8 @@
  * where L is the rail's one-way latency (latency_us) and S the time the b bytes spend
  * in each port, shared fairly (processor sharing) with every other transfer using it:
  * the sender's and receiver's links are crossed at once (cut-through), and the slower
- * of the two decides. Ports serve gbps / 8 bytes per ns. A node keeps at most
+ * of the two decides. Ports serve gbps / 8 bytes per ns, and each op holds a port
+ * op_us more (per-op work: a TCP server's frames; 0 for RDMA NICs). A node keeps at most
  * max_outstanding ops in flight per rail; a transfer of more ops goes in rounds.
  *
  * Not for: what the bytes are (backend/fabric.c decides that).

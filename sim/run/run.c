@@ -91,6 +91,7 @@ static int open_node(struct cluster *c, uint32_t i)
 }
 
 static void maybe_finish(struct cluster *c);
+static void schedule_next(struct cluster *c);
 
 static void close_node(struct cluster *c, uint32_t i)
 {
@@ -195,7 +196,10 @@ static void serve(void *arg)
 	c->inflight[r->node]--;
 	c->done_requests++;
 	free(r);
-	maybe_finish(c);
+	if (c->cfg->closed_loop)
+		schedule_next(c);	/* the next request, now */
+	else
+		maybe_finish(c);
 }
 
 /* The run's totals from every store and device, at the end of the run. */
@@ -324,10 +328,11 @@ static void schedule_next(struct cluster *c)
 	r->tokens = (uint32_t *)(r->pg + wr.npages);
 	r->npages = wr.npages;
 	r->prefix = wr.prefix;
-	memcpy(r->pages, wr.pages, wr.npages * sizeof(uint64_t));
+	for (uint32_t i = 0; i < wr.npages; i++)
+		r->pages[i] = wr.pages[i] + c->cfg->key_base;
 	memcpy(r->tokens, wr.tokens, wr.npages * sizeof(uint32_t));
 	c->scheduled++;
-	sim_at(c->s, wr.t_ns, arrival, r);
+	sim_at(c->s, c->cfg->closed_loop ? sim_now(c->s) : wr.t_ns, arrival, r);
 }
 
 static void arrival(struct sim *s, void *arg)
@@ -336,7 +341,7 @@ static void arrival(struct sim *s, void *arg)
 	struct cluster *c = r->c;
 	uint32_t max_inflight = c->cfg->max_inflight ? c->cfg->max_inflight : RUN_MAX_INFLIGHT;
 
-	r->node = pick_node(c);
+	r->node = c->cfg->pinned ? c->cfg->pin_node : pick_node(c);
 	c->inflight[r->node]++;
 	if (c->scheduled - c->done_requests > max_inflight && !c->failed) {
 		/* Arrivals outpace service: the backlog would grow until memory ran out. */
@@ -356,7 +361,8 @@ static void arrival(struct sim *s, void *arg)
 				 c->expect_requests ? (double)c->done_requests / (double)c->expect_requests :
 				 c->stop_ns ? (double)sim_now(s) / (double)c->stop_ns : 0,
 				 c->done_requests);
-	schedule_next(c);
+	if (!c->cfg->closed_loop)
+		schedule_next(c);
 }
 
 struct membership {
@@ -435,73 +441,111 @@ static void change_membership(struct sim *s, void *arg)
 	free(m);
 }
 
-int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t errlen)
+/* The cluster of a run: the engine, the world and every node's store, opened. */
+static int cluster_open(struct cluster *c, const struct run_cfg *cfg, struct run_result *res,
+			char *err, size_t errlen)
 {
 	const struct pc_topology *t = cfg->topo;
-	struct cluster c = { .cfg = cfg, .nn = t->nr_nodes, .res = res };
 	int ret = -ENOMEM;
 
+	*c = (struct cluster){ .cfg = cfg, .nn = t->nr_nodes, .res = res };
 	memset(res, 0, sizeof(*res));
-	c.wall0 = wall_now();
-	c.page_bytes = (uint32_t)(t->model.present ? t->model.page_bytes : t->store.slot_max_page_bytes);
-	c.stop_ns = cfg->duration_ns;
-	c.expect_requests = cfg->wl.requests;
-	c.s = sim_create(cfg->seed);
-	c.w = c.s ? sim_world_create(c.s, t, cfg->timing) : NULL;
-	c.st = calloc(c.nn, sizeof(*c.st));
-	c.fab = calloc(c.nn, sizeof(*c.fab));
-	c.alive = calloc(c.nn, sizeof(*c.alive));
-	c.killed = calloc(c.nn, sizeof(*c.killed));
-	c.heartbeats = cfg->heartbeats;
+	c->wall0 = wall_now();
+	c->page_bytes = (uint32_t)(t->model.present ? t->model.page_bytes : t->store.slot_max_page_bytes);
+	c->stop_ns = cfg->duration_ns;
+	c->expect_requests = cfg->wl.requests;
+	c->s = sim_create(cfg->seed);
+	c->w = c->s ? sim_world_create(c->s, t, cfg->timing) : NULL;
+	c->st = calloc(c->nn, sizeof(*c->st));
+	c->fab = calloc(c->nn, sizeof(*c->fab));
+	c->alive = calloc(c->nn, sizeof(*c->alive));
+	c->killed = calloc(c->nn, sizeof(*c->killed));
+	c->heartbeats = cfg->heartbeats;
 	for (uint32_t e = 0; e < cfg->nr_events; e++)
-		c.heartbeats |= cfg->events[e].kill;
-	c.inflight = calloc(c.nn, sizeof(*c.inflight));
-	c.owned = calloc(c.nn, sizeof(*c.owned));
-	if (!c.w || !c.st || !c.fab || !c.alive || !c.killed || !c.inflight || !c.owned)
-		goto out;
-	c.w->keep_data = !cfg->payload_free;
+		c->heartbeats |= cfg->events[e].kill;
+	c->inflight = calloc(c->nn, sizeof(*c->inflight));
+	c->owned = calloc(c->nn, sizeof(*c->owned));
+	if (!c->w || !c->st || !c->fab || !c->alive || !c->killed || !c->inflight || !c->owned)
+		return ret;
+	c->w->keep_data = !cfg->payload_free;
 	if (!cfg->payload_free) {
-		c.buf = calloc(1, c.page_bytes);
-		if (!c.buf)
-			goto out;
+		c->buf = calloc(1, c->page_bytes);
+		if (!c->buf)
+			return ret;
 	}
-	c.ring = ring_create(t->store.vnodes);
+	c->ring = ring_create(t->store.vnodes);
 	{
-		uint32_t *ids = malloc(c.nn * sizeof(*ids));
-		const char **names = malloc(c.nn * sizeof(*names));
+		uint32_t *ids = malloc(c->nn * sizeof(*ids));
+		const char **names = malloc(c->nn * sizeof(*names));
 
-		for (uint32_t i = 0; ids && names && i < c.nn; i++) {
+		for (uint32_t i = 0; ids && names && i < c->nn; i++) {
 			ids[i] = i;
 			names[i] = t->nodes[i].name;
 		}
-		ret = c.ring && ids && names ? ring_add_many(c.ring, ids, names, c.nn) : -ENOMEM;
+		ret = c->ring && ids && names ? ring_add_many(c->ring, ids, names, c->nn) : -ENOMEM;
 		free(ids);
 		free(names);
 		if (ret)
-			goto out;
+			return ret;
 	}
-	for (uint32_t i = 0; i < c.nn; i++) {
-		ret = open_node(&c, i);
+	for (uint32_t i = 0; i < c->nn; i++) {
+		ret = open_node(c, i);
 		if (ret) {
-			snprintf(err, errlen, "%s", c.err);
-			goto out;
+			snprintf(err, errlen, "%s", c->err);
+			return ret;
 		}
-		c.alive[i] = true;
+		c->alive[i] = true;
 	}
-	for (uint32_t i = 0; i < c.nn; i++) {
+	for (uint32_t i = 0; i < c->nn; i++) {
 		struct store_footprint fp;
 
-		store_footprint(c.st[i], &fp);
+		store_footprint(c->st[i], &fp);
 		res->slot_bytes += fp.cache_bytes;
 		res->mem_bytes += fp.mem_bytes;
 	}
-	ret = wl_open(&cfg->wl, cfg->seed ^ 0x776c, t->model.present ? t->model.tokens_per_page : 1,
-		      &c.gen, err, errlen);
+	return 0;
+}
+
+static void cluster_free(struct cluster *c)
+{
+	for (uint32_t i = 0; c->st && i < c->nn; i++)
+		if (c->st[i])
+			close_node(c, i);
+	wl_close(c->gen);
+	ring_destroy(c->ring);
+	sim_world_destroy(c->w);
+	sim_destroy(c->s);
+	free(c->st);
+	free(c->fab);
+	free(c->alive);
+	free(c->killed);
+	free(c->inflight);
+	free(c->owned);
+	free(c->buf);
+	free(c->closing);
+	c->res->wall_s = wall_now() - c->wall0;
+}
+
+int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t errlen)
+{
+	struct cluster c;
+	int ret = cluster_open(&c, cfg, res, err, errlen);
+
+	if (ret)
+		goto out;
+	if (cfg->pinned && cfg->pin_node >= c.nn) {
+		ret = -EINVAL;
+		snprintf(err, errlen, "requests pinned to node %u of %u", cfg->pin_node, c.nn);
+		goto out;
+	}
+	ret = wl_open(&cfg->wl, cfg->seed ^ 0x776c,
+		      cfg->topo->model.present ? cfg->topo->model.tokens_per_page : 1, &c.gen, err, errlen);
 	if (ret)
 		goto out;
 	for (uint32_t e = 0; e < cfg->nr_events; e++) {
 		struct membership *m = calloc(1, sizeof(*m));
 
+		ret = -ENOMEM;
 		if (!m)
 			goto out;
 		m->c = &c;
@@ -529,22 +573,45 @@ int run_sim(const struct run_cfg *cfg, struct run_result *res, char *err, size_t
 	}
 	ret = 0;
 out:
-	for (uint32_t i = 0; c.st && i < c.nn; i++)
-		if (c.st[i])
-			close_node(&c, i);
-	wl_close(c.gen);
-	ring_destroy(c.ring);
-	sim_world_destroy(c.w);
-	sim_destroy(c.s);
-	free(c.st);
-	free(c.fab);
-	free(c.alive);
-	free(c.killed);
-	free(c.inflight);
-	free(c.owned);
-	free(c.buf);
-	free(c.closing);
-	res->wall_s = wall_now() - c.wall0;
+	cluster_free(&c);
+	return ret;
+}
+
+struct on_node {
+	struct cluster *c;
+	uint32_t node;
+	void (*fn)(struct pc_store *st, void *arg);
+	void *arg;
+};
+
+static void on_node_proc(void *arg)
+{
+	struct on_node *o = arg;
+	struct cluster *c = o->c;
+
+	o->fn(c->st[o->node], o->arg);
+	for (uint32_t i = 0; i < c->nn; i++)	/* their tasks stop: the run can end */
+		if (c->st[i])
+			close_node(c, i);
+}
+
+int run_on_node(const struct run_cfg *cfg, uint32_t node, void (*fn)(struct pc_store *st, void *arg),
+		void *arg, char *err, size_t errlen)
+{
+	struct run_result res;
+	struct cluster c;
+	struct on_node o = { .c = &c, .node = node, .fn = fn, .arg = arg };
+	int ret = cluster_open(&c, cfg, &res, err, errlen);
+
+	if (!ret && node >= c.nn) {
+		ret = -EINVAL;
+		snprintf(err, errlen, "node %u of %u", node, c.nn);
+	}
+	if (!ret && !sim_spawn(c.s, on_node_proc, &o, node, true))
+		ret = -ENOMEM;
+	if (!ret)
+		sim_run(c.s, UINT64_MAX);
+	cluster_free(&c);
 	return ret;
 }
 

@@ -18,6 +18,8 @@
 #include "hist.h"
 #include "workload/workload.h"
 
+struct pc_store;
+
 #define RUN_MAX_EVENTS 32
 /* Requests in flight at once before a run stops as overloaded (each is a process
  * with its own stack: an open-loop rate the cluster cannot serve grows without end). */
@@ -41,6 +43,13 @@ struct run_cfg {
 	uint64_t duration_ns;		/* stop arrivals after this; 0: workload's end */
 	uint64_t interval_ns;		/* time series step; 0: no series */
 	uint32_t max_inflight;		/* stop as overloaded past this; 0: RUN_MAX_INFLIGHT */
+	bool pinned;			/* every request arrives at node pin_node (one
+					 * serving engine), not round robin */
+	uint32_t pin_node;
+	bool closed_loop;		/* the next request arrives when one is done (one
+					 * engine thread back to back), not at its time */
+	uint64_t key_base;		/* added to every page id: runs on one real
+					 * cluster kept apart (pccalibrate) */
 	struct run_event events[RUN_MAX_EVENTS];
 	uint32_t nr_events;
 	/* called after each request with its pages' lookup statuses (0 hit) */
@@ -76,6 +85,11 @@ struct run_result {
 };
 
 int run_sim(const struct run_cfg *cfg, struct run_result *out, char *err, size_t errlen);
+/* The cluster of cfg (its topology, timing and payload settings; no workload) with
+ * fn(store, arg) as a process on one node, in virtual time: for benchmarks that run
+ * the same code on a real store (pccalibrate). The stores are closed after fn. */
+int run_on_node(const struct run_cfg *cfg, uint32_t node, void (*fn)(struct pc_store *st, void *arg),
+		void *arg, char *err, size_t errlen);
 void run_result_free(struct run_result *r);
 
 #endif
