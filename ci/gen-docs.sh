@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")/.."
 B=${1:-build}
 for t in tools/pcd tools/pcctl tools/pctopo tools/pcdemo tools/pcbench tools/pctierbench \
-	 sim/pcsim sim/pcsimbench; do
+	 sim/pcsim sim/pcsimbench sim/pccalibrate; do
 	"$B/$t" --man >"docs/man/${t##*/}.1"
 done
 "$B/tools/pctopo" --schema >"$B/schema.md"

@@ -5,7 +5,7 @@
  *         [--set key=value ...] [--sweep key=v1,v2,... ...] [--seeds N]
  *         [--mode timing|hitrate] [--duration SECONDS] [--interval SECONDS]
  *         [--event leave:NODE@SECONDS | kill:NODE@SECONDS | join:NODE@SECONDS ...]
- *         [--heartbeats] [--find "hit>=0.8,p99<=2ms"] [--with-payload]
+ *         [--heartbeats] [--find "hit>=0.8,p99<=2ms"] [--with-payload] [--calibration FILE]
  *
  * Every configuration (the cartesian product of the sweeps) runs once per seed.
  * DIR gets summary.csv (a row per configuration and seed), timeseries.csv (per
@@ -26,6 +26,7 @@
 
 #include <peercache/peercache.h>
 
+#include "calib/calib.h"
 #include "placement/slot.h"
 #include "run/run.h"
 #include "tool/tool_common.h"
@@ -38,7 +39,7 @@ static const char *const synopsis[] = {
 	"--topology FILE --workload SPEC|TRACE --out DIR [--force] [--set key=value ...]",
 	" [--sweep key=v1,v2,... ...] [--seeds N] [--mode timing|hitrate] [--duration SECONDS]",
 	" [--interval SECONDS] [--event leave:NODE@SECONDS | kill:NODE@SECONDS | join:NODE@SECONDS ...]",
-	" [--heartbeats] [--find \"hit>=0.8,p99<=2ms\"] [--with-payload]",
+	" [--heartbeats] [--find \"hit>=0.8,p99<=2ms\"] [--with-payload] [--calibration FILE]",
 	NULL,
 };
 
@@ -50,6 +51,9 @@ static const struct tool_opt options[] = {
 	{ "--out DIR", NULL, "Where the results go; created if missing. Required." },
 	{ "--force", "refuse a non-empty DIR", "Write into a DIR that already holds files." },
 	{ "--set key=value", NULL, "Override one topology key, as pcd does; repeatable." },
+	{ "--calibration FILE", NULL,
+	  "Take the model keys (rail latency, rate and per-op time, copy rate) from a file "
+	  "pccalibrate(1) wrote on a real cluster; --set still overrides them." },
 	{ "--sweep key=v1,v2,...", NULL,
 	  "Run every value of key (a list value keeps its brackets, values then split at ';'); "
 	  "several sweeps multiply." },
@@ -505,9 +509,10 @@ int main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' }, { "event", required_argument, NULL, 'e' },
 		{ "find", required_argument, NULL, 'f' }, { "with-payload", no_argument, NULL, 'P' },
 		{ "force", no_argument, NULL, 'F' }, { "heartbeats", no_argument, NULL, 'H' },
+		{ "calibration", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
-	const char *path = NULL, *wl = NULL, *dir = NULL;
+	const char *path = NULL, *wl = NULL, *dir = NULL, *calibration = NULL;
 	char **sets = calloc((size_t)argc, sizeof(char *)), **events = calloc((size_t)argc, sizeof(char *));
 	char err[PC_ERR_MAX], p99s[64], evs[48], *labels, *series_labels;
 	struct run_cfg cfg = { .timing = true, .payload_free = true };
@@ -523,7 +528,7 @@ int main(int argc, char **argv)
 
 	tool_std_flags(&doc, opts, argc, argv);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "t:w:o:s:S:n:m:d:i:e:f:PHh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:w:o:s:S:n:m:d:i:e:f:PHC:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': path = optarg; break;
 		case 'w': wl = optarg; break;
@@ -543,6 +548,7 @@ int main(int argc, char **argv)
 		case 'P': cfg.payload_free = false; break;
 		case 'F': force = true; break;
 		case 'H': cfg.heartbeats = true; break;
+		case 'C': calibration = optarg; break;
 		default:
 			tool_die(TOOL, "%s: unknown flag or missing value; see --help", argv[optind - 1]);
 		}
@@ -555,6 +561,12 @@ int main(int argc, char **argv)
 		tool_die(TOOL, "%s", err);
 	base = tool_load_topology(TOOL, path, sets, nsets, NULL);
 	tool_require_listed(TOOL, path, base);
+	if (calibration) {	/* the file's keys, then --set again: the user's word is last */
+		if (calib_read(calibration, base, err, sizeof(err)))
+			tool_die(TOOL, "--calibration %s", err);
+		for (int i = 0; i < nsets; i++)
+			pc_topology_set(base, sets[i], err, sizeof(err));
+	}
 	/* Without timing, how a get fetches bytes cannot change what hits: read whole
 	 * buckets (headers side by side without payloads), the cheapest on the CPU. */
 	if (!cfg.timing && base->store.slot_read_policy == PC_READ_AUTO &&

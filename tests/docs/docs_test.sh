@@ -19,7 +19,7 @@ trap 'rm -rf "$T"' EXIT
 
 VERSION=$(sed -n 's/^project(peercache VERSION \([0-9.]*\).*/\1/p' "$S/CMakeLists.txt")
 for t in tools/pcd tools/pcctl tools/pctopo tools/pcdemo tools/pcbench tools/pctierbench \
-	 sim/pcsim sim/pcsimbench; do
+	 sim/pcsim sim/pcsimbench sim/pccalibrate; do
 	n=${t##*/}
 	if "$B/$t" --man >"$T/$n.1" && cmp -s "$T/$n.1" "$S/docs/man/$n.1"; then ok; else
 		bad "docs/man/$n.1 differs from '$n --man' (run ci/gen-docs.sh $B and commit)"

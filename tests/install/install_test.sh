@@ -30,8 +30,8 @@ trap cleanup EXIT
 P=$T/prefix
 
 cmake --install "$B" --prefix "$P" >"$T/install.log" 2>&1 || { bad "cmake --install"; cat "$T/install.log"; }
-for f in bin/pcd bin/pcctl bin/pctopo bin/pcdemo bin/pcbench bin/pctierbench bin/pcsim bin/pcsimbench \
-	 share/man/man1/pcd.1 share/man/man1/pcsim.1 share/man/man1/pcsimbench.1 \
+for f in bin/pcd bin/pcctl bin/pctopo bin/pcdemo bin/pcbench bin/pctierbench bin/pcsim bin/pcsimbench bin/pccalibrate \
+	 share/man/man1/pcd.1 share/man/man1/pcsim.1 share/man/man1/pcsimbench.1 share/man/man1/pccalibrate.1 \
 	 share/peercache/plots/hitrate.gp share/peercache/plots/timeseries.gp \
 	 share/peercache/plots/latency_cdf.gp share/peercache/topologies/laptop.yaml \
 	 share/peercache/topologies/rack.yaml lib/pkgconfig/peercache.pc \

@@ -1,0 +1,544 @@
+/*
+ * calib.c - micro-benchmarks that run alike on a real store and a simulated one, the
+ * fit of the model's parameters to them, and the replay of held-back workloads.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/keyhash.h"
+#include "calib.h"
+#include "placement/ring.h"
+#include "run/hist.h"
+#include "run/run.h"
+#include "store.h"
+
+#define KEY_SPACE (1ULL << 62)		/* benchmark keys: apart from any workload's */
+
+/* ------------------------------------------------------------------ cases */
+
+const char *calib_where_name(enum calib_where w)
+{
+	return w == CALIB_OWN ? "own" : w == CALIB_PEER ? "peer" : "all";
+}
+
+int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
+		uint32_t nbatches, uint32_t reps)
+{
+	uint32_t spread = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->reps = reps;
+	for (uint32_t b = 0; b < nbatches; b++) {
+		if (!batches[b] || batches[b] > CALIB_MAX_BATCH)
+			return -EINVAL;
+		spread = batches[b] > spread ? batches[b] : spread;	/* the largest */
+	}
+	if (npages * (2 * nbatches + 3) > CALIB_MAX_CASES)
+		return -E2BIG;
+	for (uint32_t k = 0; k < npages; k++) {
+		for (int op = CALIB_GET; op <= CALIB_SET; op++)
+			for (uint32_t b = 0; b < nbatches; b++)
+				c->cases[c->nr_cases++] = (struct calib_case){
+					.op = (enum calib_op)op, .page = pages[k], .batch = batches[b] };
+		/* the node's own pages: the copy rate; every node's: peers at once */
+		c->cases[c->nr_cases++] = (struct calib_case){ .op = CALIB_GET, .page = pages[k],
+							       .batch = spread, .where = CALIB_OWN };
+		for (int op = CALIB_GET; op <= CALIB_SET; op++)
+			c->cases[c->nr_cases++] = (struct calib_case){
+				.op = (enum calib_op)op, .page = pages[k], .batch = spread,
+				.where = CALIB_SPREAD };
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ the benchmark */
+
+struct bench {
+	struct calib *c;
+	bool sim;			/* fill sim_us, not real_us */
+	int ret;
+	char err[256];
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* n keys from the benchmark's key space at *next: owned by `owner`, or with
+ * owner PC_PEER_NONE by every node in turn */
+static void owned_keys(struct pc_store *st, uint32_t owner, uint64_t *next, uint64_t *keys,
+		       uint32_t n)
+{
+	struct ring *r = store_ring_of(st);
+	uint32_t nodes = st->svc.topo->nr_nodes;
+
+	for (uint32_t i = 0; i < n; (*next)++) {
+		uint64_t k = KEY_SPACE | *next;
+		uint32_t want = owner == PC_PEER_NONE ? i % nodes : owner;
+
+		if (ring_owner_of(r, keyhash_of(&k, sizeof(k))) == want)
+			keys[i++] = k;
+	}
+}
+
+static uint32_t some_peer(const struct pc_store *st)
+{
+	const struct store_svc *sv = &st->svc;
+
+	for (uint32_t i = 0; i < sv->topo->nr_nodes; i++)
+		if (i != sv->self)
+			return i;
+	return PC_PEER_NONE;
+}
+
+/*
+ * One case: store groups of batches, then time reps gets (or sets), a group after
+ * the other; the median. The groups hold CASE_BYTES together, more than a server's
+ * caches: a batch finds its pages in memory as cold as a workload's (on the machine
+ * this was written on, gets of 8 pages of 128 KiB cycling through 8 MiB took 180 us,
+ * through 40 MiB 300 us). The case's own keys may overflow a bucket and evict one
+ * another, in the simulator alike (same keys, same code): up to a tenth of the
+ * timed gets' pages may miss.
+ */
+#define CASE_BYTES (32u << 20)
+#define MAX_GROUPS 4096
+
+static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, uint64_t *next,
+		    bool sim, char *err, size_t errlen)
+{
+	struct pc_env *env = st->svc.env;
+	uint32_t owner = k->where == CALIB_OWN ? st->svc.self :
+			 k->where == CALIB_PEER ? some_peer(st) : PC_PEER_NONE;
+	uint32_t groups = CASE_BYTES / (k->batch * k->page);
+	uint64_t misses = 0;
+	uint64_t *keys;
+	struct pc_page pg[CALIB_MAX_BATCH];
+	double *t = calloc(reps, sizeof(*t));
+	uint8_t *buf = sim ? NULL : malloc((size_t)k->batch * k->page);
+	int ret = 0;
+
+	groups = groups < 1 ? 1 : groups > MAX_GROUPS ? MAX_GROUPS : groups;
+	keys = malloc((size_t)groups * k->batch * sizeof(*keys));
+	if (!t || !keys || (!sim && !buf)) {
+		free(t);
+		free(keys);
+		free(buf);
+		return -ENOMEM;
+	}
+	if (buf)
+		memset(buf, 0x5a, (size_t)k->batch * k->page);
+	owned_keys(st, owner, next, keys, groups * k->batch);
+	for (uint32_t r = 0; r < groups + reps && !ret; r++) {	/* the first groups: store them */
+		bool timed = r >= groups, get = timed && k->op == CALIB_GET;
+		uint64_t *gk = keys + (size_t)(r % groups) * k->batch;
+		uint64_t t0;
+		int got;
+
+		for (uint32_t i = 0; i < k->batch; i++)
+			pg[i] = (struct pc_page){ .key = &gk[i], .key_len = sizeof(gk[i]),
+						  .data = buf ? buf + (size_t)i * k->page : NULL,
+						  .len = k->page, .cap = k->page };
+		t0 = pc_env_now(env);
+		got = get ? pc_batch_get(st, pg, k->batch) : pc_batch_set(st, pg, k->batch);
+		if (timed)
+			t[r - groups] = (double)(pc_env_now(env) - t0) / 1000.0;
+		if (get && got >= 0)
+			misses += k->batch - (uint32_t)got;
+		if (got < 0 || (!get && got != (int)k->batch) || misses * 10 > (uint64_t)reps * k->batch) {
+			snprintf(err, errlen, "%s of %u pages of %u bytes (%s): %s; give the cluster "
+				 "more slots (store.global_segment_size)", get ? "get" : "set",
+				 k->batch, k->page, calib_where_name(k->where),
+				 got < 0 ? strerror(-got) : get ? "over a tenth of the pages missed" :
+				 "not every page stored");
+			ret = -EIO;
+		}
+	}
+	qsort(t, reps, sizeof(*t), cmp_double);
+	if (sim)
+		k->sim_us = t[reps / 2];
+	else
+		k->real_us = t[reps / 2];
+	free(t);
+	free(keys);
+	free(buf);
+	return ret;
+}
+
+static void bench_all(struct pc_store *st, void *arg)
+{
+	struct bench *b = arg;
+	uint64_t next = 0;
+
+	if (some_peer(st) == PC_PEER_NONE || st->svc.self == PC_PEER_NONE) {
+		snprintf(b->err, sizeof(b->err), "calibration needs a node of a cluster of two or more");
+		b->ret = -EINVAL;
+		return;
+	}
+	for (uint32_t i = 0; i < b->c->nr_cases && !b->ret; i++)
+		b->ret = run_case(st, &b->c->cases[i], b->sim ? 3 : b->c->reps, &next, b->sim,
+				  b->err, sizeof(b->err));
+}
+
+int calib_measure(struct pc_store *st, struct calib *c, char *err, size_t errlen)
+{
+	struct bench b = { .c = c };
+
+	bench_all(st, &b);
+	if (b.ret)
+		snprintf(err, errlen, "%s", b.err);
+	return b.ret;
+}
+
+/* ------------------------------------------------------------------ the fit */
+
+void calib_apply(struct pc_topology *t, const struct calib_params *p)
+{
+	for (uint32_t i = 0; i < t->nr_nodes; i++) {
+		struct pc_node *n = &t->nodes[i];
+
+		n->memcpy_gbps = p->memcpy_gbps;
+		for (uint32_t r = 0; r < n->nr_rails; r++) {
+			n->rails[r].latency_us = p->latency_us;
+			n->rails[r].gbps = p->gbps;
+			n->rails[r].op_us = p->op_us;
+		}
+	}
+}
+
+/* the parameters as the linear variables of the model: us, us per byte, us, us per byte */
+static void to_vars(const struct calib_params *p, double x[CALIB_NR_PARAMS])
+{
+	x[0] = p->latency_us;
+	x[1] = 8.0 / (p->gbps * 1000.0);
+	x[2] = p->op_us;
+	x[3] = 1.0 / (p->memcpy_gbps * 1000.0);
+}
+
+static void from_vars(const double x[CALIB_NR_PARAMS], struct calib_params *p)
+{
+	p->latency_us = x[0];
+	p->gbps = 8.0 / (x[1] * 1000.0);
+	p->op_us = x[2];
+	p->memcpy_gbps = 1.0 / (x[3] * 1000.0);
+}
+
+static int simulate(struct pc_topology *t, uint32_t node, struct calib *c,
+		    const struct calib_params *p, char *err, size_t errlen)
+{
+	struct run_cfg cfg = { .topo = t, .seed = 1, .timing = true, .payload_free = true };
+	struct bench b = { .c = c, .sim = true };
+	int ret;
+
+	calib_apply(t, p);
+	ret = run_on_node(&cfg, node, bench_all, &b, err, errlen);
+	if (!ret && b.ret) {
+		ret = b.ret;
+		snprintf(err, errlen, "in the simulator: %s", b.err);
+	}
+	return ret;
+}
+
+/* Solve the k x k system a x = y by Gaussian elimination with pivoting. */
+static bool solve(double a[CALIB_NR_PARAMS][CALIB_NR_PARAMS], double *y, double *x, int k)
+{
+	for (int i = 0; i < k; i++) {
+		int piv = i;
+
+		for (int r = i + 1; r < k; r++)
+			if (fabs(a[r][i]) > fabs(a[piv][i]))
+				piv = r;
+		if (fabs(a[piv][i]) < 1e-300)
+			return false;
+		for (int col = 0; col < k; col++) {
+			double tmp = a[i][col];
+
+			a[i][col] = a[piv][col];
+			a[piv][col] = tmp;
+		}
+		{
+			double tmp = y[i];
+
+			y[i] = y[piv];
+			y[piv] = tmp;
+		}
+		for (int r = i + 1; r < k; r++) {
+			double f = a[r][i] / a[i][i];
+
+			for (int col = i; col < k; col++)
+				a[r][col] -= f * a[i][col];
+			y[r] -= f * y[i];
+		}
+	}
+	for (int i = k - 1; i >= 0; i--) {
+		double s = y[i];
+
+		for (int col = i + 1; col < k; col++)
+			s -= a[i][col] * x[col];
+		x[i] = s / a[i][i];
+	}
+	return true;
+}
+
+/*
+ * min sum_i ((c0_i + A_i . x - y_i) / y_i)^2 over x >= 0: every subset of free
+ * variables (the others held at 0) solved by normal equations, the best feasible
+ * one kept. Four variables: sixteen subsets.
+ */
+static double nnls(uint32_t n, double A[][CALIB_NR_PARAMS], const double *c0, const double *y,
+		   double x[CALIB_NR_PARAMS])
+{
+	double best = INFINITY;
+
+	for (unsigned mask = 1; mask < 1u << CALIB_NR_PARAMS; mask++) {
+		int idx[CALIB_NR_PARAMS], k = 0;
+		double m[CALIB_NR_PARAMS][CALIB_NR_PARAMS] = { { 0 } }, v[CALIB_NR_PARAMS] = { 0 };
+		double z[CALIB_NR_PARAMS] = { 0 }, full[CALIB_NR_PARAMS] = { 0 }, sse = 0;
+		bool ok = true;
+
+		for (int j = 0; j < CALIB_NR_PARAMS; j++)
+			if (mask & (1u << j))
+				idx[k++] = j;
+		for (uint32_t i = 0; i < n; i++) {
+			double w = 1.0 / (y[i] * y[i]), r = y[i] - c0[i];
+
+			for (int a = 0; a < k; a++) {
+				v[a] += w * A[i][idx[a]] * r;
+				for (int b = 0; b < k; b++)
+					m[a][b] += w * A[i][idx[a]] * A[i][idx[b]];
+			}
+		}
+		if (!solve(m, v, z, k))
+			continue;
+		for (int a = 0; a < k; a++) {
+			ok &= z[a] >= 0;
+			full[idx[a]] = z[a];
+		}
+		if (!ok)
+			continue;
+		for (uint32_t i = 0; i < n; i++) {
+			double p = c0[i];
+
+			for (int j = 0; j < CALIB_NR_PARAMS; j++)
+				p += A[i][j] * full[j];
+			sse += (p - y[i]) * (p - y[i]) / (y[i] * y[i]);
+		}
+		if (sse < best) {
+			best = sse;
+			memcpy(x, full, sizeof(full));
+		}
+	}
+	return best;
+}
+
+int calib_fit(struct pc_topology *t, uint32_t node, struct calib *c, char *err, size_t errlen)
+{
+	/* the base point and one step for each variable; the result does not depend on
+	 * them (the model is affine), they only have to be valid values */
+	static const struct calib_params base = { .latency_us = 10, .gbps = 20, .op_us = 1,
+						  .memcpy_gbps = 10 };
+	struct calib_params save = { t->nodes[0].rails[0].latency_us, t->nodes[0].rails[0].gbps,
+				     t->nodes[0].rails[0].op_us, t->nodes[0].memcpy_gbps };
+	double x0[CALIB_NR_PARAMS], A[CALIB_MAX_CASES][CALIB_NR_PARAMS], c0[CALIB_MAX_CASES];
+	double y[CALIB_MAX_CASES], t0[CALIB_MAX_CASES], x[CALIB_NR_PARAMS] = { 0 };
+	int ret;
+
+	to_vars(&base, x0);
+	ret = simulate(t, node, c, &base, err, errlen);
+	for (uint32_t i = 0; !ret && i < c->nr_cases; i++)
+		t0[i] = c->cases[i].sim_us;
+	for (int j = 0; !ret && j < CALIB_NR_PARAMS; j++) {
+		double xs[CALIB_NR_PARAMS];
+		struct calib_params p;
+
+		memcpy(xs, x0, sizeof(xs));
+		xs[j] *= 2;		/* one variable doubled */
+		from_vars(xs, &p);
+		ret = simulate(t, node, c, &p, err, errlen);
+		for (uint32_t i = 0; !ret && i < c->nr_cases; i++)
+			A[i][j] = (c->cases[i].sim_us - t0[i]) / x0[j];
+	}
+	if (ret) {
+		calib_apply(t, &save);
+		return ret;
+	}
+	for (uint32_t i = 0; i < c->nr_cases; i++) {
+		c0[i] = t0[i];
+		for (int j = 0; j < CALIB_NR_PARAMS; j++)
+			c0[i] -= A[i][j] * x0[j];
+		y[i] = c->cases[i].real_us;
+	}
+	if (!isfinite(nnls(c->nr_cases, A, c0, y, x)) || x[1] <= 0 || x[3] <= 0) {
+		calib_apply(t, &save);
+		snprintf(err, errlen, "the measurements fit no model with a finite rate (bandwidth "
+			 "and copy time both needed): measure larger batches");
+		return -EDOM;
+	}
+	from_vars(x, &c->fit);
+	/* the model at the fit, simulated again: what it predicts for each case */
+	ret = simulate(t, node, c, &c->fit, err, errlen);
+	calib_apply(t, &save);
+	if (ret)
+		return ret;
+	c->rms_error = c->max_error = 0;
+	for (uint32_t i = 0; i < c->nr_cases; i++) {
+		double e = fabs(c->cases[i].sim_us / c->cases[i].real_us - 1);
+
+		c->rms_error += e * e / c->nr_cases;
+		c->max_error = e > c->max_error ? e : c->max_error;
+	}
+	c->rms_error = sqrt(c->rms_error);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ validation */
+
+struct replay {
+	struct hist lat;
+	uint64_t pages, hits;
+	double elapsed_s;		/* the whole replay: gets and sets */
+};
+
+static void sim_record(void *arg, uint64_t t, const uint64_t *pages, const int *status, uint32_t n,
+		       uint64_t latency)
+{
+	struct replay *r = arg;
+
+	(void)t;
+	(void)pages;
+	hist_add(&r->lat, latency);
+	r->pages += n;
+	for (uint32_t i = 0; i < n; i++)
+		r->hits += !status[i];
+}
+
+/* The real node serves the requests as run.c's serve() does, one at a time. */
+static int real_replay(struct pc_store *st, const struct pc_topology *t, const struct wl_spec *wl,
+		       uint64_t key_base, struct replay *out, char *err, size_t errlen)
+{
+	uint32_t page = (uint32_t)(t->model.present ? t->model.page_bytes : t->store.slot_max_page_bytes);
+	struct pc_env *env = st->svc.env;
+	struct wl_gen *g;
+	struct wl_req q;
+	uint8_t *buf = NULL;
+	uint64_t *keys = NULL;
+	struct pc_page *pg = NULL;
+	uint32_t cap = 0;
+	uint64_t start = pc_env_now(env);
+	int ret = wl_open(wl, 1 ^ 0x776c, t->model.present ? t->model.tokens_per_page : 1, &g, err,
+			  errlen);
+
+	if (ret)
+		return ret;
+	while ((ret = wl_next(g, &q)) == 1) {
+		uint32_t n = 0, miss_from = q.npages;
+		uint64_t t0, lat;
+		int *status;
+
+		if (q.npages > cap) {
+			cap = q.npages;
+			free(buf);
+			free(keys);
+			free(pg);
+			buf = malloc((size_t)cap * page);
+			keys = malloc(cap * sizeof(*keys));
+			pg = malloc(cap * sizeof(*pg));
+			if (!buf || !keys || !pg) {
+				ret = -ENOMEM;
+				break;
+			}
+			memset(buf, 0x3c, (size_t)cap * page);
+		}
+		for (uint32_t i = 0; i < q.npages; i++) {
+			keys[i] = q.pages[i] + key_base;
+			pg[i] = (struct pc_page){ .key = &keys[i], .key_len = sizeof(keys[i]),
+						  .data = buf + (size_t)i * page, .cap = page, .len = page };
+		}
+		t0 = pc_env_now(env);
+		pc_batch_get(st, pg, q.npages);
+		lat = pc_env_now(env) - t0;
+		status = malloc(q.npages * sizeof(*status));
+		if (!status) {
+			ret = -ENOMEM;
+			break;
+		}
+		for (uint32_t i = 0; i < q.npages; i++) {
+			status[i] = pg[i].status;
+			if (status[i] && miss_from == q.npages)
+				miss_from = i;
+		}
+		sim_record(out, 0, q.pages, status, q.npages, lat);
+		for (uint32_t i = q.prefix ? miss_from : 0; i < q.npages; i++)
+			if (q.prefix || status[i])
+				pg[n++] = (struct pc_page){ .key = &keys[i], .key_len = sizeof(keys[i]),
+							    .data = buf + (size_t)i * page, .len = page };
+		free(status);
+		if (n)
+			pc_batch_set(st, pg, n);
+	}
+	out->elapsed_s = (double)(pc_env_now(env) - start) * 1e-9;
+	wl_close(g);
+	free(buf);
+	free(keys);
+	free(pg);
+	if (ret < 0 && !err[0])
+		snprintf(err, errlen, "replay: %s", strerror(-ret));
+	return ret < 0 ? ret : 0;
+}
+
+static double mean2(double a, double b, double *spread)
+{
+	double m = (a + b) / 2;
+
+	*spread = m > 0 ? fabs(a - b) / m : 0;
+	return m;
+}
+
+int calib_validate(struct pc_store *st, const struct pc_topology *t, uint32_t node,
+		   const struct wl_spec *wl, uint64_t key_base, struct calib_check *out, char *err,
+		   size_t errlen)
+{
+	static struct replay real[2], sim;
+	struct run_cfg cfg = { .topo = t, .wl = *wl, .seed = 1, .timing = true,
+			       .payload_free = true, .pinned = true, .pin_node = node,
+			       .closed_loop = true, .key_base = key_base,
+			       .on_request = sim_record, .on_request_arg = &sim };
+	struct run_result r;
+	double p50[2], p99[2], tput[2];
+	int ret = 0;
+
+	err[0] = 0;
+	memset(real, 0, sizeof(real));
+	memset(&sim, 0, sizeof(sim));
+	for (int k = 0; k < 2 && !ret; k++)
+		ret = real_replay(st, t, wl, key_base + ((uint64_t)k << 39), &real[k], err, errlen);
+	if (ret)
+		return ret;
+	/* one request after the other, as the real node served them */
+	ret = run_sim(&cfg, &r, err, errlen);
+	if (ret)
+		return ret;
+	sim.elapsed_s = r.sim_s;
+	run_result_free(&r);
+	*out = (struct calib_check){ .requests = real[0].lat.n };
+	snprintf(out->spec, sizeof(out->spec), "%s", wl->text);
+	for (int k = 0; k < 2; k++) {
+		p50[k] = (double)hist_quantile(&real[k].lat, 0.5) / 1000.0;
+		p99[k] = (double)hist_quantile(&real[k].lat, 0.99) / 1000.0;
+		tput[k] = real[k].elapsed_s > 0 ? (double)real[k].pages / real[k].elapsed_s : 0;
+	}
+	out->real_p50_us = mean2(p50[0], p50[1], &out->spread_p50);
+	out->real_p99_us = mean2(p99[0], p99[1], &out->spread_p99);
+	out->real_pages_s = mean2(tput[0], tput[1], &out->spread_pages_s);
+	out->real_hit = real[0].pages ? (double)real[0].hits / (double)real[0].pages : 0;
+	out->sim_p50_us = (double)hist_quantile(&sim.lat, 0.5) / 1000.0;
+	out->sim_p99_us = (double)hist_quantile(&sim.lat, 0.99) / 1000.0;
+	out->sim_pages_s = sim.elapsed_s > 0 ? (double)sim.pages / sim.elapsed_s : 0;
+	out->sim_hit = sim.pages ? (double)sim.hits / (double)sim.pages : 0;
+	return 0;
+}

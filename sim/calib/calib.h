@@ -1,0 +1,122 @@
+/*
+ * calib.h - the simulator's model fitted to a real cluster, and checked on workloads
+ * it was not fitted on.
+ *
+ * A calibration runs a fixed set of micro-benchmarks (batches of gets and sets of
+ * some page and batch sizes, on pages one peer owns, the node's own, or every node's)
+ * on one node of a real cluster, then the same benchmark code on the same node of
+ * the simulated cluster.
+ * An uncontended batch's simulated time is affine in the model's parameters:
+ *   T = a_L * latency + a_B * (8 / gbps) + a_O * op_us + a_M * (1 / memcpy_gbps)
+ * (each phase of a get or set is a round trip of latency each way, its bytes at the
+ * rail's rate, op_us for each op at the ports, own pages copied at memcpy_gbps), so
+ * the coefficients come from simulating at a base point and moving each parameter
+ * alone, and the parameters from a non-negative least squares fit of the relative
+ * errors over every benchmark. Which measurement pins which parameter: batches of 1
+ * page the latency, large batches of large pages the rate, many small pages op_us,
+ * the node's own pages memcpy_gbps.
+ *
+ * Validation replays a workload on the real node (one request at a time, a
+ * batch_get timed, then a batch_set of the misses, as the simulator's run.c serves
+ * it) and simulates it with the fitted model, requests pinned to the same node.
+ *
+ * Not for: the command line (pccalibrate.c).
+ */
+#ifndef PC_SIM_CALIB_H
+#define PC_SIM_CALIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <peercache/peercache.h>
+
+#include "config/topology.h"
+#include "workload/workload.h"
+
+#define CALIB_MAX_CASES 64
+#define CALIB_MAX_BATCH 128
+#define CALIB_NR_PARAMS 4
+
+enum calib_op { CALIB_GET, CALIB_SET };
+
+enum calib_where {
+	CALIB_PEER,			/* pages of one peer */
+	CALIB_OWN,			/* the node's own pages */
+	CALIB_SPREAD,			/* pages of every node in turn, own included */
+};
+
+struct calib_case {
+	enum calib_op op;
+	uint32_t page;			/* bytes */
+	uint32_t batch;			/* pages */
+	enum calib_where where;
+	double real_us, sim_us;		/* medians: measured, and simulated at the fit */
+};
+
+struct calib_params {			/* the model keys a calibration sets */
+	double latency_us;		/* nodes.rails.latency_us */
+	double gbps;			/* nodes.rails.gbps */
+	double op_us;			/* nodes.rails.op_us */
+	double memcpy_gbps;		/* nodes.memcpy_gbps */
+};
+
+struct calib {
+	struct calib_case cases[CALIB_MAX_CASES];
+	uint32_t nr_cases;
+	uint32_t reps;			/* timed batches per case */
+	struct calib_params fit;
+	double rms_error;		/* relative, over the cases, at the fit */
+	double max_error;
+};
+
+/* "peer", "own", "all" */
+const char *calib_where_name(enum calib_where w);
+
+/* The benchmark cases: for each page size, gets and sets of each batch size of one
+ * peer's pages, and batches of the largest size of the node's own pages (gets) and
+ * of every node's (gets and sets). -EINVAL for a batch of 0 or over
+ * CALIB_MAX_BATCH, -E2BIG for more than CALIB_MAX_CASES cases. */
+int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
+		uint32_t nbatches, uint32_t reps);
+
+/* Run the benchmarks on a real store (a node of a running cluster, not a client):
+ * fills real_us. 0, or -errno with a line in err (a get that missed, no peer). */
+int calib_measure(struct pc_store *st, struct calib *c, char *err, size_t errlen);
+
+/* Fit the model to real_us: simulates the cases on node `node` of topology t (which
+ * it changes and puts back), fills fit, sim_us and the errors. */
+int calib_fit(struct pc_topology *t, uint32_t node, struct calib *c, char *err, size_t errlen);
+
+/* Set the model keys of every node and rail of t. */
+void calib_apply(struct pc_topology *t, const struct calib_params *p);
+
+/* What one workload did on the real node and in the simulator. */
+struct calib_check {
+	char spec[512];
+	uint64_t requests;
+	double real_p50_us, real_p99_us, real_pages_s, real_hit;	/* mean of two replays */
+	double spread_p50, spread_p99, spread_pages_s;	/* |first - second| / mean */
+	double sim_p50_us, sim_p99_us, sim_pages_s, sim_hit;
+};
+
+/* Replay wl twice on the real store (node `node` of t; the second time on other
+ * keys: how far the real cluster is from itself), then simulate it on t as it is
+ * (calibrated by the caller), requests back to back in both (run_cfg.closed_loop):
+ * one engine thread. Keys are the workload's page ids plus key_base, in the
+ * simulator and the first replay. Throughput is pages looked up per second of the
+ * whole replay, gets and sets. */
+int calib_validate(struct pc_store *st, const struct pc_topology *t, uint32_t node,
+		   const struct wl_spec *wl, uint64_t key_base, struct calib_check *out, char *err,
+		   size_t errlen);
+
+/* The calibration file: comments naming the machine, date, commit and cluster, a
+ * `calibration:` section with the fit's quality and every case, and `set:` with the
+ * model keys in --set form. */
+int calib_write(const char *path, const struct calib *c, const struct pc_topology *t,
+		const char *topology_path, char *err, size_t errlen);
+
+/* Apply a calibration file's `set:` keys to t (pcsim --calibration). 0, or -errno
+ * with "FILE:LINE: ..." in err. */
+int calib_read(const char *path, struct pc_topology *t, char *err, size_t errlen);
+
+#endif

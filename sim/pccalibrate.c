@@ -1,0 +1,335 @@
+/*
+ * pccalibrate - fit the simulator's model to a real cluster, and check it on
+ * workloads it was not fitted on.
+ *
+ *   pccalibrate --topology FILE --node NAME --out FILE [--reps N] [--pages SIZES]
+ *               [--batches LIST] [--set key=value ...] [--validate SPEC ...]
+ *               [--bounds p50=P,p99=Q,tput=T]
+ *
+ * This process serves node NAME of a running cluster (pcd runs every other node):
+ * it times batches of gets and sets on it, fits the model's rail latency, rate,
+ * per-op time and copy rate to them (calib.h says how) and writes FILE for pcsim
+ * --calibration. Each --validate workload is then replayed on the node and simulated
+ * with the fitted model; a markdown table of predicted against measured p50, p99
+ * and throughput goes to stdout.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <peercache/peercache.h>
+
+#include "calib/calib.h"
+#include "tool/tool_common.h"
+#include "tool/tool_help.h"
+
+#define TOOL "pccalibrate"
+#define MAX_ARGS 32
+
+static const char *const synopsis[] = {
+	"--topology FILE --node NAME --out FILE [--reps N] [--pages SIZES] [--batches LIST]",
+	" [--set key=value ...] [--validate SPEC ...] [--bounds p50=P,p99=Q,tput=T]",
+	NULL,
+};
+
+static const struct tool_opt options[] = {
+	{ "--topology FILE", NULL, "The running cluster (docs/configuration.md). Required." },
+	{ "--node NAME", NULL,
+	  "The node this process serves while it measures; pcd must run every other node and "
+	  "none may run this one. Required." },
+	{ "--out FILE", NULL, "The calibration file to write (pcsim --calibration FILE). Required." },
+	{ "--reps N", "200", "Timed batches per benchmark case; the median counts." },
+	{ "--pages SIZES", "the first two of store.slot_size_classes",
+	  "Page sizes to benchmark, comma-separated (16KiB,64KiB); each must fit a size class." },
+	{ "--batches LIST", "1,4,16,32,64",
+	  "Batch sizes to benchmark, comma-separated, 1 to 128 pages; span the batches (pages x "
+	  "page size) the workloads you plan for send." },
+	{ "--set key=value", NULL, "Override one topology key, as pcd does; repeatable." },
+	{ "--validate SPEC", NULL,
+	  "A workload (pcsim(1)'s syntax) to replay on the node and predict with the fitted "
+	  "model; repeatable. Keep its requests to a few hundred: it runs for real." },
+	{ "--bounds p50=P,p99=Q,tput=T", NULL,
+	  "Exit 1 when a validated workload's prediction is off by more than P, Q or T percent "
+	  "(p50 and p99 lookup latency, throughput)." },
+	{ 0 },
+};
+
+static const struct tool_example examples[] = {
+	{ "pccalibrate --topology t.yaml --node n0 --out cal.yaml --validate zipf:keys=500,s=0.9,pages=16,requests=300",
+	  "fit on a cluster whose n1 and n2 run in pcd, check one Zipf workload" },
+	{ "pcsim --topology t.yaml --calibration cal.yaml --workload zipf:pages=16 --out /tmp/p",
+	  "plan with the fitted model" },
+	{ 0 },
+};
+
+static const struct tool_doc doc = {
+	.name = TOOL,
+	.summary = "fit the simulator's model to a real cluster, and check it on held-back workloads",
+	.synopsis = synopsis,
+	.description =
+		"pccalibrate serves one node of a running cluster and times, on it, batch gets "
+		"and sets of each --pages size and --batches size on one peer's pages, and at "
+		"the largest batch gets of its own pages and gets and sets spread over every "
+		"node, each case cycling through 32 MiB of pages. It runs the same benchmark "
+		"code on the same node of the simulated cluster: an uncontended batch's "
+		"simulated time is affine in the rail's latency, the time per byte, the time per "
+		"op and the copy time per byte, so five simulations give the coefficients and a "
+		"non-negative least squares fit of the relative errors gives "
+		"nodes.rails.latency_us, gbps, op_us and nodes.memcpy_gbps. The file records the "
+		"machine, the date, the commit, the cluster, every case (measured and predicted) "
+		"and the fit's error.\n\n"
+		"Each --validate workload then runs twice on the node for real (one request "
+		"after the other: a batch_get timed, a batch_set of what missed), on keys of its "
+		"own, and once in the simulator with the fitted model, requests at the same node "
+		"and back to back; a markdown table compares p50, p99 and throughput (pages "
+		"looked up per second of the whole replay) and shows how far the two real "
+		"replays differ. "
+		"docs/simulator.md says what the model does not have.",
+	.opts = options,
+	.examples = examples,
+	.exit_status = "0 when calibrated (and every prediction within --bounds); 1 when a "
+		       "prediction is outside them or the cluster failed a benchmark; 2 for a bad "
+		       "flag, topology or workload.",
+	.environment = TOOL_ENV_STORE,
+	.see_also = "pcsim(1), pcd(1); docs/simulator.md",
+	.needs_args = true,
+};
+
+struct bounds {
+	double p50, p99, tput;		/* percent; 0: not checked */
+};
+
+static void parse_bounds(const char *s, struct bounds *b)
+{
+	char *copy = strdup(s), *save = NULL;
+
+	if (!copy)
+		tool_die(TOOL, "out of memory");
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '='), *end;
+		double v;
+
+		if (!eq)
+			tool_die(TOOL, "--bounds %s: expected p50=P,p99=Q,tput=T (percent)", s);
+		*eq = 0;
+		v = strtod(eq + 1, &end);
+		if (*end || !(v > 0))
+			tool_die(TOOL, "--bounds %s: '%s' is not a positive percentage", s, eq + 1);
+		if (!strcmp(tok, "p50"))
+			b->p50 = v;
+		else if (!strcmp(tok, "p99"))
+			b->p99 = v;
+		else if (!strcmp(tok, "tput"))
+			b->tput = v;
+		else
+			tool_die(TOOL, "--bounds: unknown '%s'; use p50, p99 or tput", tok);
+	}
+	free(copy);
+}
+
+/* A comma-separated list of sizes or counts; returns how many. */
+static uint32_t parse_list(const char *flag, const char *s, bool sizes, uint32_t *out)
+{
+	char *copy = strdup(s), *save = NULL;
+	uint32_t n = 0;
+
+	if (!copy)
+		tool_die(TOOL, "out of memory");
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v = sizes ? tool_size(TOOL, flag, tok) : tool_uint(TOOL, flag, tok);
+
+		if (n == MAX_ARGS || !v || v > UINT32_MAX)
+			tool_die(TOOL, "%s %s: up to %d values, each above 0", flag, s, MAX_ARGS);
+		out[n++] = (uint32_t)v;
+	}
+	free(copy);
+	if (!n)
+		tool_die(TOOL, "%s: a comma-separated list", flag);
+	return n;
+}
+
+static double off(double predicted, double measured)
+{
+	return measured > 0 ? 100.0 * (predicted / measured - 1) : 0;
+}
+
+static bool outside(double err, double bound)
+{
+	return bound > 0 && fabs(err) > bound;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "topology", required_argument, NULL, 't' }, { "node", required_argument, NULL, 'n' },
+		{ "out", required_argument, NULL, 'o' }, { "reps", required_argument, NULL, 'r' },
+		{ "set", required_argument, NULL, 's' }, { "validate", required_argument, NULL, 'v' },
+		{ "bounds", required_argument, NULL, 'b' }, { "pages", required_argument, NULL, 'p' },
+		{ "batches", required_argument, NULL, 'B' }, { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *path = NULL, *node = NULL, *out = NULL, *validate[MAX_ARGS];
+	char *sets[MAX_ARGS], err[PC_ERR_MAX];
+	int nsets = 0, nval = 0, c, self = -1, failed = 0;
+	uint32_t reps = 200, pages[MAX_ARGS], npages = 0, nbatches = 5;
+	uint32_t batches[MAX_ARGS] = { 1, 4, 16, 32, 64 };
+	uint64_t salt;
+	struct bounds bnd = { 0 };
+	struct pc_topology *t, *model;
+	struct pc_store *st;
+	static struct calib cal;
+
+	tool_std_flags(&doc, opts, argc, argv);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 't': path = optarg; break;
+		case 'n': node = optarg; break;
+		case 'o': out = optarg; break;
+		case 'r': {
+			uint64_t r = tool_uint(TOOL, "--reps", optarg);
+
+			if (r < 3 || r > 100000)
+				tool_die(TOOL, "--reps %s: expected 3 to 100000", optarg);
+			reps = (uint32_t)r;
+			break;
+		}
+		case 's':
+		case 'v':
+			if ((c == 's' ? nsets : nval) == MAX_ARGS)
+				tool_die(TOOL, "%s: at most %d", c == 's' ? "--set" : "--validate", MAX_ARGS);
+			if (c == 's')
+				sets[nsets++] = optarg;
+			else
+				validate[nval++] = optarg;
+			break;
+		case 'b': parse_bounds(optarg, &bnd); break;
+		case 'p': npages = parse_list("--pages", optarg, true, pages); break;
+		case 'B': nbatches = parse_list("--batches", optarg, false, batches); break;
+		default: tool_die(TOOL, "%s: unknown flag or missing value; see --help", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		tool_die(TOOL, "unexpected argument '%s'; see --help", argv[optind]);
+	if (!path || !node || !out)
+		tool_die(TOOL, "--topology FILE, --node NAME and --out FILE are required; see --help");
+	t = tool_load_topology(TOOL, path, sets, nsets, NULL);
+	tool_require_listed(TOOL, path, t);
+	for (uint32_t i = 0; i < t->nr_nodes; i++)
+		if (!strcmp(t->nodes[i].name, node))
+			self = (int)i;
+	if (self < 0) {
+		char names[512];
+
+		tool_node_names(t, names, sizeof(names));
+		tool_die(TOOL, "--node %s: not in %s; pick one of %s", node, path, names);
+	}
+	if (t->nr_nodes < 2)
+		tool_die(TOOL, "%s: one node; calibration needs a peer to read from", path);
+	for (int i = 0; i < nval; i++) {	/* every workload checked before anything runs */
+		struct wl_spec w;
+
+		if (wl_parse(validate[i], &w, err, sizeof(err)))
+			tool_die(TOOL, "--validate %s", err);
+	}
+	model = pc_topology_dup(t);	/* the simulator's copy, whose model keys the fit sets */
+	if (!model)
+		tool_die(TOOL, "out of memory");
+	tool_log_to_stderr(TOOL);
+	{
+		struct pc_store_opts o = { .size = sizeof(o), .topo = t, .node = node, .err = err,
+					   .errlen = sizeof(err) };
+
+		if (pc_store_open(&o, &st))
+			tool_die(TOOL, "%s: node %s: %s", path, node, err);
+	}
+	pc_log_set_level(PC_LOG_WARN);
+	if (!npages)	/* the first two size classes */
+		for (; npages < t->store.nr_classes && npages < 2; npages++)
+			pages[npages] = (uint32_t)t->store.size_classes[npages];
+	for (uint32_t i = 0; i < npages; i++)
+		if (pages[i] > t->store.slot_max_page_bytes)
+			tool_die(TOOL, "--pages: %u bytes is larger than the largest size class of %s (%llu)",
+				 pages[i], path, (unsigned long long)t->store.slot_max_page_bytes);
+	switch (calib_cases(&cal, pages, npages, batches, nbatches, reps)) {
+	case 0: break;
+	case -EINVAL: tool_die(TOOL, "--batches: 1 to %d pages each", CALIB_MAX_BATCH);
+	default:
+		tool_die(TOOL, "--pages and --batches: at most %d cases (pages x (2 x batches + 3))",
+			 CALIB_MAX_CASES);
+	}
+	fprintf(stderr, "%s: %u cases of %u timed batches on node %s\n", TOOL, cal.nr_cases, reps, node);
+	if (calib_measure(st, &cal, err, sizeof(err))) {
+		fprintf(stderr, "%s: node %s: %s\n", TOOL, node, err);
+		pc_store_close(st);
+		return 1;
+	}
+	if (calib_fit(model, (uint32_t)self, &cal, err, sizeof(err))) {
+		fprintf(stderr, "%s: fit: %s\n", TOOL, err);
+		for (uint32_t i = 0; i < cal.nr_cases; i++)	/* what was measured, still */
+			fprintf(stderr, "  %s %u KiB x %u (%s): %.1f us\n",
+				cal.cases[i].op == CALIB_GET ? "get" : "set", cal.cases[i].page >> 10,
+				cal.cases[i].batch, calib_where_name(cal.cases[i].where),
+				cal.cases[i].real_us);
+		pc_store_close(st);
+		return 1;
+	}
+	printf("## Calibration (%s, node %s)\n\n| op | page | batch | pages | measured | model |\n|---|---|---|---|---|---|\n",
+	       path, node);
+	for (uint32_t i = 0; i < cal.nr_cases; i++) {
+		const struct calib_case *k = &cal.cases[i];
+
+		printf("| %s | %u KiB | %u | %s | %.1f us | %.1f us (%+.0f%%) |\n",
+		       k->op == CALIB_GET ? "get" : "set", k->page >> 10, k->batch,
+		       calib_where_name(k->where), k->real_us, k->sim_us, off(k->sim_us, k->real_us));
+	}
+	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f; error rms %.1f%%, max %.1f%%\n",
+	       cal.fit.latency_us, cal.fit.gbps, cal.fit.op_us, cal.fit.memcpy_gbps,
+	       100 * cal.rms_error, 100 * cal.max_error);
+	if (calib_write(out, &cal, t, path, err, sizeof(err)))
+		tool_die(TOOL, "--out %s", err);
+	fprintf(stderr, "%s: wrote %s\n", TOOL, out);
+	/* Each run's workloads get keys of their own: pages an earlier run left in the
+	 * cluster must not turn into hits. */
+	salt = ((uint64_t)getpid() ^ (uint64_t)time(NULL)) % 0x3fff << 48;
+	if (nval) {
+		calib_apply(model, &cal.fit);
+		printf("\n## Held-back workloads\n\nMeasured: the mean of two replays on the node, whose difference is the run-to-run spread.\n\n"
+		       "| workload | requests | p50 measured / predicted | p99 measured / predicted | pages/s measured / predicted | run-to-run p50, p99, pages/s | hit rate |\n|---|---|---|---|---|---|---|\n");
+	}
+	for (int i = 0; i < nval; i++) {
+		struct wl_spec w;
+		struct calib_check k;
+		double e50, e99, et;
+
+		wl_parse(validate[i], &w, err, sizeof(err));
+		if (calib_validate(st, model, (uint32_t)self, &w, salt + ((uint64_t)(i + 1) << 40), &k,
+				   err, sizeof(err))) {
+			fprintf(stderr, "%s: --validate %s: %s\n", TOOL, validate[i], err);
+			failed = 1;
+			continue;
+		}
+		e50 = off(k.sim_p50_us, k.real_p50_us);
+		e99 = off(k.sim_p99_us, k.real_p99_us);
+		et = off(k.sim_pages_s, k.real_pages_s);
+		printf("| `%s` | %llu | %.0f / %.0f us (%+.0f%%) | %.0f / %.0f us (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %.0f%%, %.0f%%, %.0f%% | %.3f / %.3f |\n",
+		       k.spec, (unsigned long long)k.requests, k.real_p50_us, k.sim_p50_us, e50,
+		       k.real_p99_us, k.sim_p99_us, e99, k.real_pages_s, k.sim_pages_s, et,
+		       100 * k.spread_p50, 100 * k.spread_p99, 100 * k.spread_pages_s, k.real_hit,
+		       k.sim_hit);
+		if (outside(e50, bnd.p50) || outside(e99, bnd.p99) || outside(et, bnd.tput)) {
+			fprintf(stderr, "%s: %s: predicted p50 %+.0f%%, p99 %+.0f%%, throughput %+.0f%% off; bounds %g/%g/%g%%\n",
+				TOOL, k.spec, e50, e99, et, bnd.p50, bnd.p99, bnd.tput);
+			failed = 1;
+		}
+	}
+	pc_store_close(st);
+	pc_topology_free(model);
+	pc_topology_free(t);
+	return failed;
+}

@@ -1,0 +1,146 @@
+/*
+ * calib_test.c - the calibration round trip on a 3-node tcp cluster on loopback:
+ * pccalibrate serves n0 (pcd serves n1 and n2), fits the simulator's model to
+ * batches of 16 KiB and 64 KiB pages, writes the calibration file, then predicts
+ * workloads it was not fitted on (128 KiB pages, other batch sizes and skews, a
+ * shared-prefix workload and a Mooncake-format trace) within the bounds
+ * docs/simulator.md states; pcsim takes the file with --calibration. argv: pcd,
+ * pccalibrate, pcsim. With $PC_CALIB_OUT set, the markdown tables and the
+ * calibration file are copied there (ci/calibrate-example.sh puts them in the docs).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cluster.h"
+#include "testutil.h"
+
+#define STORE "slot_size_classes: [16KiB, 64KiB, 256KiB], slot_ways: 8, global_segment_size: 768MiB"
+/* 2 x 1 layer x 1 head x 128 x 2 B x 256 tokens: 128 KiB pages, two to a trace block */
+#define MODEL "model: {layers: 1, kv_heads: 1, head_dim: 128, tokens_per_page: 256}\n"
+/* The bounds docs/simulator.md states for this machine, in percent: p50, p99 and
+ * throughput. The target is 10, 25 and 10; the docs say what the model lacks here
+ * and how far the real cluster moves from one replay to the next. */
+#define BOUNDS "p50=50,p99=90,tput=100"
+
+static int run(const char *cmd)
+{
+	int st = system(cmd);
+
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A Mooncake trace: 10 prompt groups sharing 4 blocks, each request 1 to 3 blocks
+ * of its own after them. */
+static void write_trace(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	unsigned next = 1000, seed = 7;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	for (int r = 0; r < 200; r++) {
+		int g = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 10;
+		int own = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 3;
+
+		fprintf(f, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 20, \"hash_ids\": [",
+			r * 20, (4 + own) * 512);
+		for (int b = 0; b < 4; b++)
+			fprintf(f, "%d, ", g * 4 + b);
+		for (int b = 0; b < own; b++)
+			fprintf(f, "%u%s", next++, b + 1 < own ? ", " : "]}\n");
+	}
+	fclose(f);
+}
+
+/* The number after the first line of path that starts (past blanks) with key; -1. */
+static double yaml_number(const char *path, const char *key)
+{
+	char line[512];
+	double v = -1;
+	FILE *f = fopen(path, "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *p = line + strspn(line, " ");
+
+		if (!strncmp(p, key, strlen(key))) {
+			v = strtod(p + strlen(key), NULL);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static void show(const char *path)
+{
+	char line[512];
+	FILE *f = fopen(path, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		printf("  %s", line);
+	if (f)
+		fclose(f);
+}
+
+static void test_round_trip(void)
+{
+	const char *pcd = pc_test_argc > 1 ? pc_test_argv[1] : "./pcd";
+	const char *cal = pc_test_argc > 2 ? pc_test_argv[2] : "./pccalibrate";
+	const char *sim = pc_test_argc > 3 ? pc_test_argv[3] : "./pcsim";
+	const char *T = pc_test_tmpdir();
+	struct ecl *E = ecl_up(pcd, "tcp", STORE, true);
+	char cmd[4096], file[600], topo[600];
+	double fitted;
+
+	/* pccalibrate serves n0 itself */
+	pc_store_close(E->n0);
+	E->n0 = NULL;
+	/* the same cluster with the model whose pages the workloads use */
+	snprintf(topo, sizeof(topo), "%s/model.yaml", T);
+	snprintf(cmd, sizeof(cmd), "cp %s %s && printf '" MODEL "' >>%s", E->path, topo, topo);
+	CU_ASSERT_EQUAL_FATAL(run(cmd), 0);
+	snprintf(file, sizeof(file), "%s/trace.jsonl", T);
+	write_trace(file);
+	snprintf(cmd, sizeof(cmd),
+		 "%s --topology %s --node n0 --out %s/cal.yaml --reps 60"
+		 " --validate zipf:keys=300,s=0.9,pages=8,requests=300"
+		 " --validate zipf:keys=300,s=1.2,pages=24,requests=150"
+		 " --validate prefix:groups=10,prompts=8,prefix=8,suffix=4,requests=300"
+		 " --validate mooncake:%s --bounds " BOUNDS " >%s/cal.md 2>%s/cal.err",
+		 cal, topo, T, file, T, T);
+	CU_ASSERT_EQUAL(run(cmd), 0);
+	printf("\n");
+	show(strcat(strcpy(file, T), "/cal.md"));
+	show(strcat(strcpy(file, T), "/cal.err"));
+	if (getenv("PC_CALIB_OUT")) {	/* ci/calibrate-example.sh: the tables for the docs */
+		snprintf(cmd, sizeof(cmd), "cp %s/cal.md %s/cal.yaml %s/", T, T, getenv("PC_CALIB_OUT"));
+		CU_ASSERT_EQUAL(run(cmd), 0);
+	}
+
+	/* pcsim plans with the file's model keys; --set still has the last word */
+	snprintf(cmd, sizeof(cmd),
+		 "%s --topology %s --calibration %s/cal.yaml --set nodes.rails.gbps=7 "
+		 "--workload zipf:keys=300,pages=8,requests=200 --out %s/plan --force >/dev/null 2>&1",
+		 sim, E->path, T, T);
+	CU_ASSERT_EQUAL(run(cmd), 0);
+	snprintf(file, sizeof(file), "%s/cal.yaml", T);
+	fitted = yaml_number(file, "nodes.memcpy_gbps:");
+	snprintf(file, sizeof(file), "%s/plan/config-1.yaml", T);
+	CU_ASSERT(fitted > 0 && yaml_number(file, "memcpy_gbps:") == fitted);
+	CU_ASSERT(yaml_number(file, "gbps:") == 7);
+	/* a file that is not a calibration: one line naming it, exit code 2 */
+	snprintf(cmd, sizeof(cmd),
+		 "%s --topology %s --calibration %s --workload zipf:keys=30 --out %s/plan2 2>&1 | "
+		 "grep -q 'not a calibration file'", sim, E->path, E->path, T);
+	CU_ASSERT_EQUAL(run(cmd), 0);
+	ecl_down(E);
+}
+
+static CU_TestInfo tests[] = {
+	{ "calibrate on tcp, predict held-back workloads", test_round_trip },
+	CU_TEST_INFO_NULL,
+};
+
+PC_TEST_MAIN({ "calibration", NULL, NULL, NULL, NULL, tests })
