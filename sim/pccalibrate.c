@@ -34,6 +34,7 @@
 static const char *const synopsis[] = {
 	"--topology FILE --node NAME --out FILE [--reps N] [--pages SIZES] [--batches LIST]",
 	" [--set key=value ...] [--validate SPEC ...] [--bounds p50=P,p99=Q,tput=T]",
+	"--topology FILE --node NAME --calibration FILE --validate SPEC ... [--bounds ...]",
 	NULL,
 };
 
@@ -42,7 +43,12 @@ static const struct tool_opt options[] = {
 	{ "--node NAME", NULL,
 	  "The node this process serves while it measures; pcd must run every other node and "
 	  "none may run this one. Required." },
-	{ "--out FILE", NULL, "The calibration file to write (pcsim --calibration FILE). Required." },
+	{ "--out FILE", NULL,
+	  "The calibration file to write (pcsim --calibration FILE). Required unless "
+	  "--calibration." },
+	{ "--calibration FILE", NULL,
+	  "Measure and fit nothing: validate a calibration made before, on this cluster (say, "
+	  "with spill configured) and the --validate workloads." },
 	{ "--reps N", "200", "Timed batches per benchmark case; the median counts." },
 	{ "--pages SIZES", "the first two of store.slot_size_classes",
 	  "Page sizes to benchmark, comma-separated (16KiB,64KiB); each must fit a size class." },
@@ -163,6 +169,65 @@ static bool outside(double err, double bound)
 	return bound > 0 && fabs(err) > bound;
 }
 
+/* Measure on the node, fit, print the cases, write out and set model's keys; 0, or
+ * 1 when a benchmark or the fit failed. */
+static int calibrate(struct pc_store *st, const struct pc_topology *t, const char *path,
+		     const char *node, int self, struct pc_topology *model, const char *out,
+		     uint32_t reps, uint32_t *pages, uint32_t npages, const uint32_t *batches,
+		     uint32_t nbatches)
+{
+	static struct calib cal;
+	char err[PC_ERR_MAX];
+
+	if (!npages)	/* the first two size classes */
+		for (; npages < t->store.nr_classes && npages < 2; npages++)
+			pages[npages] = (uint32_t)t->store.size_classes[npages];
+	for (uint32_t i = 0; i < npages; i++)
+		if (pages[i] > t->store.slot_max_page_bytes)
+			tool_die(TOOL, "--pages: %u bytes is larger than the largest size class of %s (%llu)",
+				 pages[i], path, (unsigned long long)t->store.slot_max_page_bytes);
+	switch (calib_cases(&cal, pages, npages, batches, nbatches, t->nodes[self].has_nvme, reps)) {
+	case 0: break;
+	case -EINVAL: tool_die(TOOL, "--batches: 1 to %d pages each", CALIB_MAX_BATCH);
+	default:
+		tool_die(TOOL, "--pages and --batches: at most %d cases (pages x (2 x batches + 3))",
+			 CALIB_MAX_CASES);
+	}
+	fprintf(stderr, "%s: %u cases of %u timed batches on node %s\n", TOOL, cal.nr_cases, reps, node);
+	if (calib_measure(st, &cal, err, sizeof(err))) {
+		fprintf(stderr, "%s: node %s: %s\n", TOOL, node, err);
+		return 1;
+	}
+	if (calib_fit(model, (uint32_t)self, &cal, err, sizeof(err))) {
+		fprintf(stderr, "%s: fit: %s\n", TOOL, err);
+		for (uint32_t i = 0; i < cal.nr_cases; i++)	/* what was measured, still */
+			fprintf(stderr, "  %s %u KiB x %u (%s): %.1f us\n",
+				calib_op_name(cal.cases[i].op), cal.cases[i].page >> 10,
+				cal.cases[i].batch, calib_case_pages(&cal.cases[i]), cal.cases[i].real_us);
+		return 1;
+	}
+	printf("## Calibration (%s, node %s)\n\n| op | page | batch | pages | measured | model |\n|---|---|---|---|---|---|\n",
+	       path, node);
+	for (uint32_t i = 0; i < cal.nr_cases; i++) {
+		const struct calib_case *k = &cal.cases[i];
+
+		printf("| %s | %u KiB | %u | %s | %.1f us | %.1f us (%+.0f%%) |\n",
+		       calib_op_name(k->op), k->page >> 10, k->batch,
+		       calib_case_pages(k), k->real_us, k->sim_us, off(k->sim_us, k->real_us));
+	}
+	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f", cal.fit.latency_us,
+	       cal.fit.gbps, cal.fit.op_us, cal.fit.memcpy_gbps);
+	if (cal.disk)
+		printf("; nvme latency_us %.1f, read_mbps %.0f, write_mbps %.0f, iops %.0f",
+		       cal.fit.nvme_latency_us, cal.fit.read_mbps, cal.fit.write_mbps, cal.fit.iops);
+	printf("; error rms %.1f%%, max %.1f%%\n", 100 * cal.rms_error, 100 * cal.max_error);
+	if (calib_write(out, &cal, t, path, err, sizeof(err)))
+		tool_die(TOOL, "--out %s", err);
+	fprintf(stderr, "%s: wrote %s\n", TOOL, out);
+	calib_apply(model, &cal.fit, cal.disk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -170,10 +235,11 @@ int main(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' }, { "reps", required_argument, NULL, 'r' },
 		{ "set", required_argument, NULL, 's' }, { "validate", required_argument, NULL, 'v' },
 		{ "bounds", required_argument, NULL, 'b' }, { "pages", required_argument, NULL, 'p' },
-		{ "batches", required_argument, NULL, 'B' }, { "help", no_argument, NULL, 'h' },
+		{ "batches", required_argument, NULL, 'B' },
+		{ "calibration", required_argument, NULL, 'C' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *path = NULL, *node = NULL, *out = NULL, *validate[MAX_ARGS];
+	const char *path = NULL, *node = NULL, *out = NULL, *calibration = NULL, *validate[MAX_ARGS];
 	char *sets[MAX_ARGS], err[PC_ERR_MAX];
 	int nsets = 0, nval = 0, c, self = -1, failed = 0;
 	uint32_t reps = 200, pages[MAX_ARGS], npages = 0, nbatches = 5;
@@ -182,7 +248,6 @@ int main(int argc, char **argv)
 	struct bounds bnd = { 0 };
 	struct pc_topology *t, *model;
 	struct pc_store *st;
-	static struct calib cal;
 
 	tool_std_flags(&doc, opts, argc, argv);
 	opterr = 0;
@@ -209,6 +274,7 @@ int main(int argc, char **argv)
 				validate[nval++] = optarg;
 			break;
 		case 'b': parse_bounds(optarg, &bnd); break;
+		case 'C': calibration = optarg; break;
 		case 'p': npages = parse_list("--pages", optarg, true, pages); break;
 		case 'B': nbatches = parse_list("--batches", optarg, false, batches); break;
 		default: tool_die(TOOL, "%s: unknown flag or missing value; see --help", argv[optind - 1]);
@@ -216,8 +282,12 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		tool_die(TOOL, "unexpected argument '%s'; see --help", argv[optind]);
-	if (!path || !node || !out)
-		tool_die(TOOL, "--topology FILE, --node NAME and --out FILE are required; see --help");
+	if (!path || !node || (!out == !calibration))
+		tool_die(TOOL, "--topology FILE, --node NAME and --out FILE (or --calibration FILE to "
+			 "validate one made before) are required; see --help");
+	if (calibration && !nval)
+		tool_die(TOOL, "--calibration %s: give workloads to validate it on (--validate SPEC)",
+			 calibration);
 	t = tool_load_topology(TOOL, path, sets, nsets, NULL);
 	tool_require_listed(TOOL, path, t);
 	for (uint32_t i = 0; i < t->nr_nodes; i++)
@@ -249,56 +319,18 @@ int main(int argc, char **argv)
 			tool_die(TOOL, "%s: node %s: %s", path, node, err);
 	}
 	pc_log_set_level(PC_LOG_WARN);
-	if (!npages)	/* the first two size classes */
-		for (; npages < t->store.nr_classes && npages < 2; npages++)
-			pages[npages] = (uint32_t)t->store.size_classes[npages];
-	for (uint32_t i = 0; i < npages; i++)
-		if (pages[i] > t->store.slot_max_page_bytes)
-			tool_die(TOOL, "--pages: %u bytes is larger than the largest size class of %s (%llu)",
-				 pages[i], path, (unsigned long long)t->store.slot_max_page_bytes);
-	switch (calib_cases(&cal, pages, npages, batches, nbatches, reps)) {
-	case 0: break;
-	case -EINVAL: tool_die(TOOL, "--batches: 1 to %d pages each", CALIB_MAX_BATCH);
-	default:
-		tool_die(TOOL, "--pages and --batches: at most %d cases (pages x (2 x batches + 3))",
-			 CALIB_MAX_CASES);
-	}
-	fprintf(stderr, "%s: %u cases of %u timed batches on node %s\n", TOOL, cal.nr_cases, reps, node);
-	if (calib_measure(st, &cal, err, sizeof(err))) {
-		fprintf(stderr, "%s: node %s: %s\n", TOOL, node, err);
+	if (calibration) {	/* validate a calibration made before */
+		if (calib_read(calibration, model, err, sizeof(err)))
+			tool_die(TOOL, "--calibration %s", err);
+	} else if (calibrate(st, t, path, node, self, model, out, reps, pages, npages, batches,
+			     nbatches)) {
 		pc_store_close(st);
 		return 1;
 	}
-	if (calib_fit(model, (uint32_t)self, &cal, err, sizeof(err))) {
-		fprintf(stderr, "%s: fit: %s\n", TOOL, err);
-		for (uint32_t i = 0; i < cal.nr_cases; i++)	/* what was measured, still */
-			fprintf(stderr, "  %s %u KiB x %u (%s): %.1f us\n",
-				cal.cases[i].op == CALIB_GET ? "get" : "set", cal.cases[i].page >> 10,
-				cal.cases[i].batch, calib_where_name(cal.cases[i].where),
-				cal.cases[i].real_us);
-		pc_store_close(st);
-		return 1;
-	}
-	printf("## Calibration (%s, node %s)\n\n| op | page | batch | pages | measured | model |\n|---|---|---|---|---|---|\n",
-	       path, node);
-	for (uint32_t i = 0; i < cal.nr_cases; i++) {
-		const struct calib_case *k = &cal.cases[i];
-
-		printf("| %s | %u KiB | %u | %s | %.1f us | %.1f us (%+.0f%%) |\n",
-		       k->op == CALIB_GET ? "get" : "set", k->page >> 10, k->batch,
-		       calib_where_name(k->where), k->real_us, k->sim_us, off(k->sim_us, k->real_us));
-	}
-	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f; error rms %.1f%%, max %.1f%%\n",
-	       cal.fit.latency_us, cal.fit.gbps, cal.fit.op_us, cal.fit.memcpy_gbps,
-	       100 * cal.rms_error, 100 * cal.max_error);
-	if (calib_write(out, &cal, t, path, err, sizeof(err)))
-		tool_die(TOOL, "--out %s", err);
-	fprintf(stderr, "%s: wrote %s\n", TOOL, out);
 	/* Each run's workloads get keys of their own: pages an earlier run left in the
 	 * cluster must not turn into hits. */
 	salt = ((uint64_t)getpid() ^ (uint64_t)time(NULL)) % 0x3fff << 48;
 	if (nval) {
-		calib_apply(model, &cal.fit);
 		printf("\n## Held-back workloads\n\nMeasured: the mean of two replays on the node, whose difference is the run-to-run spread.\n\n"
 		       "| workload | requests | p50 measured / predicted | p99 measured / predicted | pages/s measured / predicted | run-to-run p50, p99, pages/s | hit rate |\n|---|---|---|---|---|---|---|\n");
 	}

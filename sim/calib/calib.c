@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <peercache/pc_storage.h>
+
 #include "base/keyhash.h"
 #include "calib.h"
 #include "placement/ring.h"
@@ -24,19 +26,37 @@ const char *calib_where_name(enum calib_where w)
 	return w == CALIB_OWN ? "own" : w == CALIB_PEER ? "peer" : "all";
 }
 
+const char *calib_op_name(enum calib_op op)
+{
+	static const char *const names[] = { "get", "set", "read", "write" };
+
+	return names[op];
+}
+
+static bool disk_op(enum calib_op op)
+{
+	return op == CALIB_DISK_READ || op == CALIB_DISK_WRITE;
+}
+
+const char *calib_case_pages(const struct calib_case *k)
+{
+	return disk_op(k->op) ? "disk" : calib_where_name(k->where);
+}
+
 int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
-		uint32_t nbatches, uint32_t reps)
+		uint32_t nbatches, bool disk, uint32_t reps)
 {
 	uint32_t spread = 0;
 
 	memset(c, 0, sizeof(*c));
 	c->reps = reps;
+	c->disk = disk;
 	for (uint32_t b = 0; b < nbatches; b++) {
 		if (!batches[b] || batches[b] > CALIB_MAX_BATCH)
 			return -EINVAL;
 		spread = batches[b] > spread ? batches[b] : spread;	/* the largest */
 	}
-	if (npages * (2 * nbatches + 3) > CALIB_MAX_CASES)
+	if (npages * (2 * nbatches + 3 + (disk ? 4 : 0)) > CALIB_MAX_CASES)
 		return -E2BIG;
 	for (uint32_t k = 0; k < npages; k++) {
 		for (int op = CALIB_GET; op <= CALIB_SET; op++)
@@ -50,6 +70,11 @@ int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const u
 			c->cases[c->nr_cases++] = (struct calib_case){
 				.op = (enum calib_op)op, .page = pages[k], .batch = spread,
 				.where = CALIB_SPREAD };
+		/* the disk: one block (latency and rate), a batch (the per-command time) */
+		for (int op = CALIB_DISK_READ; disk && op <= CALIB_DISK_WRITE; op++)
+			for (uint32_t b = 1; b <= CALIB_DISK_BATCH; b += CALIB_DISK_BATCH - 1)
+				c->cases[c->nr_cases++] = (struct calib_case){
+					.op = (enum calib_op)op, .page = pages[k], .batch = b };
 	}
 	return 0;
 }
@@ -60,7 +85,7 @@ struct bench {
 	struct calib *c;
 	bool sim;			/* fill sim_us, not real_us */
 	int ret;
-	char err[256];
+	char err[PC_ERR_MAX];
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -170,6 +195,79 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 	return ret;
 }
 
+/*
+ * A disk case: batches of block reads (or writes) at random offsets of a DISK_BYTES
+ * file on the node's nvme.path, through the storage backend the node spills with
+ * (the posix file with O_DIRECT; in the simulator, the node's NVMe model). A read
+ * case writes the whole file first.
+ */
+#define DISK_BYTES (64u << 20)
+
+static int run_disk_case(struct pc_store *st, struct calib_case *k, uint32_t reps, bool sim,
+			 char *err, size_t errlen)
+{
+	const struct pc_node *node = &st->svc.topo->nodes[st->svc.self];
+	struct pc_storage_params p = { .size = sizeof(p), .dir = node->nvme.path,
+				       .bytes = DISK_BYTES, .direct = true, .env = st->svc.env,
+				       .backend_arg = st->svc.backend_arg };
+	struct pc_env *env = st->svc.env;
+	uint64_t slots = DISK_BYTES / k->page, x = 0x9e3779b97f4a7c15ULL;
+	struct pc_io io[CALIB_MAX_BATCH];
+	struct pc_storage *s;
+	double *t = calloc(reps, sizeof(*t));
+	void *buf = NULL;
+	int ret = t ? pc_storage_open_ops(st->svc.storage, &p, &s) : -ENOMEM;
+	bool opened = !ret;
+
+	if (!ret && !sim && posix_memalign(&buf, 4096, (size_t)k->batch * k->page))
+		ret = -ENOMEM;
+	if (ret) {
+		snprintf(err, errlen, "disk %.200s: %s; set nodes.nvme.path to a writable directory "
+			 "with %u MiB free", node->nvme.path, strerror(-ret), DISK_BYTES >> 20);
+		if (opened)
+			pc_storage_close(s);
+		free(t);
+		return ret;
+	}
+	if (buf)
+		memset(buf, 0xa5, (size_t)k->batch * k->page);
+	for (uint64_t at = 0; k->op == CALIB_DISK_READ && at < slots && !ret; at += k->batch) {
+		uint32_t n = 0;
+
+		for (; n < k->batch && at + n < slots; n++)
+			io[n] = (struct pc_io){ .off = (at + n) * k->page, .len = k->page,
+						.buf = buf ? (uint8_t *)buf + (size_t)n * k->page : NULL };
+		ret = pc_storage_write(s, io, n);
+	}
+	for (uint32_t r = 0; r < reps && !ret; r++) {
+		uint64_t t0;
+
+		for (uint32_t i = 0; i < k->batch; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;	/* xorshift64 */
+			io[i] = (struct pc_io){ .off = x % slots * k->page, .len = k->page,
+						.buf = buf ? (uint8_t *)buf + (size_t)i * k->page : NULL };
+		}
+		t0 = pc_env_now(env);
+		ret = k->op == CALIB_DISK_READ ? pc_storage_read(s, io, k->batch) :
+						 pc_storage_write(s, io, k->batch);
+		t[r] = (double)(pc_env_now(env) - t0) / 1000.0;
+		for (uint32_t i = 0; i < k->batch && !ret; i++)
+			ret = io[i].status;
+	}
+	if (ret)
+		snprintf(err, errlen, "disk %.200s: %s of %u blocks of %u bytes: %s", node->nvme.path,
+			 calib_op_name(k->op), k->batch, k->page, strerror(-ret));
+	qsort(t, reps, sizeof(*t), cmp_double);
+	if (sim)
+		k->sim_us = t[reps / 2];
+	else
+		k->real_us = t[reps / 2];
+	pc_storage_close(s);
+	free(buf);
+	free(t);
+	return ret;
+}
+
 static void bench_all(struct pc_store *st, void *arg)
 {
 	struct bench *b = arg;
@@ -180,9 +278,13 @@ static void bench_all(struct pc_store *st, void *arg)
 		b->ret = -EINVAL;
 		return;
 	}
-	for (uint32_t i = 0; i < b->c->nr_cases && !b->ret; i++)
-		b->ret = run_case(st, &b->c->cases[i], b->sim ? 3 : b->c->reps, &next, b->sim,
-				  b->err, sizeof(b->err));
+	for (uint32_t i = 0; i < b->c->nr_cases && !b->ret; i++) {
+		struct calib_case *k = &b->c->cases[i];
+		uint32_t reps = b->sim ? 3 : b->c->reps;
+
+		b->ret = disk_op(k->op) ? run_disk_case(st, k, reps, b->sim, b->err, sizeof(b->err)) :
+			 run_case(st, k, reps, &next, b->sim, b->err, sizeof(b->err));
+	}
 }
 
 int calib_measure(struct pc_store *st, struct calib *c, char *err, size_t errlen)
@@ -197,7 +299,7 @@ int calib_measure(struct pc_store *st, struct calib *c, char *err, size_t errlen
 
 /* ------------------------------------------------------------------ the fit */
 
-void calib_apply(struct pc_topology *t, const struct calib_params *p)
+void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk)
 {
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
 		struct pc_node *n = &t->nodes[i];
@@ -208,24 +310,43 @@ void calib_apply(struct pc_topology *t, const struct calib_params *p)
 			n->rails[r].gbps = p->gbps;
 			n->rails[r].op_us = p->op_us;
 		}
+		if (disk && n->has_nvme) {
+			n->nvme.latency_us = p->nvme_latency_us;
+			n->nvme.read_mbps = p->read_mbps;
+			n->nvme.write_mbps = p->write_mbps;
+			n->nvme.iops = (uint32_t)p->iops;
+		}
 	}
 }
 
-/* the parameters as the linear variables of the model: us, us per byte, us, us per byte */
+/*
+ * The parameters as the linear variables of the model, in us and us per byte: the
+ * rail's latency, its time per byte, the time per op, the copy time per byte; the
+ * disk's latency, its time per byte read and written, the time per command.
+ */
 static void to_vars(const struct calib_params *p, double x[CALIB_NR_PARAMS])
 {
 	x[0] = p->latency_us;
 	x[1] = 8.0 / (p->gbps * 1000.0);
 	x[2] = p->op_us;
 	x[3] = 1.0 / (p->memcpy_gbps * 1000.0);
+	x[4] = p->nvme_latency_us;
+	x[5] = 1.0 / p->read_mbps;		/* 1 MB/s is a byte a microsecond */
+	x[6] = 1.0 / p->write_mbps;
+	x[7] = 1e6 / p->iops;
 }
 
+/* Back from the variables; a rate whose time is 0 is the key's largest value. */
 static void from_vars(const double x[CALIB_NR_PARAMS], struct calib_params *p)
 {
 	p->latency_us = x[0];
-	p->gbps = 8.0 / (x[1] * 1000.0);
+	p->gbps = x[1] > 8e-8 ? 8.0 / (x[1] * 1000.0) : 100000;
 	p->op_us = x[2];
-	p->memcpy_gbps = 1.0 / (x[3] * 1000.0);
+	p->memcpy_gbps = x[3] > 1e-7 ? 1.0 / (x[3] * 1000.0) : 10000;
+	p->nvme_latency_us = x[4];
+	p->read_mbps = x[5] > 1e-6 ? 1.0 / x[5] : 1e6;
+	p->write_mbps = x[6] > 1e-6 ? 1.0 / x[6] : 1e6;
+	p->iops = x[7] > 1e6 / (double)(1u << 30) ? 1e6 / x[7] : (double)(1u << 30);
 }
 
 static int simulate(struct pc_topology *t, uint32_t node, struct calib *c,
@@ -235,7 +356,7 @@ static int simulate(struct pc_topology *t, uint32_t node, struct calib *c,
 	struct bench b = { .c = c, .sim = true };
 	int ret;
 
-	calib_apply(t, p);
+	calib_apply(t, p, c->disk);
 	ret = run_on_node(&cfg, node, bench_all, &b, err, errlen);
 	if (!ret && b.ret) {
 		ret = b.ret;
@@ -336,20 +457,22 @@ static double nnls(uint32_t n, double A[][CALIB_NR_PARAMS], const double *c0, co
 	return best;
 }
 
-int calib_fit(struct pc_topology *t, uint32_t node, struct calib *c, char *err, size_t errlen)
+int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, char *err,
+	      size_t errlen)
 {
 	/* the base point and one step for each variable; the result does not depend on
 	 * them (the model is affine), they only have to be valid values */
-	static const struct calib_params base = { .latency_us = 10, .gbps = 20, .op_us = 1,
-						  .memcpy_gbps = 10 };
-	struct calib_params save = { t->nodes[0].rails[0].latency_us, t->nodes[0].rails[0].gbps,
-				     t->nodes[0].rails[0].op_us, t->nodes[0].memcpy_gbps };
+	static const struct calib_params base = {
+		.latency_us = 10, .gbps = 20, .op_us = 1, .memcpy_gbps = 10,
+		.nvme_latency_us = 80, .read_mbps = 2000, .write_mbps = 1000, .iops = 100000 };
+	struct pc_topology *t = pc_topology_dup(topo);
 	double x0[CALIB_NR_PARAMS], A[CALIB_MAX_CASES][CALIB_NR_PARAMS], c0[CALIB_MAX_CASES];
 	double y[CALIB_MAX_CASES], t0[CALIB_MAX_CASES], x[CALIB_NR_PARAMS] = { 0 };
-	int ret;
+	int ret = t ? 0 : -ENOMEM;
 
 	to_vars(&base, x0);
-	ret = simulate(t, node, c, &base, err, errlen);
+	if (!ret)
+		ret = simulate(t, node, c, &base, err, errlen);
 	for (uint32_t i = 0; !ret && i < c->nr_cases; i++)
 		t0[i] = c->cases[i].sim_us;
 	for (int j = 0; !ret && j < CALIB_NR_PARAMS; j++) {
@@ -363,26 +486,24 @@ int calib_fit(struct pc_topology *t, uint32_t node, struct calib *c, char *err, 
 		for (uint32_t i = 0; !ret && i < c->nr_cases; i++)
 			A[i][j] = (c->cases[i].sim_us - t0[i]) / x0[j];
 	}
-	if (ret) {
-		calib_apply(t, &save);
-		return ret;
-	}
-	for (uint32_t i = 0; i < c->nr_cases; i++) {
+	for (uint32_t i = 0; !ret && i < c->nr_cases; i++) {
 		c0[i] = t0[i];
 		for (int j = 0; j < CALIB_NR_PARAMS; j++)
 			c0[i] -= A[i][j] * x0[j];
 		y[i] = c->cases[i].real_us;
 	}
-	if (!isfinite(nnls(c->nr_cases, A, c0, y, x)) || x[1] <= 0 || x[3] <= 0) {
-		calib_apply(t, &save);
-		snprintf(err, errlen, "the measurements fit no model with a finite rate (bandwidth "
-			 "and copy time both needed): measure larger batches");
-		return -EDOM;
+	if (!ret && (!isfinite(nnls(c->nr_cases, A, c0, y, x)) || x[1] <= 0 ||
+		     (c->disk && (x[5] <= 0 || x[6] <= 0)))) {
+		snprintf(err, errlen, "the measurements fit no model with a finite rate (the "
+			 "network's and the disk's both needed): measure larger batches");
+		ret = -EDOM;
 	}
-	from_vars(x, &c->fit);
-	/* the model at the fit, simulated again: what it predicts for each case */
-	ret = simulate(t, node, c, &c->fit, err, errlen);
-	calib_apply(t, &save);
+	if (!ret) {
+		from_vars(x, &c->fit);
+		/* the model at the fit, simulated again: what it predicts for each case */
+		ret = simulate(t, node, c, &c->fit, err, errlen);
+	}
+	pc_topology_free(t);
 	if (ret)
 		return ret;
 	c->rms_error = c->max_error = 0;

@@ -16,6 +16,11 @@
  * page the latency, large batches of large pages the rate, many small pages op_us,
  * the node's own pages memcpy_gbps.
  *
+ * The disk cases time batches of block reads and writes through the storage backend
+ * the node spills with (a posix file with O_DIRECT on nodes[].nvme.path; in the
+ * simulator the node's NVMe model, whose time is affine in its latency, its time per
+ * byte read and written and its time per command, four more variables of the same fit).
+ *
  * Validation replays a workload on the real node (one request at a time, a
  * batch_get timed, then a batch_set of the misses, as the simulator's run.c serves
  * it) and simulates it with the fitted model, requests pinned to the same node.
@@ -35,9 +40,13 @@
 
 #define CALIB_MAX_CASES 64
 #define CALIB_MAX_BATCH 128
-#define CALIB_NR_PARAMS 4
+#define CALIB_DISK_BATCH 16
+#define CALIB_NR_PARAMS 8
 
-enum calib_op { CALIB_GET, CALIB_SET };
+enum calib_op {
+	CALIB_GET, CALIB_SET,			/* batch calls of the store */
+	CALIB_DISK_READ, CALIB_DISK_WRITE,	/* batches of block I/O on the node's disk */
+};
 
 enum calib_where {
 	CALIB_PEER,			/* pages of one peer */
@@ -58,37 +67,47 @@ struct calib_params {			/* the model keys a calibration sets */
 	double gbps;			/* nodes.rails.gbps */
 	double op_us;			/* nodes.rails.op_us */
 	double memcpy_gbps;		/* nodes.memcpy_gbps */
+	double nvme_latency_us;		/* nodes.nvme.latency_us */
+	double read_mbps, write_mbps;	/* nodes.nvme.read_mbps, write_mbps */
+	double iops;			/* nodes.nvme.iops */
 };
 
 struct calib {
 	struct calib_case cases[CALIB_MAX_CASES];
 	uint32_t nr_cases;
+	bool disk;			/* the disk cases ran: the nvme keys are fitted */
 	uint32_t reps;			/* timed batches per case */
 	struct calib_params fit;
 	double rms_error;		/* relative, over the cases, at the fit */
 	double max_error;
 };
 
-/* "peer", "own", "all" */
+/* "peer", "own", "all"; "get", "set", "read", "write"; a case's pages: its where,
+ * or "disk" */
 const char *calib_where_name(enum calib_where w);
+const char *calib_op_name(enum calib_op op);
+const char *calib_case_pages(const struct calib_case *k);
 
 /* The benchmark cases: for each page size, gets and sets of each batch size of one
  * peer's pages, and batches of the largest size of the node's own pages (gets) and
- * of every node's (gets and sets). -EINVAL for a batch of 0 or over
- * CALIB_MAX_BATCH, -E2BIG for more than CALIB_MAX_CASES cases. */
+ * of every node's (gets and sets); with disk, reads and writes of one block and of
+ * CALIB_DISK_BATCH blocks of each page size on the node's nvme.path. -EINVAL for a
+ * batch of 0 or over CALIB_MAX_BATCH, -E2BIG for more than CALIB_MAX_CASES cases. */
 int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
-		uint32_t nbatches, uint32_t reps);
+		uint32_t nbatches, bool disk, uint32_t reps);
 
 /* Run the benchmarks on a real store (a node of a running cluster, not a client):
  * fills real_us. 0, or -errno with a line in err (a get that missed, no peer). */
 int calib_measure(struct pc_store *st, struct calib *c, char *err, size_t errlen);
 
-/* Fit the model to real_us: simulates the cases on node `node` of topology t (which
- * it changes and puts back), fills fit, sim_us and the errors. */
-int calib_fit(struct pc_topology *t, uint32_t node, struct calib *c, char *err, size_t errlen);
+/* Fit the model to real_us: simulates the cases on node `node` of (a copy of)
+ * topology t, fills fit, sim_us and the errors. */
+int calib_fit(const struct pc_topology *t, uint32_t node, struct calib *c, char *err,
+	      size_t errlen);
 
-/* Set the model keys of every node and rail of t. */
-void calib_apply(struct pc_topology *t, const struct calib_params *p);
+/* Set the model keys of every node and rail of t (the nvme keys with disk, on the
+ * nodes that have one). */
+void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk);
 
 /* What one workload did on the real node and in the simulator. */
 struct calib_check {

@@ -13,10 +13,7 @@
 #include <yaml.h>
 
 #include "calib.h"
-
-#ifndef PC_GIT_COMMIT
-#define PC_GIT_COMMIT "unknown"
-#endif
+#include "pc_commit.h"
 
 /* The first line of /proc/cpuinfo's "model name", or "". */
 static void cpu_model(char *buf, size_t len)
@@ -64,7 +61,7 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		   "  reps: %u\n"
 		   "  rms_error: %.4f\n"
 		   "  max_error: %.4f\n"
-		   "  cases:        # op, page bytes, batch, whose pages (one peer's, own, all nodes'); median us measured and simulated at the fit\n",
+		   "  cases:        # op, page bytes, batch, whose pages (one peer's, own, all nodes', the disk's); median us measured and simulated at the fit\n",
 		u.nodename, u.release, cpu, sysconf(_SC_NPROCESSORS_ONLN), date, PC_GIT_COMMIT,
 		pc_version(), t->name, topology_path, t->nr_nodes,
 		t->store.protocol == PC_PROTO_TCP ? "tcp" : t->store.protocol == PC_PROTO_RXE ? "rxe" : "rdma",
@@ -73,8 +70,9 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		const struct calib_case *k = &c->cases[i];
 
 		fprintf(f, "    - {op: %s, page: %u, batch: %u, pages: %s, real_us: %.1f, sim_us: %.1f}\n",
-			k->op == CALIB_GET ? "get" : "set", k->page, k->batch, calib_where_name(k->where),
-			k->real_us, k->sim_us);
+			calib_op_name(k->op), k->page, k->batch,
+			calib_case_pages(k), k->real_us,
+			k->sim_us);
 	}
 	fprintf(f, "set:\n"
 		   "  nodes.rails.latency_us: %.3f\n"
@@ -82,6 +80,12 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		   "  nodes.rails.op_us: %.3f\n"
 		   "  nodes.memcpy_gbps: %.3f\n",
 		c->fit.latency_us, c->fit.gbps, c->fit.op_us, c->fit.memcpy_gbps);
+	if (c->disk)
+		fprintf(f, "  nodes.nvme.latency_us: %.3f\n"
+			   "  nodes.nvme.read_mbps: %.3f\n"
+			   "  nodes.nvme.write_mbps: %.3f\n"
+			   "  nodes.nvme.iops: %.0f\n",
+			c->fit.nvme_latency_us, c->fit.read_mbps, c->fit.write_mbps, c->fit.iops);
 	if (fclose(f)) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -EIO;
