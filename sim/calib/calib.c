@@ -96,20 +96,26 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* n keys from the benchmark's key space at *next: owned by `owner`, or with
- * owner PC_PEER_NONE by every node in turn */
-static void owned_keys(struct pc_store *st, uint32_t owner, uint64_t *next, uint64_t *keys,
-		       uint32_t n)
+ * owner PC_PEER_NONE by every node in turn. -EHOSTUNREACH when a node owns none
+ * of a million keys in a row (it is not in the ring). */
+static int owned_keys(struct pc_store *st, uint32_t owner, uint64_t *next, uint64_t *keys,
+		      uint32_t n)
 {
 	struct ring *r = store_ring_of(st);
-	uint32_t nodes = st->svc.topo->nr_nodes;
+	uint32_t nodes = st->svc.topo->nr_nodes, misses = 0;
 
 	for (uint32_t i = 0; i < n; (*next)++) {
 		uint64_t k = KEY_SPACE | *next;
 		uint32_t want = owner == PC_PEER_NONE ? i % nodes : owner;
 
-		if (ring_owner_of(r, keyhash_of(&k, sizeof(k))) == want)
+		if (ring_owner_of(r, keyhash_of(&k, sizeof(k))) == want) {
 			keys[i++] = k;
+			misses = 0;
+		} else if (++misses == 1u << 20) {
+			return -EHOSTUNREACH;
+		}
 	}
+	return 0;
 }
 
 static uint32_t some_peer(const struct pc_store *st)
@@ -140,7 +146,7 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 	struct pc_env *env = st->svc.env;
 	uint32_t owner = k->where == CALIB_OWN ? st->svc.self :
 			 k->where == CALIB_PEER ? some_peer(st) : PC_PEER_NONE;
-	uint32_t groups = CASE_BYTES / (k->batch * k->page);
+	uint64_t groups = CASE_BYTES / ((uint64_t)k->batch * k->page);
 	uint64_t misses = 0;
 	uint64_t *keys;
 	struct pc_page pg[CALIB_MAX_BATCH];
@@ -158,7 +164,10 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 	}
 	if (buf)
 		memset(buf, 0x5a, (size_t)k->batch * k->page);
-	owned_keys(st, owner, next, keys, groups * k->batch);
+	ret = owned_keys(st, owner, next, keys, groups * k->batch);
+	if (ret)
+		snprintf(err, errlen, "a node owns no keys: it is not in the ring (is every node "
+			 "of the topology up?)");
 	for (uint32_t r = 0; r < groups + reps && !ret; r++) {	/* the first groups: store them */
 		bool timed = r >= groups, get = timed && k->op == CALIB_GET;
 		uint64_t *gk = keys + (size_t)(r % groups) * k->batch;
@@ -551,6 +560,7 @@ static int real_replay(struct pc_store *st, const struct pc_topology *t, const s
 	struct pc_page *pg = NULL;
 	uint32_t cap = 0;
 	uint64_t start = pc_env_now(env);
+	/* the requests run_sim() makes of the same spec: its workload seed for run seed 1 */
 	int ret = wl_open(wl, 1 ^ 0x776c, t->model.present ? t->model.tokens_per_page : 1, &g, err,
 			  errlen);
 
@@ -624,27 +634,27 @@ int calib_validate(struct pc_store *st, const struct pc_topology *t, uint32_t no
 		   const struct wl_spec *wl, uint64_t key_base, struct calib_check *out, char *err,
 		   size_t errlen)
 {
-	static struct replay real[2], sim;
+	/* two real replays and the simulated one, on the heap: 12 KiB of histogram each */
+	struct replay *rp = calloc(3, sizeof(*rp)), *real = rp, *sim = rp + 2;
 	struct run_cfg cfg = { .topo = t, .wl = *wl, .seed = 1, .timing = true,
 			       .payload_free = true, .pinned = true, .pin_node = node,
 			       .closed_loop = true, .key_base = key_base,
-			       .on_request = sim_record, .on_request_arg = &sim };
+			       .on_request = sim_record, .on_request_arg = sim };
 	struct run_result r;
 	double p50[2], p99[2], tput[2];
-	int ret = 0;
+	int ret = rp ? 0 : -ENOMEM;
 
 	err[0] = 0;
-	memset(real, 0, sizeof(real));
-	memset(&sim, 0, sizeof(sim));
 	for (int k = 0; k < 2 && !ret; k++)
 		ret = real_replay(st, t, wl, key_base + ((uint64_t)k << 39), &real[k], err, errlen);
-	if (ret)
-		return ret;
 	/* one request after the other, as the real node served them */
-	ret = run_sim(&cfg, &r, err, errlen);
-	if (ret)
+	if (!ret)
+		ret = run_sim(&cfg, &r, err, errlen);
+	if (ret) {
+		free(rp);
 		return ret;
-	sim.elapsed_s = r.sim_s;
+	}
+	sim->elapsed_s = r.sim_s;
 	run_result_free(&r);
 	*out = (struct calib_check){ .requests = real[0].lat.n };
 	snprintf(out->spec, sizeof(out->spec), "%s", wl->text);
@@ -657,9 +667,10 @@ int calib_validate(struct pc_store *st, const struct pc_topology *t, uint32_t no
 	out->real_p99_us = mean2(p99[0], p99[1], &out->spread_p99);
 	out->real_pages_s = mean2(tput[0], tput[1], &out->spread_pages_s);
 	out->real_hit = real[0].pages ? (double)real[0].hits / (double)real[0].pages : 0;
-	out->sim_p50_us = (double)hist_quantile(&sim.lat, 0.5) / 1000.0;
-	out->sim_p99_us = (double)hist_quantile(&sim.lat, 0.99) / 1000.0;
-	out->sim_pages_s = sim.elapsed_s > 0 ? (double)sim.pages / sim.elapsed_s : 0;
-	out->sim_hit = sim.pages ? (double)sim.hits / (double)sim.pages : 0;
+	out->sim_p50_us = (double)hist_quantile(&sim->lat, 0.5) / 1000.0;
+	out->sim_p99_us = (double)hist_quantile(&sim->lat, 0.99) / 1000.0;
+	out->sim_pages_s = sim->elapsed_s > 0 ? (double)sim->pages / sim->elapsed_s : 0;
+	out->sim_hit = sim->pages ? (double)sim->hits / (double)sim->pages : 0;
+	free(rp);
 	return 0;
 }

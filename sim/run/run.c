@@ -580,7 +580,7 @@ out:
 struct on_node {
 	struct cluster *c;
 	uint32_t node;
-	void (*fn)(struct pc_store *st, void *arg);
+	run_node_fn *fn;
 	void *arg;
 };
 
@@ -595,8 +595,8 @@ static void on_node_proc(void *arg)
 			close_node(c, i);
 }
 
-int run_on_node(const struct run_cfg *cfg, uint32_t node, void (*fn)(struct pc_store *st, void *arg),
-		void *arg, char *err, size_t errlen)
+int run_on_node(const struct run_cfg *cfg, uint32_t node, run_node_fn *fn, void *arg, char *err,
+		size_t errlen)
 {
 	struct run_result res;
 	struct cluster c;

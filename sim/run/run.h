@@ -88,8 +88,9 @@ int run_sim(const struct run_cfg *cfg, struct run_result *out, char *err, size_t
 /* The cluster of cfg (its topology, timing and payload settings; no workload) with
  * fn(store, arg) as a process on one node, in virtual time: for benchmarks that run
  * the same code on a real store (pccalibrate). The stores are closed after fn. */
-int run_on_node(const struct run_cfg *cfg, uint32_t node, void (*fn)(struct pc_store *st, void *arg),
-		void *arg, char *err, size_t errlen);
+typedef void run_node_fn(struct pc_store *st, void *arg);
+int run_on_node(const struct run_cfg *cfg, uint32_t node, run_node_fn *fn, void *arg, char *err,
+		size_t errlen);
 void run_result_free(struct run_result *r);
 
 #endif
