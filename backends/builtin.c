@@ -107,8 +107,10 @@ int builtin_store_open(const struct pc_store_opts *o, const struct store_deps *d
 		full.storage = &posix_storage_ops;
 	if (!full.open_fabric)
 		full.open_fabric = builtin_open_fabric;
+#if PC_ETCD
 	if (!full.registry)
 		full.registry = &etcd_registry_ops;
+#endif
 	return store_open(o, &full, out);
 }
 

@@ -284,7 +284,9 @@ int main(int argc, char **argv)
 	}
 	if ((metrics_addr || t->store.metrics) && (ret = pc_metrics_serve(NULL, mhost, mport, &msrv))) {
 		tool_log(PC_LOG_ERROR, "cannot serve metrics on %s port %u: %s", mhost, mport,
-			 strerror(-ret));
+			 ret == -ENOTSUP ? "this library was built without the metrics endpoint "
+			 "(PC_METRICS_HTTP=OFF); build with it, or drop --metrics-addr and "
+			 "store.metrics" : strerror(-ret));
 		pc_topology_free(t);
 		return 1;
 	}

@@ -6,10 +6,10 @@
 #   - peercache.pc hands consumers no -I but the prefix's (dependencies are private);
 #   - examples/hello.c builds with pkg-config (shared), against libpeercache.a with
 #     xxhash, yaml and libcrypto from their archives (-Wl,-Bstatic; libmicrohttpd,
-#     libcurl and jansson stay
-#     shared: Debian ships gnutls's p11-kit without an archive, so no fully -static
-#     program can link it), and with CMake find_package (peercache::peercache and
-#     peercache::peercache_static);
+#     libcurl and jansson stay shared: Debian ships gnutls's p11-kit without an
+#     archive), fully -static against a libpeercache built without those two
+#     (-DPC_ETCD=OFF -DPC_METRICS_HTTP=OFF), and with CMake find_package
+#     (peercache::peercache and peercache::peercache_static);
 #   - each of those clients runs against a 3-node cluster of the installed pcd on
 #     ports the system picked, and the installed pcdemo passes.
 set -u
@@ -78,6 +78,33 @@ if [ -x "$T/hello-static" ] && ldd "$T/hello-static" | grep -q "libpeercache\|li
 	bad "hello-static still loads a shared peercache, xxhash or yaml"
 fi
 
+# A fully -static program: the library built without what pulls in gnutls (the etcd
+# backend's libcurl, the metrics endpoint's libmicrohttpd: gnutls needs p11-kit,
+# which Debian 12 ships without an archive) and without verbs (its providers are
+# loaded at run time)
+cmake -S "$S" -B "$T/min" -DPC_ETCD=OFF -DPC_METRICS_HTTP=OFF -DPC_BACKEND_VERBS=OFF \
+	-DPC_BACKEND_SIM=OFF -DPC_BUILD_TESTS=OFF >"$T/min.log" 2>&1 &&
+	cmake --build "$T/min" --target peercache_static -j2 >>"$T/min.log" 2>&1 &&
+	cc -static -o "$T/hello-fullstatic" "$S/examples/hello.c" $cflags -I"$T/min/include" \
+		"$T/min/libpeercache.a" -lxxhash -lyaml -lcrypto -lpthread -lm >>"$T/min.log" 2>&1 &&
+	ldd "$T/hello-fullstatic" 2>&1 | grep -q "not a dynamic executable" &&
+	ok "hello linked -static (libpeercache without etcd and the metrics endpoint)" ||
+	{ bad "hello -static"; tail -20 "$T/min.log"; }
+# that library says it has no endpoint, rather than pretending to serve one
+cat >"$T/nometrics.c" <<'C'
+#include <errno.h>
+#include <peercache/peercache.h>
+int main(void)
+{
+	struct pc_metrics_server *m = (void *)1;
+
+	return pc_metrics_serve(NULL, NULL, 0, &m) == -ENOTSUP && !m ? 0 : 1;
+}
+C
+cc -static -o "$T/nometrics" "$T/nometrics.c" $cflags -I"$T/min/include" "$T/min/libpeercache.a" \
+	-lxxhash -lyaml -lcrypto -lpthread -lm >>"$T/min.log" 2>&1 && "$T/nometrics" 2>/dev/null &&
+	ok "without the endpoint, pc_metrics_serve is -ENOTSUP" || bad "pc_metrics_serve without the endpoint"
+
 # CMake
 cmake -S "$S/examples" -B "$T/ex" -DCMAKE_PREFIX_PATH="$P" >"$T/cmake.log" 2>&1 &&
 	cmake --build "$T/ex" >>"$T/cmake.log" 2>&1 && [ -x "$T/ex/hello_static" ] &&
@@ -111,7 +138,7 @@ for n in n0 n1 n2; do
 		sleep 0.1
 	done
 done
-for h in hello-pc hello-static ex/hello ex/hello_static; do
+for h in hello-pc hello-static hello-fullstatic ex/hello ex/hello_static; do
 	[ -x "$T/$h" ] || continue
 	if timeout 30 "$T/$h" "$T/cluster.yaml" >"$T/$h.out" 2>&1 && grep -q "0 not byte-identical" "$T/$h.out"; then
 		ok "$h against the installed pcd cluster: $(tail -1 "$T/$h.out")"

@@ -215,7 +215,8 @@ PC_API long pc_store_metrics_text(struct pc_store *s, char *buf, size_t cap);
  * ring; else 503 with the reason). It binds host (NULL: 127.0.0.1) on port (0: an
  * ephemeral one, see pc_metrics_server_port). s may be NULL and attached later (a
  * daemon that is not ready yet); attach NULL before closing the store it serves.
- * 0 or -errno (-EADDRINUSE, -EADDRNOTAVAIL, -ENOMEM).
+ * 0 or -errno (-EADDRINUSE, -EADDRNOTAVAIL, -ENOMEM; -ENOTSUP from a library built
+ * without the endpoint, PC_METRICS_HTTP=OFF).
  */
 struct pc_metrics_server;
 
