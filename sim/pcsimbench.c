@@ -25,6 +25,7 @@
 
 #include <peercache/peercache.h>
 
+#include "base/hostmem.h"
 #include "base/keyhash.h"
 #include "placement/ring.h"
 #include "placement/slot.h"
@@ -49,10 +50,12 @@ struct bare_slot {			/* laid out as the store's 64-byte header */
 struct bare {
 	uint32_t nn, ways;
 	uint64_t nr_buckets, stamp;
+	size_t bytes;			/* a node's slots and tags, one mapping as the store's */
 	const struct slot_geometry *g;
 	struct ring *ring;
 	struct bare_slot **slots;	/* per node: nr_buckets x ways */
-	uint32_t **tags;		/* per node: nr_buckets x 16 (a 64-byte block each) */
+	uint32_t **tags;		/* per node: nr_buckets x 16 (a 64-byte block each), after
+					 * the slots */
 };
 
 static int bare_open(struct bare *b, const struct pc_topology *t, const struct slot_geometry *g)
@@ -63,6 +66,7 @@ static int bare_open(struct bare *b, const struct pc_topology *t, const struct s
 
 	*b = (struct bare){ .nn = t->nr_nodes, .ways = g->ways, .nr_buckets = g->nr_buckets,
 			    .g = g };
+	b->bytes = b->nr_buckets * b->ways * sizeof(**b->slots) + b->nr_buckets * 64;
 	b->ring = ring_create(t->store.vnodes);
 	b->slots = calloc(b->nn, sizeof(*b->slots));
 	b->tags = calloc(b->nn, sizeof(*b->tags));
@@ -72,11 +76,16 @@ static int bare_open(struct bare *b, const struct pc_topology *t, const struct s
 	}
 	ret = b->ring && b->slots && b->tags && ids && names ?
 	      ring_add_many(b->ring, ids, names, b->nn) : -ENOMEM;
+	/* the store's memory as the store maps it (hostmem.h), so that both pay the same
+	 * TLB misses */
 	for (uint32_t i = 0; !ret && i < b->nn; i++) {
-		b->slots[i] = calloc(b->nr_buckets * b->ways, sizeof(**b->slots));
-		b->tags[i] = calloc(b->nr_buckets, 64);
-		if (!b->slots[i] || !b->tags[i])
-			ret = -ENOMEM;
+		uint8_t *mem;
+
+		ret = hostmem_map(&mem, b->bytes, false);
+		if (ret)
+			break;
+		b->slots[i] = (struct bare_slot *)mem;
+		b->tags[i] = (uint32_t *)(mem + b->nr_buckets * b->ways * sizeof(**b->slots));
 	}
 	free(ids);
 	free(names);
@@ -85,12 +94,8 @@ static int bare_open(struct bare *b, const struct pc_topology *t, const struct s
 
 static void bare_close(struct bare *b)
 {
-	for (uint32_t i = 0; i < b->nn; i++) {
-		if (b->slots)
-			free(b->slots[i]);
-		if (b->tags)
-			free(b->tags[i]);
-	}
+	for (uint32_t i = 0; b->slots && i < b->nn; i++)
+		hostmem_unmap((uint8_t *)b->slots[i], b->bytes);
 	free(b->slots);
 	free(b->tags);
 	ring_destroy(b->ring);

@@ -1,8 +1,9 @@
 /*
  * hostmem.h - the memory peers read and write: anonymous mappings, zero-filled, on
  * huge pages where the kernel offers them (readers and writers land on random blocks
- * and each small page is a TLB miss), populated up front as pinning for RDMA would,
- * because faulting pages in on first write made early writes several times slower.
+ * and each small page is a TLB miss: headers alone, payload-free, need them as much
+ * as whole slots), populated up front when asked, as pinning for RDMA would, because
+ * faulting pages in on first write made early writes several times slower.
  *
  * Not for: registration with a fabric (the owner does that).
  */
@@ -21,8 +22,8 @@ static inline int hostmem_map(uint8_t **out, size_t bytes, bool populate)
 
 	if (m == MAP_FAILED)
 		return -ENOMEM;
+	madvise(m, bytes, MADV_HUGEPAGE);
 	if (populate) {
-		madvise(m, bytes, MADV_HUGEPAGE);
 		for (size_t off = 0; off < bytes; off += 4096)
 			m[off] = 0;
 	}
