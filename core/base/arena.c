@@ -118,20 +118,13 @@ void arena_give(struct arena_pool *p, struct arena *a)
 		arena_free(a);
 }
 
-void *arena_alloc(struct arena *a, size_t n)
+void *arena_alloc_spill(struct arena *a, size_t n)
 {
-	size_t need = n ? (n + 15) & ~(size_t)15 : 16;	/* 0 bytes: still a pointer */
+	size_t need = n ? (n + 15) & ~(size_t)15 : 16;
 	struct arena_spill *s;
 
 	if (need < n || need > PTRDIFF_MAX - sizeof(*s))
 		return NULL;	/* more than an object can be (or wrapped, here or in the spill) */
-	if (a->cap - a->used >= need) {
-		void *p = a->base + a->used;
-
-		a->used += need;
-		a->want += need;
-		return p;
-	}
 	s = malloc(sizeof(*s) + need);
 	if (!s)
 		return NULL;

@@ -58,10 +58,10 @@ void sm_claims_close(struct slotmap *sm)
 	sm->claims = NULL;
 }
 
-uint64_t sm_claim_word(struct slotmap *sm, uint64_t seq)
+uint64_t sm_claim_word(struct slotmap *sm, uint64_t now, uint64_t seq)
 {
 	struct store_svc *st = sm->st;
-	uint64_t deadline = pc_env_now(st->env) / 1000000ULL + st->topo->store.slot_claim_timeout_ms;
+	uint64_t deadline = now / 1000000ULL + st->topo->store.slot_claim_timeout_ms;
 
 	return slot_claim_word(seq, st->self == PC_PEER_NONE ? SLOT_CLAIM_ANON : st->self, deadline);
 }

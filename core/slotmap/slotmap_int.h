@@ -145,8 +145,10 @@ static inline enum slot_verdict sm_gate(const struct sm_class *c, const struct s
 /* Claims other writers left in slots (slot.h: slot_claim_word). */
 int sm_claims_open(struct slotmap *sm);
 void sm_claims_close(struct slotmap *sm);
-/* The claim word a writer of this node swaps into a slot now at version seq. */
-uint64_t sm_claim_word(struct slotmap *sm, uint64_t seq);
+/* The claim word a writer of this node swaps into a slot now at version seq; now
+ * is the env's clock as the writer read it for this pass over its batch (a read per
+ * key is a visible share of a simulated set; the deadline is in milliseconds). */
+uint64_t sm_claim_word(struct slotmap *sm, uint64_t now, uint64_t seq);
 /* Whether the odd word seen in node's slot (cls, bucket, way) may be taken over:
  * this node has seen that same word there for store.slot_claim_timeout_ms. The
  * first sighting starts the watch and answers false. Counts each takeover. */

@@ -38,6 +38,7 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 	int ret = -EBUSY;
 
 	for (int attempt = 0; attempt < 16 && ret == -EBUSY; attempt++) {
+		uint64_t now;
 		bool evicts;
 		int w;
 
@@ -64,9 +65,10 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 				continue;
 			slot_header_load(sm_spill_slot(sm, c, bucket, (uint32_t)w), &h[w]);
 		}
+		now = pc_env_now(sm->st->env);
 		ret = slot_write_local_at(sm_spill_slot(sm, c, bucket, (uint32_t)w), g, key, page, len,
-					  slot_next_stamp(h, g->ways, pc_env_now(sm->st->env)),
-					  h[w].seq, sm_claim_word(sm, h[w].seq),
+					  slot_next_stamp(h, g->ways, now), h[w].seq,
+					  sm_claim_word(sm, now, h[w].seq),
 					  &sm_spill_tags(sm, c, bucket)[w]);
 		if (!ret)
 			pc_env_copy(sm->st->env, len);

@@ -88,6 +88,16 @@ static bool direct_index(struct slotmap *sm, uint64_t epoch, struct gkey *k)
 {
 	const struct sm_layout *lay = k->kc.lay;
 
+	if (k->mask == 1u << k->c0) {	/* one class to read: the usual case */
+		uint8_t *mem = sm_direct(sm, epoch, lay, k->c0);
+
+		if (!mem)
+			return false;
+		k->idx[k->c0] = mem + slot_index_offset(&lay->cls[k->c0].g, k->bucket[k->c0]);
+		__builtin_prefetch(k->idx[k->c0]);
+		k->direct = true;
+		return true;
+	}
 	for (int c = k->c0; c >= 0; c--) {
 		const struct sm_class *cl = &lay->cls[c];
 		uint8_t *mem;
@@ -594,6 +604,7 @@ int slotmap_get(struct store_mode *m, struct pc_page *pages, size_t n)
 	struct arena *a = arena_take(&st->arenas);
 	struct gkey *keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
 	struct get_tally tally = { .unreachable = 0 };
+	const bool payload_free = sm->payload_free;
 	uint64_t bytes = 0;
 	int hits = 0;
 
@@ -604,22 +615,24 @@ int slotmap_get(struct store_mode *m, struct pc_page *pages, size_t n)
 	sm_keys_init(sm, keys, sizeof(*keys), pages, n);
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
-		struct pc_page *pg = &pages[i];
+		const struct pc_page *pg = &pages[i];
+		/* read once: the stores below may alias them as far as the compiler knows */
+		void *data = pg->data;
+		size_t len = pg->len, cap = pg->cap;
 
 		/* what is read before a pass sets it; the rest is set where it is used */
 		k->verdict = 0;
 		k->first_phase = k->from_disk = k->direct = false;
 		if (pg->status)
 			continue;
-		if ((!pg->data && pg->cap && !sm->payload_free) || pg->len > pg->cap ||
-		    pg->len > UINT32_MAX) {
-			pg->status = -EINVAL;
+		if ((!data && cap && !payload_free) || len > cap || len > UINT32_MAX) {
+			pages[i].status = -EINVAL;
 			k->kc.state = SM_DONE;
 			continue;
 		}
-		k->expect = (uint32_t)pg->len;
-		k->maxlen = pg->cap > UINT32_MAX ? UINT32_MAX : (uint32_t)pg->cap;
-		k->lreg = store_lreg(st, pg->data, pg->cap);
+		k->expect = (uint32_t)len;
+		k->maxlen = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+		k->lreg = store_lreg(st, data, cap);
 	}
 	/* A second pass only for keys whose owner restarted under us. */
 	for (int pass = 0; pass < 2; pass++) {

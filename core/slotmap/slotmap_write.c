@@ -218,7 +218,7 @@ static void set_direct(struct slotmap *sm, uint64_t now, struct skey *keys, size
 		ret = slot_write_local_at(way0 + (uint64_t)w * g->mem_stride, g, k->kc.h,
 					  k->kc.pg->data, (uint32_t)k->kc.pg->len,
 					  next_stamp(now, b, g->ways), b->dec[w].seq,
-					  sm_claim_word(sm, b->dec[w].seq), &tags[w]);
+					  sm_claim_word(sm, now, b->dec[w].seq), &tags[w]);
 		if (!ret)
 			take_way(b, keys, i, w, prev, evicts);
 	}
@@ -464,7 +464,7 @@ static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 		}
 		k->way = w;
 		/* Even seq, past the one we read: with a claim, the one it commits. */
-		k->claim = claim ? sm_claim_word(sm, k->old_seq) : 0;
+		k->claim = claim ? sm_claim_word(sm, now, k->old_seq) : 0;
 		slot_header_make(&h, claim ? k->claim + 1 : (k->old_seq | 1) + 1, (uint32_t)k->cls, k->kc.h,
 				 slot_has_payload(&cl->g) ? k->kc.pg->data : NULL,
 				 (uint32_t)k->kc.pg->len, next_stamp(now, k->b, cl->g.ways));
