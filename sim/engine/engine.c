@@ -124,9 +124,11 @@ uint32_t sim_procs(const struct sim *s)
 	return s->alive;
 }
 
+/* Without branches: which of two events goes first follows no pattern, and a
+ * pop compares at every level of the heap. */
 static bool before(const struct event *a, const struct event *b)
 {
-	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+	return (a->t < b->t) | ((a->t == b->t) & (a->seq < b->seq));
 }
 
 static void *grow(void *v, size_t *cap, size_t size)
@@ -174,14 +176,14 @@ static struct event pop(struct sim *s)
 	struct event top = s->heap[0], last = s->heap[--s->n];
 	size_t i = 0;
 
-	/* sift the last event down from the root's hole */
+	/* sift the last event down from the root's hole; the smaller child is picked
+	 * by arithmetic, not a branch */
 	for (;;) {
-		size_t l = 2 * i + 1, m = l;
+		size_t l = 2 * i + 1, m;
 
 		if (l >= s->n)
 			break;
-		if (l + 1 < s->n && before(&s->heap[l + 1], &s->heap[l]))
-			m = l + 1;
+		m = l + (size_t)((l + 1 < s->n) & before(&s->heap[l + 1], &s->heap[l]));
 		if (!before(&s->heap[m], &last))
 			break;
 		s->heap[i] = s->heap[m];
