@@ -1,7 +1,6 @@
 /*
  * port.c - processor-sharing and FIFO stations on the event engine.
  */
-#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -90,6 +89,15 @@ static void finish(struct port *p, const struct job *j)
 	j->done(p->s, j->arg);
 }
 
+/* ceil(x) for 0 <= x < 2^63 as an integer: libm's ceil is a call per event, and
+ * the truncation and the compare give the same nanosecond. */
+static uint64_t ceil_ns(double x)
+{
+	uint64_t t = (uint64_t)x;
+
+	return t + ((double)t < x);
+}
+
 /* ------------------------------------------------------------------ PS */
 
 static void ps_advance(struct port *p)
@@ -155,7 +163,7 @@ static void ps_schedule(struct port *p)
 	if (!p->n)
 		return;
 	dt = (p->v[0].tag - p->vt) * (double)p->n / p->rate;
-	t = sim_now(p->s) + (uint64_t)ceil(dt > 0 ? dt : 0);
+	t = sim_now(p->s) + ceil_ns(dt > 0 ? dt : 0);
 	if (p->armed <= t)
 		return;
 	p->armed = t;
@@ -227,7 +235,7 @@ static void fifo_start(struct port *p)
 			p->idle = false;
 		}
 		p->busy++;
-		sim_at(p->s, sim_now(p->s) + (uint64_t)ceil(e->j.tag / p->rate), fifo_event, e);
+		sim_at(p->s, sim_now(p->s) + ceil_ns(e->j.tag / p->rate), fifo_event, e);
 	}
 }
 
