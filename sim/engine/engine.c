@@ -40,6 +40,26 @@ struct event {
 	void *arg;
 };
 
+/* Events in the order they were queued, a ring (the current time's; a lane's). */
+struct fifo {
+	struct event *v;
+	size_t head, n, cap;
+};
+
+/*
+ * Lanes: events a fixed delay ahead (sim_after_fixed: a rail's latency, a drive's)
+ * are queued in time order, since now only grows, so each delay's events go to the
+ * back of its own FIFO instead of through the heap, and the next later event is the
+ * first of the heap's top and the lanes' heads. A lane whose FIFO empties is free
+ * for another delay; a delay finding no lane takes the heap.
+ */
+#define LANES 4
+
+struct lane {
+	uint64_t delay;
+	struct fifo q;
+};
+
 struct sim_proc {
 	ucontext_t ctx;			/* its start (and every switch without FAST_SWITCH) */
 	jmp_buf jb;			/* where it blocked */
@@ -58,8 +78,8 @@ struct sim {
 	struct rng rng;
 	struct event *heap;		/* events for later times */
 	size_t n, cap;
-	struct event *nowq;		/* events for the current time, in order (a ring) */
-	size_t qhead, qn, qcap;
+	struct fifo nowq;		/* events for the current time, in order */
+	struct lane lanes[LANES];	/* events for later times, in order per delay */
 	ucontext_t sched;
 	jmp_buf sched_jb;		/* the scheduler, while a process runs */
 	struct sim_proc *current;
@@ -105,7 +125,9 @@ void sim_destroy(struct sim *s)
 		proc_free(p);
 	}
 	free(s->heap);
-	free(s->nowq);
+	free(s->nowq.v);
+	for (int l = 0; l < LANES; l++)
+		free(s->lanes[l].q.v);
 	free(s);
 }
 
@@ -142,27 +164,77 @@ static void *grow(void *v, size_t *cap, size_t size)
 	return n;
 }
 
+static void fifo_push(struct fifo *q, const struct event *ev)
+{
+	if (q->n == q->cap) {
+		size_t old = q->cap;
+
+		q->v = grow(q->v, &q->cap, sizeof(*q->v));
+		/* unwrap: the part before head moves after the old end */
+		memcpy(q->v + old, q->v, q->head * sizeof(*q->v));
+	}
+	q->v[(q->head + q->n++) % q->cap] = *ev;
+}
+
+static struct event fifo_pop(struct fifo *q)
+{
+	struct event e = q->v[q->head];
+
+	q->head = (q->head + 1) % q->cap;
+	q->n--;
+	return e;
+}
+
+static void heap_push(struct sim *s, const struct event *ev);
+
 /*
  * Events for the current time (wakes, most of them) skip the heap: they go to the
- * back of a FIFO. The order stays exactly (t, seq): an event in the heap for the
- * current time was scheduled before time got here, so before anything in the FIFO.
+ * back of a FIFO. The order stays exactly (t, seq): an event in the heap or a lane
+ * for the current time was scheduled before time got here, so before anything in
+ * the FIFO.
  */
 void sim_at(struct sim *s, uint64_t t, sim_event_fn *fn, void *arg)
 {
 	struct event ev = { .t = t < s->now ? s->now : t, .seq = s->seq++, .fn = fn, .arg = arg };
-	size_t i;
 
-	if (ev.t == s->now) {
-		if (s->qn == s->qcap) {
-			size_t old = s->qcap;
+	if (ev.t == s->now)
+		fifo_push(&s->nowq, &ev);
+	else
+		heap_push(s, &ev);
+}
 
-			s->nowq = grow(s->nowq, &s->qcap, sizeof(*s->nowq));
-			/* unwrap: the part before qhead moves after the old end */
-			memcpy(s->nowq + old, s->nowq, s->qhead * sizeof(*s->nowq));
-		}
-		s->nowq[(s->qhead + s->qn++) % s->qcap] = ev;
+void sim_after_fixed(struct sim *s, uint64_t delay, sim_event_fn *fn, void *arg)
+{
+	struct event ev = { .t = s->now + delay, .seq = s->seq++, .fn = fn, .arg = arg };
+	struct lane *free_lane = NULL;
+
+	if (!delay) {
+		fifo_push(&s->nowq, &ev);
 		return;
 	}
+	for (int l = 0; l < LANES; l++) {
+		struct lane *ln = &s->lanes[l];
+
+		if (ln->q.n && ln->delay == delay) {
+			fifo_push(&ln->q, &ev);
+			return;
+		}
+		if (!ln->q.n && !free_lane)
+			free_lane = ln;
+	}
+	if (free_lane) {
+		free_lane->delay = delay;
+		fifo_push(&free_lane->q, &ev);
+		return;
+	}
+	heap_push(s, &ev);
+}
+
+static void heap_push(struct sim *s, const struct event *e)
+{
+	struct event ev = *e;
+	size_t i;
+
 	if (s->n == s->cap)
 		s->heap = grow(s->heap, &s->cap, sizeof(*s->heap));
 	/* sift up: move parents down into the hole, then drop ev in */
@@ -171,7 +243,7 @@ void sim_at(struct sim *s, uint64_t t, sim_event_fn *fn, void *arg)
 	s->heap[i] = ev;
 }
 
-static struct event pop(struct sim *s)
+static struct event heap_pop(struct sim *s)
 {
 	struct event top = s->heap[0], last = s->heap[--s->n];
 	size_t i = 0;
@@ -217,21 +289,44 @@ static void resume(struct sim *s, void *arg)
 	}
 }
 
+/* The first later event: the heap's top or a lane's head; NULL when none. *lane
+ * gets the lane's index, or -1 for the heap. */
+static const struct event *next_later(const struct sim *s, int *lane)
+{
+	const struct event *e = s->n ? &s->heap[0] : NULL;
+
+	*lane = -1;
+	for (int l = 0; l < LANES; l++) {
+		const struct fifo *q = &s->lanes[l].q;
+
+		if (q->n && (!e || before(&q->v[q->head], e))) {
+			e = &q->v[q->head];
+			*lane = l;
+		}
+	}
+	return e;
+}
+
+static struct event pop_later(struct sim *s, int lane)
+{
+	return lane < 0 ? heap_pop(s) : fifo_pop(&s->lanes[lane].q);
+}
+
 uint64_t sim_run(struct sim *s, uint64_t until)
 {
 	uint64_t ran = 0;
 
 	for (;;) {
+		int lane;
+		const struct event *later = next_later(s, &lane);
 		struct event e;
 
-		if (s->n && s->heap[0].t == s->now && s->now <= until) {
-			e = pop(s);	/* scheduled for now before now came */
-		} else if (s->qn && s->now <= until) {
-			e = s->nowq[s->qhead];
-			s->qhead = (s->qhead + 1) % s->qcap;
-			s->qn--;
-		} else if (s->n && s->heap[0].t <= until) {
-			e = pop(s);
+		if (later && later->t == s->now && s->now <= until) {
+			e = pop_later(s, lane);	/* scheduled for now before now came */
+		} else if (s->nowq.n && s->now <= until) {
+			e = fifo_pop(&s->nowq);
+		} else if (later && later->t <= until) {
+			e = pop_later(s, lane);
 			s->now = e.t;
 		} else {
 			break;

@@ -31,6 +31,10 @@ double sim_uniform(struct sim *s);
 
 /* Run fn(s, arg) at absolute virtual time t (now when t is in the past). */
 void sim_at(struct sim *s, uint64_t t, sim_event_fn *fn, void *arg);
+/* Run fn(s, arg) delay ns from now, as sim_at(s, now + delay, ...) in the same
+ * order, for callers whose delays are a few fixed values (a rail's latency, a
+ * drive's): their events queue per delay without the heap. */
+void sim_after_fixed(struct sim *s, uint64_t delay, sim_event_fn *fn, void *arg);
 
 /* Run events until none is left or the next is after until. Returns the number run. */
 uint64_t sim_run(struct sim *s, uint64_t until);

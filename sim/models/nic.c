@@ -158,7 +158,7 @@ static void part_done(struct sim *s, void *arg)
 
 	if (--x->parts)
 		return;
-	sim_at(s, sim_now(s) + x->n->rails[x->by][x->rail].latency, round_done, x);
+	sim_after_fixed(s, x->n->rails[x->by][x->rail].latency, round_done, x);
 }
 
 static void after_request_latency(struct sim *s, void *arg)
@@ -199,7 +199,7 @@ static void start_round(struct xfer *x)
 	rp->outstanding += ops;
 	x->round_ops = ops;
 	x->ops_left -= ops;
-	sim_at(n->s, sim_now(n->s) + rp->latency, after_request_latency, x);
+	sim_after_fixed(n->s, rp->latency, after_request_latency, x);
 }
 
 void net_transfer(struct sim_net *n, uint32_t by, uint32_t from, uint32_t to, uint32_t rail,

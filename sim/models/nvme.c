@@ -88,7 +88,7 @@ static void admit(struct sim_nvme *d)
 		if (!d->head)
 			d->tail = NULL;
 		d->inflight++;
-		sim_at(d->s, sim_now(d->s) + d->latency, after_latency, c);
+		sim_after_fixed(d->s, d->latency, after_latency, c);
 	}
 }
 
