@@ -214,6 +214,24 @@ static struct inproc_fabric *endpoint_nolock(struct inproc_world *w, uint32_t no
 	return __atomic_load_n(&w->nodes[node], __ATOMIC_ACQUIRE);
 }
 
+/* A hint only: an op that will fail, or a region gone by the time the op runs,
+ * costs a wasted prefetch. At most the first 512 bytes of an op. */
+void inproc_world_prefetch(struct inproc_world *w, const struct pc_op *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct pc_op *op = &ops[i];
+		struct inproc_fabric *ep = endpoint_nolock(w, op->peer);
+		uint64_t len = pc_op_bytes(op);
+		uint8_t *where;
+
+		if (!ep || region_table_check(&ep->regions, op->rkey, op->raddr, len,
+					      region_access_for(op->kind), &where))
+			continue;
+		for (uint64_t off = 0; off < len && off < 512; off += 64)
+			__builtin_prefetch(where + off);
+	}
+}
+
 static int inproc_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uint32_t rkey,
 		      uint64_t raddr, uint64_t len, unsigned access, void **addr)
 {

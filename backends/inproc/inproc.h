@@ -38,6 +38,11 @@ void inproc_world_share(struct inproc_world *w, bool share);
 void inproc_world_apply_batch(struct inproc_world *w, struct pc_op *ops, const uint32_t *idx,
 			      size_t n);
 
+/* Bring the memory ops[0..n) will touch at their nodes into cache, for a caller that
+ * applies them later (the simulator, after the modelled transfer): the ops' misses
+ * then overlap the time between. Changes nothing, counts nothing. */
+void inproc_world_prefetch(struct inproc_world *w, const struct pc_op *ops, size_t n);
+
 /* Run one RPC at its target as a peer would. */
 int inproc_world_call(struct inproc_world *w, uint32_t from, struct pc_rpc *rpc);
 

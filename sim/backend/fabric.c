@@ -215,8 +215,10 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		sf->rr++;
 		i = j;
 	}
-	if (po.pending)
+	if (po.pending) {
+		inproc_world_prefetch(w->mem, ops, n);	/* in cache when the ports are through */
 		sim_block(w->s);
+	}
 	free(po.order);
 	return 0;
 }
