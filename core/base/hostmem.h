@@ -16,13 +16,19 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#define HOSTMEM_HUGE (2u << 20)	/* x86-64's huge page */
+
 static inline int hostmem_map(uint8_t **out, size_t bytes, bool populate)
 {
 	uint8_t *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (m == MAP_FAILED)
 		return -ENOMEM;
-	madvise(m, bytes, MADV_HUGEPAGE);
+	/* An unpopulated mapping smaller than a huge page gains nothing from one but
+	 * 2 MiB resident where it touched a few small pages (the kernel merges
+	 * neighbouring mappings: a simulator's hundreds of small slot regions). */
+	if (populate || bytes >= HOSTMEM_HUGE)
+		madvise(m, bytes, MADV_HUGEPAGE);
 	if (populate) {
 		for (size_t off = 0; off < bytes; off += 4096)
 			m[off] = 0;
