@@ -74,7 +74,8 @@ struct sim_proc {
 };
 
 struct sim {
-	uint64_t now, seq, events_run;
+	struct sim_clock clock;		/* first: sim_now reads it inline */
+	uint64_t seq, events_run;
 	struct rng rng;
 	struct event *heap;		/* events for later times */
 	size_t n, cap;
@@ -129,11 +130,6 @@ void sim_destroy(struct sim *s)
 	for (int l = 0; l < LANES; l++)
 		free(s->lanes[l].q.v);
 	free(s);
-}
-
-uint64_t sim_now(const struct sim *s)
-{
-	return s->now;
 }
 
 uint64_t sim_events(const struct sim *s)
@@ -195,9 +191,10 @@ static void heap_push(struct sim *s, const struct event *ev);
  */
 void sim_at(struct sim *s, uint64_t t, sim_event_fn *fn, void *arg)
 {
-	struct event ev = { .t = t < s->now ? s->now : t, .seq = s->seq++, .fn = fn, .arg = arg };
+	struct event ev = { .t = t < s->clock.now ? s->clock.now : t, .seq = s->seq++, .fn = fn,
+			     .arg = arg };
 
-	if (ev.t == s->now)
+	if (ev.t == s->clock.now)
 		fifo_push(&s->nowq, &ev);
 	else
 		heap_push(s, &ev);
@@ -205,7 +202,7 @@ void sim_at(struct sim *s, uint64_t t, sim_event_fn *fn, void *arg)
 
 void sim_after_fixed(struct sim *s, uint64_t delay, sim_event_fn *fn, void *arg)
 {
-	struct event ev = { .t = s->now + delay, .seq = s->seq++, .fn = fn, .arg = arg };
+	struct event ev = { .t = s->clock.now + delay, .seq = s->seq++, .fn = fn, .arg = arg };
 	struct lane *free_lane = NULL;
 
 	if (!delay) {
@@ -321,13 +318,13 @@ uint64_t sim_run(struct sim *s, uint64_t until)
 		const struct event *later = next_later(s, &lane);
 		struct event e;
 
-		if (later && later->t == s->now && s->now <= until) {
+		if (later && later->t == s->clock.now && s->clock.now <= until) {
 			e = pop_later(s, lane);	/* scheduled for now before now came */
-		} else if (s->nowq.n && s->now <= until) {
+		} else if (s->nowq.n && s->clock.now <= until) {
 			e = fifo_pop(&s->nowq);
 		} else if (later && later->t <= until) {
 			e = pop_later(s, lane);
-			s->now = e.t;
+			s->clock.now = e.t;
 		} else {
 			break;
 		}
@@ -391,7 +388,7 @@ struct sim_proc *sim_spawn(struct sim *s, sim_proc_fn *fn, void *arg, uint32_t n
 	trampoline_sim = s;
 	makecontext(&p->ctx, trampoline, 0);
 	s->alive++;
-	sim_at(s, s->now, resume, p);
+	sim_at(s, s->clock.now, resume, p);
 	return p;
 }
 
@@ -429,7 +426,7 @@ void sim_block(struct sim *s)
 
 void sim_wake(struct sim *s, struct sim_proc *p)
 {
-	sim_at(s, s->now, resume, p);
+	sim_at(s, s->clock.now, resume, p);
 }
 
 static void wake_event(struct sim *s, void *arg)
@@ -441,6 +438,6 @@ void sim_sleep(struct sim *s, uint64_t ns)
 {
 	if (!s->current)
 		return;
-	sim_at(s, s->now + ns, wake_event, s->current);
+	sim_at(s, s->clock.now + ns, wake_event, s->current);
 	sim_block(s);
 }
