@@ -61,13 +61,21 @@ static size_t lower_bound(const struct ring *r, uint64_t p, size_t lo, size_t hi
 	return lo;
 }
 
-/* Rebuild the jump table: about eight ranges per point. */
+/* Up to this many entries (1 MiB) the jump table gets about 32 ranges per point, so
+ * that one lookup in 32, not one in eight, scans points; past it the table would
+ * take the cache the slots need, and a larger ring keeps eight or more. */
+#define RING_LUT_FINE (1u << 18)
+
+/* Rebuild the jump table. */
 static int build_lut(struct ring *r)
 {
 	unsigned bits = 1;
 	size_t nr;
 	uint32_t *lut;
 
+	while (bits < 30 && (1ULL << bits) < 32 * (uint64_t)r->nr_points &&
+	       (1ULL << bits) < RING_LUT_FINE)
+		bits++;
 	while (bits < 30 && (1ULL << bits) < 8 * (uint64_t)r->nr_points)
 		bits++;
 	nr = (size_t)1 << bits;

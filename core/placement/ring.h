@@ -34,10 +34,11 @@ struct ring {
 	size_t nr_points;
 	struct ring_point *points;	/* sorted by point, then node */
 	uint32_t *nodes;		/* member node ids, ascending */
-	/* A jump table over the top lut_bits of a position, about eight ranges per point.
-	 * A range no point splits holds its owner, flagged RING_LUT_OWNER (seven in eight
-	 * ranges: a lookup is one load); the others the index of their first point, from
-	 * which a lookup scans the one or two points of the range. */
+	/* A jump table over the top lut_bits of a position, 8 to 32 ranges per point
+	 * (ring.c: RING_LUT_FINE). A range no point splits holds its owner, flagged
+	 * RING_LUT_OWNER (all but one range in 8 to 32: a lookup is one load); the others
+	 * the index of their first point, from which a lookup scans the one or two points
+	 * of the range. */
 	uint32_t *lut;
 	unsigned lut_bits;
 };
