@@ -60,7 +60,7 @@ static const struct tool_opt options[] = {
 	{ "--seeds N", "1", "Runs per configuration, with seeds 1..N." },
 	{ "--mode timing|hitrate", "timing",
 	  "timing models NIC rails and NVMe drives as queues (latencies, utilisation); hitrate "
-	  "only decides hits and misses, 5-10x faster." },
+	  "only decides hits and misses, about an order of magnitude faster." },
 	{ "--duration SECONDS", "the workload's requests", "Stop after this much simulated time." },
 	{ "--interval SECONDS", "1 (or a hundredth of --duration)",
 	  "The time step of timeseries.csv." },
