@@ -118,6 +118,26 @@ static int owned_keys(struct pc_store *st, uint32_t owner, uint64_t *next, uint6
 	return 0;
 }
 
+/* What to tell the user when a benchmark batch did not do all it should. */
+static const char *why_failed(const struct pc_page *pg, uint32_t n, int got, bool get)
+{
+	int st = got < 0 ? got : 0;
+
+	for (uint32_t i = 0; i < n && !st; i++)
+		if (pg[i].status && pg[i].status != -ENOENT)
+			st = pg[i].status;
+	switch (st) {
+	case -ECONNREFUSED: case -EHOSTDOWN: case -EHOSTUNREACH: case -ETIMEDOUT:
+	case -ENETDOWN: case -ECONNRESET:
+		return "a peer does not answer; is pcd running every other node of the topology?";
+	case 0:
+		return get ? "over a tenth of the pages missed; give the cluster more slots "
+			     "(store.global_segment_size)" : "not every page stored";
+	default:
+		return strerror(-st);
+	}
+}
+
 static uint32_t some_peer(const struct pc_store *st)
 {
 	const struct store_svc *sv = &st->svc;
@@ -185,11 +205,9 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 		if (get && got >= 0)
 			misses += k->batch - (uint32_t)got;
 		if (got < 0 || (!get && got != (int)k->batch) || misses * 10 > (uint64_t)reps * k->batch) {
-			snprintf(err, errlen, "%s of %u pages of %u bytes (%s): %s; give the cluster "
-				 "more slots (store.global_segment_size)", get ? "get" : "set",
+			snprintf(err, errlen, "%s of %u pages of %u bytes (%s): %s", get ? "get" : "set",
 				 k->batch, k->page, calib_where_name(k->where),
-				 got < 0 ? strerror(-got) : get ? "over a tenth of the pages missed" :
-				 "not every page stored");
+				 why_failed(pg, k->batch, got, get));
 			ret = -EIO;
 		}
 	}
