@@ -95,6 +95,13 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* A case's result: the median of its reps timings (t, sorted here), us. */
+static void keep_median(struct calib_case *k, double *t, uint32_t reps, bool sim)
+{
+	qsort(t, reps, sizeof(*t), cmp_double);
+	*(sim ? &k->sim_us : &k->real_us) = t[reps / 2];
+}
+
 /* n keys from the benchmark's key space at *next: owned by `owner`, or with
  * owner PC_PEER_NONE by every node in turn. -EHOSTUNREACH when a node owns none
  * of a million keys in a row (it is not in the ring). */
@@ -211,11 +218,7 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 			ret = -EIO;
 		}
 	}
-	qsort(t, reps, sizeof(*t), cmp_double);
-	if (sim)
-		k->sim_us = t[reps / 2];
-	else
-		k->real_us = t[reps / 2];
+	keep_median(k, t, reps, sim);
 	free(t);
 	free(keys);
 	free(buf);
@@ -284,11 +287,7 @@ static int run_disk_case(struct pc_store *st, struct calib_case *k, uint32_t rep
 	if (ret)
 		snprintf(err, errlen, "disk %.200s: %s of %u blocks of %u bytes: %s", node->nvme.path,
 			 calib_op_name(k->op), k->batch, k->page, strerror(-ret));
-	qsort(t, reps, sizeof(*t), cmp_double);
-	if (sim)
-		k->sim_us = t[reps / 2];
-	else
-		k->real_us = t[reps / 2];
+	keep_median(k, t, reps, sim);
 	pc_storage_close(s);
 	free(buf);
 	free(t);
@@ -576,6 +575,7 @@ static int real_replay(struct pc_store *st, const struct pc_topology *t, const s
 	uint8_t *buf = NULL;
 	uint64_t *keys = NULL;
 	struct pc_page *pg = NULL;
+	int *status = NULL;
 	uint32_t cap = 0;
 	uint64_t start = pc_env_now(env);
 	/* the requests run_sim() makes of the same spec: its workload seed for run seed 1 */
@@ -587,17 +587,18 @@ static int real_replay(struct pc_store *st, const struct pc_topology *t, const s
 	while ((ret = wl_next(g, &q)) == 1) {
 		uint32_t n = 0, miss_from = q.npages;
 		uint64_t t0, lat;
-		int *status;
 
 		if (q.npages > cap) {
 			cap = q.npages;
 			free(buf);
 			free(keys);
 			free(pg);
+			free(status);
 			buf = malloc((size_t)cap * page);
 			keys = malloc(cap * sizeof(*keys));
 			pg = malloc(cap * sizeof(*pg));
-			if (!buf || !keys || !pg) {
+			status = malloc(cap * sizeof(*status));
+			if (!buf || !keys || !pg || !status) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -611,11 +612,6 @@ static int real_replay(struct pc_store *st, const struct pc_topology *t, const s
 		t0 = pc_env_now(env);
 		pc_batch_get(st, pg, q.npages);
 		lat = pc_env_now(env) - t0;
-		status = malloc(q.npages * sizeof(*status));
-		if (!status) {
-			ret = -ENOMEM;
-			break;
-		}
 		for (uint32_t i = 0; i < q.npages; i++) {
 			status[i] = pg[i].status;
 			if (status[i] && miss_from == q.npages)
@@ -626,7 +622,6 @@ static int real_replay(struct pc_store *st, const struct pc_topology *t, const s
 			if (q.prefix || status[i])
 				pg[n++] = (struct pc_page){ .key = &keys[i], .key_len = sizeof(keys[i]),
 							    .data = buf + (size_t)i * page, .len = page };
-		free(status);
 		if (n)
 			pc_batch_set(st, pg, n);
 	}
@@ -635,6 +630,7 @@ static int real_replay(struct pc_store *st, const struct pc_topology *t, const s
 	free(buf);
 	free(keys);
 	free(pg);
+	free(status);
 	if (ret < 0 && !err[0])
 		snprintf(err, errlen, "replay: %s", strerror(-ret));
 	return ret < 0 ? ret : 0;

@@ -169,7 +169,6 @@ static void after_request_latency(struct sim *s, void *arg)
 	const struct rail_ports *src = &n->rails[x->from][x->rail], *dst = &n->rails[x->to][x->rail];
 
 	(void)s;
-
 	n->bytes += bytes;
 	x->parts = 2;
 	port_submit(src->egress, bytes + src->op_bytes * x->round_ops, part_done, x);

@@ -267,18 +267,14 @@ static void close_one(void *arg)
 }
 
 /*
- * The last request is done: take the results, then close the stores, which stops
- * their background tasks (spill sweeps, lease expiry, heartbeats) so that the run can
- * end. Every node closes at once, as a process of its own: a close waits in virtual
- * time for its tasks to stop, and nodes closed one after the other would each see the
- * ones before them fall silent and take them out of the ring (n^2 / 2 ring changes,
- * and as many warnings, at 512 nodes).
+ * Close the stores, which stops their background tasks (spill sweeps, lease expiry,
+ * heartbeats) so that the run can end. Every node closes at once, as a process of its
+ * own: a close waits in virtual time for its tasks to stop, and nodes closed one after
+ * the other would each see the ones before them fall silent and take them out of the
+ * ring (n^2 / 2 ring changes, and as many warnings, at 512 nodes).
  */
-static void closer(void *arg)
+static void close_all(struct cluster *c)
 {
-	struct cluster *c = arg;
-
-	collect(c);
 	c->closing = calloc(c->nn, sizeof(*c->closing));
 	for (uint32_t i = 0; i < c->nn; i++) {
 		if (!c->st[i])
@@ -290,6 +286,15 @@ static void closer(void *arg)
 		}
 		close_node(c, i);	/* out of memory: one after the other, then */
 	}
+}
+
+/* The last request is done: take the results, then close the stores. */
+static void closer(void *arg)
+{
+	struct cluster *c = arg;
+
+	collect(c);
+	close_all(c);
 }
 
 static void maybe_finish(struct cluster *c)
@@ -606,9 +611,7 @@ static void on_node_proc(void *arg)
 	struct cluster *c = o->c;
 
 	o->fn(c->st[o->node], o->arg);
-	for (uint32_t i = 0; i < c->nn; i++)	/* their tasks stop: the run can end */
-		if (c->st[i])
-			close_node(c, i);
+	close_all(c);
 }
 
 int run_on_node(const struct run_cfg *cfg, uint32_t node, run_node_fn *fn, void *arg, char *err,
