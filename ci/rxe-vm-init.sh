@@ -4,8 +4,11 @@
 # comparison, the torture run over rxe, then two rails (rxe1 on dummy pc0, rxe2 on
 # dummy pc1, each with its own address) for the two-rail tests (also under ASan)
 # and the validation kit (ci/roce-validate.sh), whose results it prints between
-# markers for the host to turn into a report; reports RXE_VM_RESULT=PASS|FAIL and
-# powers off. Kernel command line: pc_torture_reads=N (reads of the torture run).
+# markers for the host to turn into a report; then the Python package over rxe0 in
+# a chroot of the host's root (9p, read-only); reports RXE_VM_RESULT=PASS|FAIL and
+# powers off. Kernel command line: pc_torture_reads=N (reads of the torture run),
+# pc_rxe_steps=LIST, pc_python/pc_src/pc_build (step 8's interpreter and the host's
+# source and build directories; no pc_python: step 8 is skipped).
 export PATH=/pc:/bin:/sbin
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu
 mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
@@ -150,5 +153,26 @@ fi
 echo "PC_VALIDATE_BEGIN"
 cat /tmp/validate/results.tsv 2>/dev/null
 echo "PC_VALIDATE_END"
+fi
+arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p"; }
+if want 8; then
+echo "VM: ---- 8. the Python package (SGLang backend) over rxe0: the host pool without bounce copies"
+PY=$(arg pc_python) SRC=$(arg pc_src) BLD=$(arg pc_build)
+if [ -z "$PY" ]; then
+	echo "VM:   skipped: the host has no interpreter that imports torch (see the host's log)"
+elif ! { mkdir -p /host && mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 \
+		hostroot /host && mount --bind /proc /host/proc && mount --bind /sys /host/sys \
+		&& mount --bind /dev /host/dev && mount -t tmpfs tmpfs /host/tmp; }; then
+	fail python-9p-mount
+else
+	timeout 600 chroot /host /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp \
+		PYTHONPATH="$SRC/python" PYTHONDONTWRITEBYTECODE=1 PEERCACHE_LIB="$BLD/libpeercache.so" \
+		PEERCACHE_PCD="$BLD/tools/pcd" PEERCACHE_RDMA_DEVICE=rxe0 PEERCACHE_RDMA_PROTOCOL=rxe \
+		sh -c "cd '$SRC/tests/python' && exec '$PY' -m unittest -v test_rdma" > /tmp/python.log 2>&1
+	rc=$?
+	grep -vE '^\s*$' /tmp/python.log | sed 's/^/VM:   /' | tail -40
+	grep -q '^OK' /tmp/python.log && ! grep -q 'skipped' /tmp/python.log || rc=1
+	[ $rc = 0 ] || fail python-rdma
+fi
 fi
 finish

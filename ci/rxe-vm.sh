@@ -16,6 +16,10 @@
 #   7. ci/roce-validate.sh, the cluster validation kit, against those two rails;
 #      its results come back over the console and become the report in
 #      BUILD/rxe-vm/validate (report.md and PNGs)
+#   8. the Python package (SGLang's storage backend) over rxe0: its registered host
+#      pool moved by the NIC without a bounce copy (tests/python/test_rdma.py). The
+#      VM mounts this host's root read-only over 9p and runs the host's python3 and
+#      torch in a chroot of it (nothing is copied into the initramfs)
 # It prints one line RXE: PASS or RXE: FAIL and exits 0, 1 (test failure), 2
 # (setup: no download, VM did not report) or 77 (skipped: no qemu and not root).
 # The VM's CPU is QEMU's plain qemu64: under TCG it runs rdma_rxe and our code about
@@ -23,7 +27,8 @@
 #
 #   ci/rxe-vm.sh [BUILD_DIR]   env: PC_RXE_CACHE (downloads), VM_TIMEOUT, VM_MEM, VM_CPU,
 #                              PC_TORTURE_READS (default 100000; 1000000 for the long run),
-#                              PC_RXE_STEPS (e.g. 6,7: only those steps; all by default)
+#                              PC_RXE_STEPS (e.g. 6,7: only those steps; all by default),
+#                              PC_RXE_PYTHON (step 8's interpreter; default /usr/bin/python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(cd "${1:-build}" && pwd)
@@ -86,7 +91,8 @@ modorder() {
 		echo "${line%%:*}"
 	done | awk '!seen[$0]++'
 }
-MODS=$(modorder crc32_generic rdma_rxe dummy) || setup_fail "cannot resolve rdma_rxe's modules"
+MODS=$(modorder crc32_generic rdma_rxe dummy virtio_pci 9pnet_virtio 9p) \
+	|| setup_fail "cannot resolve the modules of rdma_rxe and 9p"
 
 # ---------------------------------------------------------------- initramfs
 STAGE="$BUILD/rxe-vm/stage"
@@ -130,13 +136,23 @@ log "building the initramfs"
 	|| setup_fail "cpio failed"
 
 # ---------------------------------------------------------------- boot
+# step 8 runs this host's interpreter (one that imports torch, as SGLang's pools are
+# torch tensors) on this host's files, shared read-only over 9p
+PY=${PC_RXE_PYTHON:-/usr/bin/python3}
+if "$PY" -c 'import torch' 2>/dev/null; then
+	SHARE="-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
+	PYARGS="pc_python=$PY pc_src=$(pwd) pc_build=$BUILD"
+else
+	log "step 8 (the Python package over rxe) will be skipped: $PY cannot import torch (ci/install-deps.sh installs python3-torch; PC_RXE_PYTHON names another)"
+	SHARE="" PYARGS=""
+fi
 if [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then ACCEL="-accel kvm -cpu host"; else ACCEL="-accel tcg -cpu ${VM_CPU:-qemu64}"; fi
 LOG="$BUILD/rxe-vm/vm.log"
 log "booting ($ACCEL, ${VM_MEM} MiB, 2 vCPUs, timeout ${VM_TIMEOUT}s); log in $LOG"
 set +e
 timeout "$VM_TIMEOUT" qemu-system-x86_64 $ACCEL -m "$VM_MEM" -smp 2 -nodefaults -no-user-config \
-	-display none -serial stdio -no-reboot -kernel "$VMLINUZ" -initrd "$BUILD/rxe-vm/initrd.gz" \
-	-append "console=ttyS0 panic=-1 loglevel=3 pc_torture_reads=${PC_TORTURE_READS:-100000} pc_rxe_steps=${PC_RXE_STEPS:-}" \
+	-display none -serial stdio -no-reboot -kernel "$VMLINUZ" -initrd "$BUILD/rxe-vm/initrd.gz" $SHARE \
+	-append "console=ttyS0 panic=-1 loglevel=3 pc_torture_reads=${PC_TORTURE_READS:-100000} pc_rxe_steps=${PC_RXE_STEPS:-} $PYARGS" \
 	</dev/null 2>&1 | tr -d '\r' | tee "$LOG"
 QRC=${PIPESTATUS[0]}
 set -e

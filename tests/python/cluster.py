@@ -39,9 +39,12 @@ def _free(port):
 
 class Cluster:
     """NODES pcd processes n0.. on 127.0.0.1 (embed: names of nodes not started, for
-    stores that own them in the test process). path: the topology file."""
+    stores that own them in the test process). path: the topology file. protocol:
+    the store's fabric; devices: RDMA devices, one rail each, every node's (verbs,
+    rxe)."""
 
-    def __init__(self, store=STORE, nodes=NODES, embed=(), pcd_args=()):
+    def __init__(self, store=STORE, nodes=NODES, embed=(), pcd_args=(), protocol="tcp",
+                 devices=()):
         self.nodes = nodes
         self.dir = tempfile.mkdtemp(prefix="pcpytest-")
         self.procs = {}
@@ -55,8 +58,12 @@ class Cluster:
             self.port0 = base
             self.path = os.path.join(self.dir, "cluster-%d.yaml" % base)
             with open(self.path, "w") as f:
-                f.write("name: pytest\nstore: {protocol: tcp, fallback: none, %s}\n" % store)
-                f.write("node_defaults: {nvme: {path: %s, capacity: 64MiB}}\nnodes:\n" % self.dir)
+                f.write("name: pytest\nstore: {protocol: %s, fallback: none, %s}\n"
+                        % (protocol, store))
+                rails = (", rails: [%s]" % ", ".join("{device: %s}" % d for d in devices)
+                         if devices else "")
+                f.write("node_defaults: {nvme: {path: %s, capacity: 64MiB}%s}\nnodes:\n"
+                        % (self.dir, rails))
                 for i in range(nodes):
                     f.write("  - {name: n%d, address: 127.0.0.1, port: %d}\n" % (i, base + i))
             if all(self.start(i) for i in range(nodes) if "n%d" % i not in self.embed):
