@@ -36,6 +36,7 @@ static int tcp_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 	ret = tcp_peers_init(tf);
 	if (ret)
 		goto err_regions;
+	f->prepares = true;	/* flight_tx prepares each WRITE as its bytes go */
 	return 0;
 err_regions:
 	region_table_fini(&tf->regions);

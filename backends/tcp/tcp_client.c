@@ -192,6 +192,19 @@ struct landing {
  * it is in cache, not after the whole batch has pushed it out. */
 #define RX_WINDOW (256u << 10)
 
+/* A WRITE to be prepared (pc_op.prepare) before its bytes go: its place in idx,
+ * and the tx iovec its bytes start at. */
+struct readying {
+	uint32_t j;
+	size_t at;
+};
+
+/* Bytes one send takes at most while WRITEs wait to be prepared: each op's last
+ * bytes (its header's checksum) are filled just before it goes, so the payload that
+ * read is still in cache as the kernel copies it, and the peer takes in the
+ * previous window meanwhile instead of waiting for the whole batch's checksums. */
+#define TX_WINDOW (1u << 20)
+
 /* One request and its response on one connection, including the connect and HELLO
  * when the connection is new: all of it runs concurrently with the other flights. */
 struct flight {
@@ -211,6 +224,8 @@ struct flight {
 	struct tcp_hdr req;
 	struct iovec *tx;
 	size_t txn, txi;
+	struct readying *ready;		/* WRITEs with a prepare(), in tx order */
+	uint32_t nready, ready_i;	/* how many; how many prepared */
 	/* response */
 	struct tcp_hdr resp;
 	size_t got;
@@ -235,12 +250,27 @@ static bool would_block(void)
 	return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
-/* 1: all sent; 0: would block; <0: error. */
+/* Send the request, a window at a time while WRITEs wait to be prepared, preparing
+ * each just before its window goes. 1: all sent; 0: would block; <0: error. */
 static int flight_tx(struct flight *fl)
 {
-	int r = tcp_sendv(fl->conn->fd, fl->tx, fl->txn, &fl->txi);
+	for (;;) {
+		size_t end = fl->txn, bytes = 0;
+		int r;
 
-	return !r ? 1 : r == -EAGAIN ? 0 : r;
+		if (fl->ready_i < fl->nready) {
+			end = fl->txi;
+			while (end < fl->txn && bytes < TX_WINDOW)
+				bytes += fl->tx[end++].iov_len;
+			for (; fl->ready_i < fl->nready && fl->ready[fl->ready_i].at < end; fl->ready_i++)
+				pc_op_prepare(&fl->ops[fl->idx[fl->ready[fl->ready_i].j]]);
+		}
+		r = tcp_sendv(fl->conn->fd, fl->tx, end, &fl->txi);
+		if (r)
+			return r == -EAGAIN ? 0 : r;
+		if (fl->txi >= fl->txn)
+			return 1;
+	}
 }
 
 /* The statuses are in: where does each successful op's data go? */
@@ -750,7 +780,8 @@ static int build_ops(struct flight *fl)
 	fl->desc = calloc(n, sizeof(*fl->desc));
 	fl->status = calloc(n, sizeof(*fl->status));
 	fl->tx = calloc(2 * (size_t)n + 2, sizeof(*fl->tx));
-	if (!fl->desc || !fl->status || !fl->tx)
+	fl->ready = calloc(n ? n : 1, sizeof(*fl->ready));
+	if (!fl->desc || !fl->status || !fl->tx || !fl->ready)
 		return -ENOMEM;
 	for (uint32_t j = 0; j < n; j++) {
 		struct pc_op *op = &ops[fl->idx[j]];
@@ -778,6 +809,8 @@ static int build_ops(struct flight *fl)
 
 		if (op->kind != PC_OP_WRITE)
 			continue;
+		if (op->prepare)
+			fl->ready[fl->nready++] = (struct readying){ .j = j, .at = t };
 		if (op->head_len)
 			fl->tx[t++] = (struct iovec){ .iov_base = op->head, .iov_len = op->head_len };
 		if (op->len)
@@ -844,6 +877,7 @@ int tcp_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		free(fl->desc);
 		free(fl->status);
 		free(fl->tx);
+		free(fl->ready);
 		free(fl->rx);
 		free(fl->land);
 	}

@@ -281,6 +281,8 @@ int pc_fabric_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		assert(ops[i].peer < f->nr_peers);
 		assert(ops[i].kind != PC_OP_CAS || (ops[i].len == 8 && !ops[i].head_len));
 		ops[i].status = 0;
+		if (ops[i].prepare && !f->prepares)
+			pc_op_prepare(&ops[i]);
 	}
 	now = pc_env_now(f->env);
 	skipped = count_skipped(f, &e, now);

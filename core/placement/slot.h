@@ -125,6 +125,12 @@ static inline void slot_header_encode(const struct slot_header *h, void *out)
 	slot_header_encode_body(h, out);
 }
 
+/* An encoded header's checksum field alone (a writer that sums the payload last). */
+static inline void slot_header_put_checksum(void *out, uint64_t checksum)
+{
+	slot_put64((uint8_t *)out + 40, checksum);
+}
+
 /* magic, version and class_id lie in the struct as in the slot: one 8-byte copy.
  * Three narrow stores there made the compiler's one wide load of magic and version
  * (slot_header_empty) wait for them (a failed store forward, ~15 cycles a header). */

@@ -266,6 +266,7 @@ static int shim_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 				memcpy(ops[i].local, &ops[i].compare, 8);
 			continue;
 		}
+		pc_op_prepare(&ops[i]);	/* faults act on the bytes as they would go */
 		op = &run[m];
 		*op = ops[i];
 		at[m++] = i;

@@ -85,6 +85,16 @@ struct pc_op {
 	 * then does that work after post(). */
 	void (*landed)(void *landed_arg, const struct pc_op *op);
 	void *landed_arg;
+	/* Optional, WRITEs only: prepare(prepare_arg, op) fills in the last of the
+	 * bytes the op sends (a slot header's checksum of the payload), once, before
+	 * any of them is read, on the thread inside post(). A backend that sends the
+	 * bytes itself (tcp, pc_fabric.prepares) calls it just before the op's bytes
+	 * go, so the payload the checksum read is still in cache when it is sent and
+	 * the peer takes in earlier ops meanwhile; pc_fabric_post calls the others'
+	 * before the post. The op it passes may be a copy: prepare writes through
+	 * head and local, never the op's fields. */
+	void (*prepare)(void *prepare_arg, const struct pc_op *op);
+	void *prepare_arg;
 };
 
 /* A growable message buffer. The backend owns the ones it hands to handlers; on
@@ -242,6 +252,8 @@ struct pc_fabric {
 	size_t (*rpc_max_req)(void *arg, uint16_t opcode);
 	void *rpc_max_arg;
 	bool maps;			/* map() gives peers' memory (set by the backend) */
+	bool prepares;			/* post() calls pc_op.prepare itself (set by the
+					 * backend); else pc_fabric_post does, before it */
 	const uint64_t *map_epoch;	/* with maps: a counter the backend advances whenever
 					 * an address map() gave may have stopped being good
 					 * (a peer closed, went down or dropped a region); an
@@ -255,6 +267,15 @@ struct pc_fabric {
 static inline uint64_t pc_op_bytes(const struct pc_op *op)
 {
 	return (uint64_t)op->head_len + op->len;
+}
+
+/* Run op's prepare, if any, and clear it: whoever sends the op next (a fabric
+ * stacked on this one, a fault shim) does not run it again. */
+static inline void pc_op_prepare(struct pc_op *op)
+{
+	if (op->prepare && op->kind == PC_OP_WRITE)
+		op->prepare(op->prepare_arg, op);
+	op->prepare = NULL;
 }
 
 static inline void pc_stat_add(uint64_t *c, uint64_t v)

@@ -782,6 +782,66 @@ static void test_landed(void)
 	net_down(N);
 }
 
+/* What prepare() callbacks were asked: each WRITE's calls. */
+struct prepare_seen {
+	unsigned calls[8];
+};
+
+/* Fills the op's head: the peer must get the filled bytes, never the old ones. */
+static void on_prepare(void *arg, const struct pc_op *op)
+{
+	struct prepare_seen *w = arg;
+	unsigned i = (unsigned)op->compare;
+
+	w->calls[i]++;
+	memset(op->head, 0xA0 + (int)i, op->head_len);
+}
+
+/* pc_op.prepare: called once per WRITE that asks, before its bytes go (the peer's
+ * memory holds what it filled in), never for a READ; tcp calls it as it sends, in
+ * windows (sizes below and above one), the others through pc_fabric_post before. */
+static void test_prepare(void)
+{
+	static const uint32_t len[8] = { 4096, 262144, 100, 3u << 20, 300000, 12288, 8, 65536 };
+	struct net *N = net_up(0);
+	struct prepare_seen w = { { 0 } };
+	uint8_t *src = malloc(3u << 20), heads[8][64], got[100];
+	uint64_t offs[8], off = 0;
+	struct pc_op ops[8];
+
+	CU_ASSERT_EQUAL(N->f[0]->prepares, is_tcp());
+	for (size_t i = 0; i < 3u << 20; i++)
+		src[i] = (uint8_t)(i * 13 + i / 509);
+	memset(heads, 0x11, sizeof(heads));
+	for (int i = 0; i < 8; i++) {
+		offs[i] = off;
+		ops[i] = (struct pc_op){ .kind = i == 2 ? PC_OP_READ : PC_OP_WRITE, .peer = 1,
+					 .rkey = N->r[1].key, .raddr = at(N, 1, off), .head = heads[i],
+					 .head_len = 64, .local = i == 2 ? got : src, .len = len[i],
+					 .compare = (uint64_t)i };	/* only to tell the ops apart */
+		if (i != 5) {	/* 5 does not ask */
+			ops[i].prepare = on_prepare;
+			ops[i].prepare_arg = &w;
+		}
+		off += 64 + len[i] + 4096;
+	}
+	N->f[0]->timeout_ms = 10000;
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_post(N->f[0], ops, 8), 0);
+	for (int i = 0; i < 8; i++) {
+		const uint8_t *r = N->mem[1] + offs[i];
+
+		CU_ASSERT_EQUAL(ops[i].status, 0);
+		CU_ASSERT_EQUAL(w.calls[i], i != 2 && i != 5 ? 1u : 0u);
+		if (i == 2)
+			continue;
+		for (int b = 0; b < 64; b++)
+			CU_ASSERT_EQUAL(r[b], i == 5 ? 0x11 : 0xA0 + i);
+		CU_ASSERT_EQUAL(memcmp(r + 64, src, len[i]), 0);
+	}
+	free(src);
+	net_down(N);
+}
+
 /* ------------------------------------------------------------ the parser alone */
 
 /* A frame as bytes: the header, then n bytes of body. Returns its length. */
@@ -1188,6 +1248,7 @@ static CU_TestInfo tests[] = {
 	{ "a different node at the address", test_wrong_node },
 	{ "64 x 256 KiB in one post", test_large },
 	{ "landed() once per READ that asks, its bytes in", test_landed },
+	{ "prepare() once per WRITE that asks, before its bytes go", test_prepare },
 	{ "without polling (tcp_poll_us: 0)", test_no_polling },
 	CU_TEST_INFO_NULL,
 };
