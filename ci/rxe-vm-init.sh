@@ -158,14 +158,25 @@ arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p"; }
 if want 8; then
 echo "VM: ---- 8. the Python package (SGLang backend) over rxe0: the host pool without bounce copies"
 PY=$(arg pc_python) SRC=$(arg pc_src) BLD=$(arg pc_build)
+# The chroot's scratch (TMPDIR): a tmpfs over a host directory that holds neither
+# the source nor the build, which CI clones under /tmp.
+SCRATCH=""
+for d in /tmp /var/tmp /mnt /srv /opt; do
+	case "$SRC/" in "$d"/*) continue ;; esac
+	case "$BLD/" in "$d"/*) continue ;; esac
+	SCRATCH=$d
+	break
+done
 if [ -z "$PY" ]; then
 	echo "VM:   skipped: the host has no interpreter that imports torch (see the host's log)"
 elif ! { mkdir -p /host && mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 \
 		hostroot /host && mount --bind /proc /host/proc && mount --bind /sys /host/sys \
-		&& mount --bind /dev /host/dev && mount -t tmpfs tmpfs /host/tmp; }; then
+		&& mount --bind /dev /host/dev && [ -n "$SCRATCH" ] && [ -d "/host$SCRATCH" ] \
+		&& mount -t tmpfs tmpfs "/host$SCRATCH"; }; then
 	fail python-9p-mount
 else
-	timeout 600 chroot /host /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp \
+	echo "VM:   the host's root over 9p, read-only; scratch (TMPDIR) a tmpfs on $SCRATCH"
+	timeout 600 chroot /host /usr/bin/env -i PATH=/usr/bin:/bin HOME="$SCRATCH" TMPDIR="$SCRATCH" \
 		PYTHONPATH="$SRC/python" PYTHONDONTWRITEBYTECODE=1 PEERCACHE_LIB="$BLD/libpeercache.so" \
 		PEERCACHE_PCD="$BLD/tools/pcd" PEERCACHE_RDMA_DEVICE=rxe0 PEERCACHE_RDMA_PROTOCOL=rxe \
 		sh -c "cd '$SRC/tests/python' && exec '$PY' -m unittest -v test_rdma" > /tmp/python.log 2>&1
