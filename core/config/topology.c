@@ -250,6 +250,8 @@ static int load_document(struct loader *L)
 				return -EINVAL;
 			if (strlen(scalar(v)) >= sizeof(t->name))
 				return fail(L, v, "name: at most %zu characters", sizeof(t->name) - 1);
+			if (!text_printable(scalar(v)))
+				return fail(L, v, "name: " TEXT_PRINTABLE_WHY);
 			strcpy(t->name, scalar(v));
 		} else if (!strcmp(key, "store")) {
 			if (load_mapping(L, v, &store_section, &t->store, "store", NULL))
@@ -536,9 +538,14 @@ static int apply_set(struct pc_topology *t, const char *key, const char *value, 
 	}
 	if (!strncmp(key, "nodes.", 6))
 		return set_in_nodes(t, key + 6, value, why, whylen);
-	if (!strcmp(key, "name"))
+	if (!strcmp(key, "name")) {
+		if (!text_printable(value)) {
+			snprintf(why, whylen, TEXT_PRINTABLE_WHY);
+			return -EINVAL;
+		}
 		return snprintf(t->name, sizeof(t->name), "%s", value) >= (int)sizeof(t->name) ?
 			       -EINVAL : 0;
+	}
 	snprintf(why, whylen,
 		 "unknown key; use store.<field>, model.<field>, nodes.<field>, nodes.rails.<field>, nodes.nvme.<field> or nodes.count");
 	return -EINVAL;
@@ -713,7 +720,9 @@ static void write_section(FILE *f, const struct section *s, const void *base, co
 
 int pc_topology_write(const struct pc_topology *t, FILE *f)
 {
-	fprintf(f, "# resolved topology (from %s)\nname: \"%s\"\nstore:\n", t->source, t->name);
+	fprintf(f, "# resolved topology (from %s)\nname: ", t->source);
+	field_print_string(f, t->name);
+	fprintf(f, "\nstore:\n");
 	write_section(f, &store_section, &t->store, "  ");
 	if (t->model.present) {
 		fprintf(f, "model:\n");

@@ -500,6 +500,10 @@ int field_parse(const struct field *f, void *base, const char *text, bool quoted
 				 strlen(text));
 			return -EINVAL;
 		}
+		if (!text_printable(text)) {
+			snprintf(why, whylen, TEXT_PRINTABLE_WHY);
+			return -EINVAL;
+		}
 		strcpy(p, text);
 		return 0;
 	case FT_BOOL:
@@ -567,7 +571,42 @@ int field_parse(const struct field *f, void *base, const char *text, bool quoted
 	return 0;
 }
 
-static void print_string(FILE *out, const char *s)
+bool text_printable(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	while (*u) {
+		uint32_t c = *u, min;
+		int more;
+
+		if (c < 0x80) {
+			if (c < 0x20 || c == 0x7f)
+				return false;
+			u++;
+			continue;
+		}
+		/* the sequence's length and the least code point it may encode */
+		if (c >= 0xc2 && c <= 0xdf)
+			more = 1, c &= 0x1f, min = 0x80;
+		else if (c >= 0xe0 && c <= 0xef)
+			more = 2, c &= 0x0f, min = 0x800;
+		else if (c >= 0xf0 && c <= 0xf4)
+			more = 3, c &= 0x07, min = 0x10000;
+		else
+			return false;
+		for (u++; more--; u++) {
+			if ((*u & 0xc0) != 0x80)
+				return false;
+			c = c << 6 | (*u & 0x3f);
+		}
+		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) ||
+		    (c >= 0x80 && c < 0xa0))	/* C1 controls */
+			return false;
+	}
+	return true;
+}
+
+void field_print_string(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (; *s; s++) {
@@ -587,7 +626,7 @@ void field_print(const struct field *f, const void *base, FILE *out)
 	case FT_REMOVED:
 		break;
 	case FT_STR:
-		print_string(out, p);
+		field_print_string(out, p);
 		break;
 	case FT_BOOL:
 		fputs(*(const bool *)p ? "true" : "false", out);

@@ -77,6 +77,12 @@ bool size_is_decimal(const char *s);
 
 /* Print the field's value as YAML. */
 void field_print(const struct field *f, const void *base, FILE *out);
+/* A string as a YAML double-quoted scalar. */
+void field_print_string(FILE *out, const char *s);
+/* Whether a string may be a text value: valid UTF-8 without control characters,
+ * so that what a topology holds can be written back as YAML and read again. */
+bool text_printable(const char *s);
+#define TEXT_PRINTABLE_WHY "expected printable text (valid UTF-8, no control characters)"
 
 /* Zero, then the schema's defaults (nodes get one rail). */
 void topology_set_defaults(struct pc_topology *t);

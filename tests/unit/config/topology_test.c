@@ -327,6 +327,50 @@ static void test_write_roundtrip(void)
 	free(buf);
 }
 
+/* What a topology holds is written back as YAML that loads again: quotes,
+ * backslashes and UTF-8 in text values survive; control characters and bytes that
+ * are not UTF-8 are refused where they come in (found by fuzz_topology: a name
+ * "la\ptop" was written unescaped and the YAML written did not load). */
+static void test_text_roundtrip(void)
+{
+	static const char text[] = "name: la\\ptop\n"
+				   "store: {etcd_prefix: \"/a\\\"b\\\\c/\"}\nnodes:\n  - {name: n0, address: 127.0.0.1}\n";
+	static const char ctl[] = "name: \"a\\x01b\"\nnodes:\n  - {name: n0, address: 127.0.0.1}\n";
+	char err[PC_ERR_MAX], *buf = NULL;
+	size_t len = 0;
+	struct pc_topology *t = NULL, *u = NULL;
+	FILE *f;
+
+	if (pc_topology_parse(text, strlen(text), "text.yaml", &t, err, sizeof(err)))
+		printf("\n  %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_STRING_EQUAL(t->name, "la\\ptop");
+	CU_ASSERT_STRING_EQUAL(t->store.etcd_prefix, "/a\"b\\c/");
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.auth_secret_file=/h\xc3\xb6st\\\"x", err, sizeof(err)), 0);
+	f = open_memstream(&buf, &len);
+	CU_ASSERT_EQUAL(pc_topology_write(t, f), 0);
+	fclose(f);
+	if (pc_topology_parse(buf, len, "written.yaml", &u, err, sizeof(err)))
+		printf("\n  %s\n%s", err, buf);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_STRING_EQUAL(u->name, t->name);
+	CU_ASSERT_STRING_EQUAL(u->store.etcd_prefix, t->store.etcd_prefix);
+	CU_ASSERT_STRING_EQUAL(u->store.auth_secret_file, "/h\xc3\xb6st\\\"x");
+	/* refused where they come in, with a line that says what text may be */
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.etcd_prefix=a\tb", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "printable text"));
+	CU_ASSERT_EQUAL(pc_topology_set(t, "name=\xff", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.etcd_prefix=\xc0\xaf", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "store.etcd_prefix=\xed\xa0\x80", err, sizeof(err)), -EINVAL);
+	pc_topology_free(u);
+	u = NULL;
+	CU_ASSERT_NOT_EQUAL(pc_topology_parse(ctl, strlen(ctl), "ctl.yaml", &u, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NULL(u);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "ctl.yaml:1:7: name: expected printable text"));
+	pc_topology_free(t);
+	free(buf);
+}
+
 static void test_parse_size(void)
 {
 	uint64_t v;
@@ -464,6 +508,7 @@ static CU_TestInfo tests[] = {
 	{ "missing file", test_missing_file },
 	{ "--set overrides", test_set },
 	{ "write and parse back", test_write_roundtrip },
+	{ "text values written back: escaped, or refused where they come in", test_text_roundtrip },
 	{ "sizes", test_parse_size },
 	{ "the config fingerprint: fixed text, local settings left out", test_fingerprint },
 	{ "store.max_nodes: room for nodes that join", test_room_to_join },
