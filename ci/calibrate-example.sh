@@ -1,6 +1,6 @@
 #!/bin/sh
 # calibrate-example.sh [BUILD] - the calibration tables of docs/simulator.md: runs the
-# sim.calibrate test (tests/e2e/calib_test.c: a 3-node tcp cluster on loopback,
+# sim.calibrate test (tests/e2e/calib_test.c: a 2-node tcp cluster on loopback,
 # pccalibrate on n0, the held-back workloads, then a cluster that spills) and puts
 # pccalibrate's markdown and the machine it ran on between the "BEGIN calibration"
 # and "END calibration" markers.
@@ -20,7 +20,7 @@ PC_CALIB_OUT=$T "$B/tests/calib_test" "$B/tools/pcd" "$B/sim/pccalibrate" "$B/si
 		"$(sed -n 's/^  machine: "\(.*\)"$/\1/p' "$T/cal.yaml")" \
 		"$(sed -n 's/^  date: //p' "$T/cal.yaml")" "$(sed -n 's/^  commit: //p' "$T/cal.yaml")"
 	sed 's/^## /#### /; s,`mooncake:/[^`]*/trace.jsonl`,`mooncake:trace.jsonl`,
-	     s,^#### Calibration (.*/model.yaml,#### Calibration (3 nodes on loopback,' "$T/cal.md"
+	     s|^#### Calibration (.*/model.yaml|#### Calibration (2 nodes on loopback, a core each|' "$T/cal.md"
 	printf '\n#### With spill (the same file, a cluster that spills to disk)\n'
 	sed -n '/^| workload/,$p' "$T/spill.md" | sed '1s/^/\n/'
 } >"$T/block"

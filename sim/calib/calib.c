@@ -56,20 +56,19 @@ int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const u
 			return -EINVAL;
 		spread = batches[b] > spread ? batches[b] : spread;	/* the largest */
 	}
-	if (npages * (2 * nbatches + 3 + (disk ? 4 : 0)) > CALIB_MAX_CASES)
+	if (npages * (2 * nbatches + 4 + (disk ? 4 : 0)) > CALIB_MAX_CASES)
 		return -E2BIG;
 	for (uint32_t k = 0; k < npages; k++) {
 		for (int op = CALIB_GET; op <= CALIB_SET; op++)
 			for (uint32_t b = 0; b < nbatches; b++)
 				c->cases[c->nr_cases++] = (struct calib_case){
 					.op = (enum calib_op)op, .page = pages[k], .batch = batches[b] };
-		/* the node's own pages: the copy rate; every node's: peers at once */
-		c->cases[c->nr_cases++] = (struct calib_case){ .op = CALIB_GET, .page = pages[k],
-							       .batch = spread, .where = CALIB_OWN };
-		for (int op = CALIB_GET; op <= CALIB_SET; op++)
-			c->cases[c->nr_cases++] = (struct calib_case){
-				.op = (enum calib_op)op, .page = pages[k], .batch = spread,
-				.where = CALIB_SPREAD };
+		/* the node's own pages: the copy rates; every node's: peers at once */
+		for (int where = CALIB_OWN; where <= CALIB_SPREAD; where++)
+			for (int op = CALIB_GET; op <= CALIB_SET; op++)
+				c->cases[c->nr_cases++] = (struct calib_case){
+					.op = (enum calib_op)op, .page = pages[k], .batch = spread,
+					.where = (enum calib_where)where };
 		/* the disk: one block (latency and rate), a batch (the per-command time) */
 		for (int op = CALIB_DISK_READ; disk && op <= CALIB_DISK_WRITE; op++)
 			for (uint32_t b = 1; b <= CALIB_DISK_BATCH; b += CALIB_DISK_BATCH - 1)

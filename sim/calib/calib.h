@@ -89,7 +89,7 @@ const char *calib_op_name(enum calib_op op);
 const char *calib_case_pages(const struct calib_case *k);
 
 /* The benchmark cases: for each page size, gets and sets of each batch size of one
- * peer's pages, and batches of the largest size of the node's own pages (gets) and
+ * peer's pages, and batches of the largest size of the node's own pages and
  * of every node's (gets and sets); with disk, reads and writes of one block and of
  * CALIB_DISK_BATCH blocks of each page size on the node's nvme.path. -EINVAL for a
  * batch of 0 or over CALIB_MAX_BATCH, -E2BIG for more than CALIB_MAX_CASES cases. */

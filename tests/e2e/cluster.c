@@ -3,6 +3,7 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,6 +43,13 @@ pid_t ecl_spawn_pcd(struct ecl *E, uint32_t i)
 
 		dup2(fd, 1);	/* not the test's stdout: ctest waits for every holder of it */
 		dup2(fd, 2);
+		if (E->pcd_cpu >= 0) {	/* kept across exec */
+			cpu_set_t set;
+
+			CPU_ZERO(&set);
+			CPU_SET(E->pcd_cpu, &set);
+			sched_setaffinity(0, sizeof(set), &set);
+		}
 		argv[argc++] = "pcd";
 		argv[argc++] = "--topology";
 		argv[argc++] = E->path;
@@ -130,11 +138,23 @@ struct ecl *ecl_up(const char *pcd, const char *protocol, const char *store, boo
 struct ecl *ecl_up_args(const char *pcd, const char *protocol, const char *store, bool embed_n0,
 			const char *pcd_args)
 {
+	struct ecl_opts o = { .pcd_args = pcd_args };
+
+	return ecl_up_opts(pcd, protocol, store, embed_n0, &o);
+}
+
+struct ecl *ecl_up_opts(const char *pcd, const char *protocol, const char *store, bool embed_n0,
+			const struct ecl_opts *o)
+{
 	struct ecl *E = calloc(1, sizeof(*E));
 	char err[PC_ERR_MAX];
 
-	if (pcd_args)
-		snprintf(E->pcd_args, sizeof(E->pcd_args), "%s", pcd_args);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(E);
+	E->nodes = o->nodes ? o->nodes : NODES;
+	CU_ASSERT_FATAL(E->nodes >= 2 && E->nodes <= NODES);
+	E->pcd_cpu = o->pcd_cpu - 1;
+	if (o->pcd_args)
+		snprintf(E->pcd_args, sizeof(E->pcd_args), "%s", o->pcd_args);
 
 	pcd_path = pcd;
 	for (int attempt = 0; attempt < 10; attempt++) {
@@ -149,14 +169,14 @@ struct ecl *ecl_up_args(const char *pcd, const char *protocol, const char *store
 			"node_defaults: {nvme: {path: %s, capacity: 64MiB}}\nnodes:\n",
 			protocol, strstr(store, "heartbeat_ms") ? "" : "heartbeat_ms: 0, ", store,
 			pc_test_tmpdir());
-		for (uint32_t i = 0; i < NODES; i++)
+		for (uint32_t i = 0; i < E->nodes; i++)
 			fprintf(f, "  - {name: n%u, address: 127.0.0.1, port: %u}\n", i, E->port0 + i);
 		fclose(f);
 		if (pc_topology_load(E->path, &E->topo, err, sizeof(err))) {
 			printf("\n  %s\n", err);
 			CU_FAIL_FATAL("bad test topology");
 		}
-		for (uint32_t i = embed_n0 ? 1 : 0; i < NODES && ok; i++)
+		for (uint32_t i = embed_n0 ? 1 : 0; i < E->nodes && ok; i++)
 			ok = (E->pcd[i] = ecl_spawn_pcd(E, i)) > 0;
 		if (ok && embed_n0)
 			ok = (E->n0 = ecl_open_store(E, "n0")) != NULL;

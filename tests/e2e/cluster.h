@@ -1,6 +1,7 @@
 /*
- * cluster.h - a 3-node cluster on loopback for end-to-end tests: a topology file on
- * free ports, pcd processes for some nodes, and stores opened in the test process.
+ * cluster.h - a 3-node cluster on loopback for end-to-end tests (2 nodes where a
+ * test asks): a topology file on free ports, pcd processes for some nodes, and
+ * stores opened in the test process.
  */
 #ifndef PC_TEST_CLUSTER_H
 #define PC_TEST_CLUSTER_H
@@ -17,9 +18,18 @@ struct ecl {
 	char path[512];
 	struct pc_topology *topo;
 	uint16_t port0;
+	uint32_t nodes;			/* NODES, or fewer (ecl_up_opts) */
 	pid_t pcd[NODES];
 	struct pc_store *n0;		/* node n0 in this process, when embedded */
 	char pcd_args[512];		/* extra pcd flags, space-separated */
+	int pcd_cpu;			/* the CPU every pcd is pinned to, or -1 */
+};
+
+/* How ecl_up_opts builds a cluster; zeroes are ecl_up's defaults. */
+struct ecl_opts {
+	uint32_t nodes;			/* 2 or NODES (0: NODES) */
+	const char *pcd_args;		/* extra flags for every pcd */
+	int pcd_cpu;			/* pin every pcd to this CPU + 1 (0: not pinned) */
 };
 
 /* Start the cluster: pcd (binary pcd) for nodes 1 and 2, and for node 0 too unless
@@ -29,6 +39,8 @@ struct ecl *ecl_up(const char *pcd, const char *protocol, const char *store, boo
 /* The same with extra flags for every pcd (e.g. "--host-blocks 8"). */
 struct ecl *ecl_up_args(const char *pcd, const char *protocol, const char *store, bool embed_n0,
 			const char *pcd_args);
+struct ecl *ecl_up_opts(const char *pcd, const char *protocol, const char *store, bool embed_n0,
+			const struct ecl_opts *o);
 void ecl_down(struct ecl *E);
 pid_t ecl_spawn_pcd(struct ecl *E, uint32_t i);
 void ecl_stop_pcd(struct ecl *E, uint32_t i, int sig);
