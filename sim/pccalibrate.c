@@ -88,7 +88,9 @@ static const struct tool_doc doc = {
 		"per byte and the disk's four keys, so a simulation at a base point and one with "
 		"each of them doubled give the coefficients, and a non-negative least squares fit "
 		"of the relative errors gives nodes.rails.latency_us, gbps, op_us, "
-		"nodes.memcpy_gbps and the nvme keys. Pin this process and each pcd to cores of "
+		"nodes.memcpy_gbps and the nvme keys; then nodes.jitter, the spread of the "
+		"node's waits, is the value at which the simulated cases' 90th percentiles stand "
+		"to their medians as the measured ones do. Pin this process and each pcd to cores of "
 		"their own (taskset) when they share a machine: the model gives every node its "
 		"own. The file records the "
 		"machine, the date, the commit, the cluster, every case (measured and predicted) "
@@ -210,17 +212,18 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 				cal.cases[i].batch, calib_case_pages(&cal.cases[i]), cal.cases[i].real_us);
 		return 1;
 	}
-	printf("## Calibration (%s, node %s)\n\n| op | page | batch | pages | measured | model |\n|---|---|---|---|---|---|\n",
+	printf("## Calibration (%s, node %s)\n\n| op | page | batch | pages | measured | model | p90 measured | p90 model |\n|---|---|---|---|---|---|---|---|\n",
 	       path, node);
 	for (uint32_t i = 0; i < cal.nr_cases; i++) {
 		const struct calib_case *k = &cal.cases[i];
 
-		printf("| %s | %u KiB | %u | %s | %.1f us | %.1f us (%+.0f%%) |\n",
-		       calib_op_name(k->op), k->page >> 10, k->batch,
-		       calib_case_pages(k), k->real_us, k->sim_us, off(k->sim_us, k->real_us));
+		printf("| %s | %u KiB | %u | %s | %.1f us | %.1f us (%+.0f%%) | %.1f us | %.1f us (%+.0f%%) |\n",
+		       calib_op_name(k->op), k->page >> 10, k->batch, calib_case_pages(k), k->real_us,
+		       k->sim_us, off(k->sim_us, k->real_us), k->real_p90_us, k->sim_p90_us,
+		       off(k->sim_p90_us, k->real_p90_us));
 	}
-	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f", cal.fit.latency_us,
-	       cal.fit.gbps, cal.fit.op_us, cal.fit.memcpy_gbps);
+	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f, jitter %.2f",
+	       cal.fit.latency_us, cal.fit.gbps, cal.fit.op_us, cal.fit.memcpy_gbps, cal.fit.jitter);
 	if (cal.disk)
 		printf("; nvme latency_us %.1f, read_mbps %.0f, write_mbps %.0f, iops %.0f",
 		       cal.fit.nvme_latency_us, cal.fit.read_mbps, cal.fit.write_mbps, cal.fit.iops);

@@ -66,6 +66,7 @@ struct pc_node {
 	struct pc_rail rails[PC_MAX_RAILS];
 	uint32_t nr_rails;
 	double memcpy_gbps;		/* host copy bandwidth (GB/s), for the simulator */
+	double jitter;			/* the simulator's spread of the node's waits (sigma) */
 	bool has_nvme;
 	struct pc_nvme nvme;
 	struct pc_mark mark;		/* the node's entry in the file */

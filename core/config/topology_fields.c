@@ -235,6 +235,13 @@ static const struct field node_fields[] = {
 		 "tiered pool's host memory store.tier_host_blocks x store.tier_block_bytes"),
 	F(struct pc_node, memcpy_gbps, FT_DOUBLE, 0.001, 10000, "10",
 	  DOC("sim", "GB/s", "The simulator's memory copy rate for a node's own pages.")),
+	F(struct pc_node, jitter, FT_DOUBLE, 0, 4, "0",
+	  DOC("sim", "sigma", "How much the node's waits vary in the simulator, as a host's "
+	      "wake-ups and interrupts stretch real ones: each fabric post, RPC and local copy "
+	      "its store waits on takes its modelled time times e^(jitter x max(0, Z)), Z a "
+	      "standard normal draw (so half take just their time, one in ten e^(1.28 x "
+	      "jitter) times it, one in a hundred e^(2.33 x jitter)). 0: every wait as "
+	      "modelled. pccalibrate fits it to the spread of a cluster's batches.")),
 	{ .name = "rails", DOC("all", NULL, "The node's NICs, a list of rails (below); one "
 			       "default rail when absent.") },
 	{ .name = "nvme", DOC("spill, tier, sim", NULL, "The node's disk (below); needed by "

@@ -1,10 +1,12 @@
 /*
  * env.c - pc_env ops on the engine: virtual time, seeded randomness, background
- * tasks as processes, and local copies charged at the node's memcpy bandwidth.
+ * tasks as processes, and local copies charged at the node's memcpy bandwidth; the
+ * stretch of a node's waits (nodes.jitter).
  *
  * Not for: building the world the envs belong to (world.c).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "world.h"
@@ -47,13 +49,43 @@ static void senv_join(struct pc_env *c, struct pc_task *t)
 	sim_join(to_senv(c)->w->s, (struct sim_proc *)t);
 }
 
-/* T = bytes / memcpy bandwidth, on the process that copied. */
+/* A uniform draw in (0, 1]. */
+static double unit_draw(struct sim *s)
+{
+	return (double)((sim_random(s) >> 11) + 1) * 0x1p-53;
+}
+
+/*
+ * A real host's waits are sometimes longer than the work in them (a wake-up that
+ * comes late, an interrupt, the other side's softirq on a shared loopback): half
+ * of the waits take their time, the rest e^(s x |Z|) times it (|Z| half-normal, by
+ * Box-Muller), so that the median wait is the modelled one, which is what the
+ * calibration fits the other keys to, and the tail is a lognormal's.
+ */
+#define JITTER_MAX_LOG 6.9	/* ln 1000 */
+
+uint64_t sim_env_stretch(struct sim_env *e, uint64_t ns)
+{
+	struct sim *s = e->w->s;
+	double z;
+
+	if (!(e->jitter > 0) || !ns || (sim_random(s) & 1))
+		return 0;
+	z = sqrt(-2.0 * log(unit_draw(s))) * fabs(cos(2.0 * M_PI * unit_draw(s)));
+	/* at most a thousand times the wait: a run's clock never overflows */
+	return (uint64_t)((double)ns * expm1(fmin(e->jitter * z, JITTER_MAX_LOG)));
+}
+
+/* T = bytes / memcpy bandwidth, stretched as any wait, on the process that copied. */
 static void senv_copy(struct pc_env *c, uint64_t bytes)
 {
 	struct sim_env *sc = to_senv(c);
+	uint64_t t;
 
-	if (sc->w->timing && sc->copy_rate > 0)
-		sim_sleep(sc->w->s, (uint64_t)((double)bytes / sc->copy_rate));
+	if (!sc->w->timing || !(sc->copy_rate > 0))
+		return;
+	t = (uint64_t)((double)bytes / sc->copy_rate);
+	sim_sleep(sc->w->s, t + sim_env_stretch(sc, t));
 }
 
 /* The other processes due now run first; no simulated time passes. */

@@ -85,6 +85,17 @@ static bool timed(struct sim_fabric *sf)
 	return sf->w->timing && sf->base.self != PC_PEER_NONE && sim_self(sf->w->s);
 }
 
+/* The caller waited since t0 for its post or call: as long again as the node's
+ * jitter stretches that wait (0 without). */
+static void stretch_wait(struct sim_fabric *sf, uint64_t t0)
+{
+	struct sim_world *w = sf->w;
+	uint64_t extra = sim_env_stretch(&w->envs[sf->base.self], sim_now(w->s) - t0);
+
+	if (extra)
+		sim_sleep(w->s, extra);
+}
+
 /* ------------------------------------------------------------------ posts */
 
 struct post {
@@ -152,11 +163,13 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	struct post po = { .sf = sf, .ops = ops };
 	struct peer_part *parts;
 	uint32_t self = f->self;
+	uint64_t t0;
 
 	if (!timed(sf)) {
 		inproc_world_apply_batch(w->mem, ops, NULL, n);
 		return 0;
 	}
+	t0 = sim_now(w->s);
 	/* one block: order[n], then peers[n] (group_by_peer's), then one part per peer */
 	po.order = malloc(n * (2 * sizeof(*po.order) + sizeof(*parts)));
 	if (!po.order)
@@ -218,6 +231,7 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	if (po.pending) {
 		inproc_world_prefetch(w->mem, ops, n);	/* in cache when the ports are through */
 		sim_block(w->s);
+		stretch_wait(sf, t0);
 	}
 	free(po.order);
 	return 0;
@@ -287,6 +301,7 @@ static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 {
 	struct sim_fabric *sf = to_sf(f);
 	struct call c = { .sf = sf };
+	uint64_t t0;
 
 	if (f->self != PC_PEER_NONE && sf->w->dead[f->self]) {
 		for (size_t i = 0; i < n; i++)
@@ -301,6 +316,7 @@ static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 		return 0;
 	}
 	c.proc = sim_self(sf->w->s);
+	t0 = sim_now(sf->w->s);
 	for (size_t i = 0; i < n; i++) {
 		struct rpc_run *rr = calloc(1, sizeof(*rr));
 
@@ -313,8 +329,10 @@ static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 		net_transfer(sf->w->net, f->self, f->self, rpcs[i].peer, 0, 1,
 			     (double)rpcs[i].req_len + MSG_OVERHEAD, request_arrived, rr);
 	}
-	if (c.pending)
+	if (c.pending) {
 		sim_block(sf->w->s);
+		stretch_wait(sf, t0);
+	}
 	return 0;
 }
 

@@ -30,6 +30,7 @@ struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, b
 		w->envs[i] = (struct sim_env){ .base.ops = &sim_env_ops, .w = w,
 						   .node = i < t->nr_nodes ? i : PC_PEER_NONE };
 		w->envs[i].copy_rate = (i < t->nr_nodes ? t->nodes[i].memcpy_gbps : 10.0);
+		w->envs[i].jitter = i < t->nr_nodes ? t->nodes[i].jitter : 0;
 		if (i < t->nr_nodes && t->nodes[i].has_nvme) {
 			w->nvme[i] = nvme_create(s, &t->nodes[i].nvme);
 			if (!w->nvme[i])

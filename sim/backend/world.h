@@ -26,6 +26,7 @@ struct sim_env {
 	struct sim_world *w;
 	uint32_t node;
 	double copy_rate;		/* bytes per ns of a local memcpy */
+	double jitter;			/* nodes.jitter: the spread of its waits */
 };
 
 struct sim_world {
@@ -51,6 +52,11 @@ void sim_world_destroy(struct sim_world *w);
 
 /* The env of node (PC_PEER_NONE: a client's). */
 struct pc_env *sim_world_env(struct sim_world *w, uint32_t node);
+
+/* What a wait of ns on node e takes beyond its modelled time (env.c): with nodes.jitter
+ * s > 0, ns x (e^(s x max(0, Z)) - 1) for a standard normal Z from the engine's seeded
+ * randomness; 0 otherwise, with no draw (a run without jitter is as before). */
+uint64_t sim_env_stretch(struct sim_env *e, uint64_t ns);
 
 /* Take node out of the network (its ops and RPCs fail) or put it back. */
 void sim_world_set_down(struct sim_world *w, uint32_t node, bool down);

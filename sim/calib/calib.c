@@ -83,6 +83,7 @@ int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const u
 struct bench {
 	struct calib *c;
 	bool sim;			/* fill sim_us, not real_us */
+	uint32_t sim_reps;		/* batches a simulated case times */
 	int ret;
 	char err[PC_ERR_MAX];
 };
@@ -94,11 +95,13 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* A case's result: the median of its reps timings (t, sorted here), us. */
+/* A case's result: the median and the 90th percentile of its reps timings (t,
+ * sorted here), us. */
 static void keep_median(struct calib_case *k, double *t, uint32_t reps, bool sim)
 {
 	qsort(t, reps, sizeof(*t), cmp_double);
 	*(sim ? &k->sim_us : &k->real_us) = t[reps / 2];
+	*(sim ? &k->sim_p90_us : &k->real_p90_us) = t[reps * 9 / 10];
 }
 
 /* n keys from the benchmark's key space at *next: owned by `owner`, or with
@@ -305,7 +308,7 @@ static void bench_all(struct pc_store *st, void *arg)
 	}
 	for (uint32_t i = 0; i < b->c->nr_cases && !b->ret; i++) {
 		struct calib_case *k = &b->c->cases[i];
-		uint32_t reps = b->sim ? 3 : b->c->reps;
+		uint32_t reps = b->sim ? b->sim_reps : b->c->reps;
 
 		b->ret = disk_op(k->op) ? run_disk_case(st, k, reps, b->sim, b->err, sizeof(b->err)) :
 			 run_case(st, k, reps, &next, b->sim, b->err, sizeof(b->err));
@@ -335,6 +338,7 @@ void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk)
 			n->rails[r].gbps = p->gbps;
 			n->rails[r].op_us = p->op_us;
 		}
+		n->jitter = p->jitter;
 		if (disk && n->has_nvme) {
 			n->nvme.latency_us = p->nvme_latency_us;
 			n->nvme.read_mbps = p->read_mbps;
@@ -374,11 +378,17 @@ static void from_vars(const double x[CALIB_NR_PARAMS], struct calib_params *p)
 	p->iops = x[7] > 1e6 / (double)(1u << 30) ? 1e6 / x[7] : (double)(1u << 30);
 }
 
+/* Batches a simulated case times: without jitter every one takes the same time; with
+ * it, enough for a 90th percentile. */
+#define SIM_REPS 3
+#define SIM_REPS_JITTER 41
+
 static int simulate(struct pc_topology *t, uint32_t node, struct calib *c,
 		    const struct calib_params *p, char *err, size_t errlen)
 {
 	struct run_cfg cfg = { .topo = t, .seed = 1, .timing = true, .payload_free = true };
-	struct bench b = { .c = c, .sim = true };
+	struct bench b = { .c = c, .sim = true,
+			   .sim_reps = p->jitter > 0 ? SIM_REPS_JITTER : SIM_REPS };
 	int ret;
 
 	calib_apply(t, p, c->disk);
@@ -482,22 +492,81 @@ static double nnls(uint32_t n, double A[][CALIB_NR_PARAMS], const double *c0, co
 	return best;
 }
 
-int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, char *err,
-	      size_t errlen)
+/* How far the simulated cases' spread (log of p90 over median) is from the measured
+ * one, summed in squares over the store cases, with jitter j and the other keys at
+ * the fit. */
+static int jitter_error(struct pc_topology *t, uint32_t node, struct calib *c, double j,
+			double *sse, char *err, size_t errlen)
+{
+	struct calib_params p = c->fit;
+	int ret;
+
+	p.jitter = j;
+	ret = simulate(t, node, c, &p, err, errlen);
+	*sse = 0;
+	for (uint32_t i = 0; !ret && i < c->nr_cases; i++) {
+		const struct calib_case *k = &c->cases[i];
+		double d;
+
+		if (disk_op(k->op) || !(k->real_us > 0) || !(k->sim_us > 0))
+			continue;	/* disk waits are the NVMe model's, not stretched */
+		d = log(k->sim_p90_us / k->sim_us) - log(k->real_p90_us / k->real_us);
+		*sse += d * d;
+	}
+	return ret;
+}
+
+/* nodes.jitter: a golden-section search over [0, JITTER_MAX] (the simulations draw
+ * the same random numbers at every value, so the error is smooth in it). */
+#define JITTER_MAX 1.5
+#define JITTER_TOL 0.01
+
+static int fit_jitter(struct pc_topology *t, uint32_t node, struct calib *c, char *err,
+		      size_t errlen)
+{
+	const double g = (sqrt(5.0) - 1) / 2;
+	double a = 0, b = JITTER_MAX, x1 = b - g * (b - a), x2 = a + g * (b - a), f1, f2;
+	int ret = jitter_error(t, node, c, x1, &f1, err, errlen);
+
+	if (!ret)
+		ret = jitter_error(t, node, c, x2, &f2, err, errlen);
+	while (!ret && b - a > JITTER_TOL) {
+		if (f1 <= f2) {
+			b = x2, x2 = x1, f2 = f1;
+			x1 = b - g * (b - a);
+			ret = jitter_error(t, node, c, x1, &f1, err, errlen);
+		} else {
+			a = x1, x1 = x2, f1 = f2;
+			x2 = a + g * (b - a);
+			ret = jitter_error(t, node, c, x2, &f2, err, errlen);
+		}
+	}
+	c->fit.jitter = (a + b) / 2 < JITTER_TOL ? 0 : (a + b) / 2;
+	return ret;
+}
+
+/*
+ * The affine keys at a given jitter: the cases simulated at a base point and with
+ * each variable doubled (at jitter 0 a case's time is exactly affine in them; with
+ * jitter every simulation draws the same stretches in the same order, so a case's
+ * median stays affine but for which batch is the median), then the least squares
+ * fit. Sets c->fit but its jitter, which it keeps.
+ */
+static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, char *err,
+		      size_t errlen)
 {
 	/* the base point and one step for each variable; the result does not depend on
 	 * them (the model is affine), they only have to be valid values */
-	static const struct calib_params base = {
+	struct calib_params base = {
 		.latency_us = 10, .gbps = 20, .op_us = 1, .memcpy_gbps = 10,
-		.nvme_latency_us = 80, .read_mbps = 2000, .write_mbps = 1000, .iops = 100000 };
-	struct pc_topology *t = pc_topology_dup(topo);
+		.nvme_latency_us = 80, .read_mbps = 2000, .write_mbps = 1000, .iops = 100000,
+		.jitter = c->fit.jitter };
 	double x0[CALIB_NR_PARAMS], A[CALIB_MAX_CASES][CALIB_NR_PARAMS], c0[CALIB_MAX_CASES];
 	double y[CALIB_MAX_CASES], t0[CALIB_MAX_CASES], x[CALIB_NR_PARAMS] = { 0 };
-	int ret = t ? 0 : -ENOMEM;
+	int ret;
 
 	to_vars(&base, x0);
-	if (!ret)
-		ret = simulate(t, node, c, &base, err, errlen);
+	ret = simulate(t, node, c, &base, err, errlen);
 	for (uint32_t i = 0; !ret && i < c->nr_cases; i++)
 		t0[i] = c->cases[i].sim_us;
 	for (int j = 0; !ret && j < CALIB_NR_PARAMS; j++) {
@@ -507,6 +576,7 @@ int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, ch
 		memcpy(xs, x0, sizeof(xs));
 		xs[j] *= 2;		/* one variable doubled */
 		from_vars(xs, &p);
+		p.jitter = base.jitter;
 		ret = simulate(t, node, c, &p, err, errlen);
 		for (uint32_t i = 0; !ret && i < c->nr_cases; i++)
 			A[i][j] = (c->cases[i].sim_us - t0[i]) / x0[j];
@@ -525,9 +595,32 @@ int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, ch
 	}
 	if (!ret) {
 		from_vars(x, &c->fit);
-		/* the model at the fit, simulated again: what it predicts for each case */
-		ret = simulate(t, node, c, &c->fit, err, errlen);
+		c->fit.jitter = base.jitter;
 	}
+	return ret;
+}
+
+/* Rounds of fitting the affine keys and the jitter in turn: the jitter moves the
+ * medians the affine keys are fitted to (a batch of several stretched waits has a
+ * longer median than its waits' medians added), and they move the spread. */
+#define FIT_ROUNDS 2
+
+int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, char *err,
+	      size_t errlen)
+{
+	struct pc_topology *t = pc_topology_dup(topo);
+	int ret = t ? 0 : -ENOMEM;
+
+	c->fit = (struct calib_params){ .jitter = 0 };
+	if (!ret)
+		ret = fit_affine(t, node, c, err, errlen);
+	for (int round = 0; round < FIT_ROUNDS && !ret; round++) {
+		ret = fit_jitter(t, node, c, err, errlen);
+		if (!ret && c->fit.jitter > 0)
+			ret = fit_affine(t, node, c, err, errlen);
+	}
+	if (!ret)	/* the model at the fit, simulated again: what it predicts for each case */
+		ret = simulate(t, node, c, &c->fit, err, errlen);
 	pc_topology_free(t);
 	if (ret)
 		return ret;

@@ -16,6 +16,11 @@
  * page the latency, large batches of large pages the rate, many small pages op_us,
  * the node's own pages memcpy_gbps.
  *
+ * The model's waits are exact where a real host's vary: nodes.jitter stretches the
+ * simulated ones (sim_env_stretch), and its value is the one whose simulated cases
+ * spread as the measured ones do (the 90th percentile against the median, over the
+ * store cases), found by a search on that one key once the others are fitted.
+ *
  * The disk cases time batches of block reads and writes through the storage backend
  * the node spills with (a posix file with O_DIRECT on nodes[].nvme.path; in the
  * simulator the node's NVMe model, whose time is affine in its latency, its time per
@@ -60,6 +65,7 @@ struct calib_case {
 	uint32_t batch;			/* pages */
 	enum calib_where where;
 	double real_us, sim_us;		/* medians: measured, and simulated at the fit */
+	double real_p90_us, sim_p90_us;	/* 90th percentiles, the same */
 };
 
 struct calib_params {			/* the model keys a calibration sets */
@@ -70,6 +76,7 @@ struct calib_params {			/* the model keys a calibration sets */
 	double nvme_latency_us;		/* nodes.nvme.latency_us */
 	double read_mbps, write_mbps;	/* nodes.nvme.read_mbps, write_mbps */
 	double iops;			/* nodes.nvme.iops */
+	double jitter;			/* nodes.jitter */
 };
 
 struct calib {

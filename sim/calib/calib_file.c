@@ -61,7 +61,7 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		   "  reps: %u\n"
 		   "  rms_error: %.4f\n"
 		   "  max_error: %.4f\n"
-		   "  cases:        # op, page bytes, batch, whose pages (one peer's, own, all nodes', the disk's); median us measured and simulated at the fit\n",
+		   "  cases:        # op, page bytes, batch, whose pages (one peer's, own, all nodes', the disk's); median and 90th percentile us measured and simulated at the fit\n",
 		u.nodename, u.release, cpu, sysconf(_SC_NPROCESSORS_ONLN), date, PC_GIT_COMMIT,
 		pc_version(), t->name, topology_path, t->nr_nodes,
 		t->store.protocol == PC_PROTO_TCP ? "tcp" : t->store.protocol == PC_PROTO_RXE ? "rxe" : "rdma",
@@ -69,17 +69,17 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 	for (uint32_t i = 0; i < c->nr_cases; i++) {
 		const struct calib_case *k = &c->cases[i];
 
-		fprintf(f, "    - {op: %s, page: %u, batch: %u, pages: %s, real_us: %.1f, sim_us: %.1f}\n",
-			calib_op_name(k->op), k->page, k->batch,
-			calib_case_pages(k), k->real_us,
-			k->sim_us);
+		fprintf(f, "    - {op: %s, page: %u, batch: %u, pages: %s, real_us: %.1f, sim_us: %.1f, real_p90_us: %.1f, sim_p90_us: %.1f}\n",
+			calib_op_name(k->op), k->page, k->batch, calib_case_pages(k), k->real_us,
+			k->sim_us, k->real_p90_us, k->sim_p90_us);
 	}
 	fprintf(f, "set:\n"
 		   "  nodes.rails.latency_us: %.3f\n"
 		   "  nodes.rails.gbps: %.3f\n"
 		   "  nodes.rails.op_us: %.3f\n"
-		   "  nodes.memcpy_gbps: %.3f\n",
-		c->fit.latency_us, c->fit.gbps, c->fit.op_us, c->fit.memcpy_gbps);
+		   "  nodes.memcpy_gbps: %.3f\n"
+		   "  nodes.jitter: %.3f\n",
+		c->fit.latency_us, c->fit.gbps, c->fit.op_us, c->fit.memcpy_gbps, c->fit.jitter);
 	if (c->disk)
 		fprintf(f, "  nodes.nvme.latency_us: %.3f\n"
 			   "  nodes.nvme.read_mbps: %.3f\n"

@@ -27,10 +27,10 @@
 /* 2 x 1 layer x 1 head x 128 x 2 B x 256 tokens: 128 KiB pages, two to a trace block */
 #define MODEL "model: {layers: 1, kv_heads: 1, head_dim: 128, tokens_per_page: 256}\n"
 /* The bounds docs/simulator.md states for this machine, in percent: p50, p99 and
- * throughput. The target is 10, 25 and 10; p50 comes about there, and the docs say
- * what the model lacks for the other two (no service-time variance for the tails,
- * no host time between a node's requests). */
-#define BOUNDS "p50=30,p99=60,tput=60"
+ * throughput. The target is 10, 25 and 10; most runs put p50 and p99 there, the
+ * docs say what the model lacks for throughput (the host's time between a node's
+ * requests) and how far the real cluster moves from one replay to the next. */
+#define BOUNDS "p50=45,p99=50,tput=50"
 /* With spill the real promotion path is slower than the model's (the docs say so):
  * these bounds catch a broken model (units, a missing phase), not a weak one. */
 #define SPILL_BOUNDS "p50=70,p99=80,tput=150"
@@ -126,7 +126,7 @@ static void test_round_trip(void)
 	snprintf(file, sizeof(file), "%s/trace.jsonl", T);
 	write_trace(file);
 	snprintf(cmd, sizeof(cmd),
-		 "%s%s --topology %s --node n0 --out %s/cal.yaml --reps 60"
+		 "%s%s --topology %s --node n0 --out %s/cal.yaml --reps 200"
 		 " --validate zipf:keys=1500,s=0.9,pages=8,requests=1500"
 		 " --validate zipf:keys=1500,s=1.2,pages=24,requests=600"
 		 " --validate prefix:groups=50,prompts=8,prefix=8,suffix=4,requests=1500"

@@ -4,6 +4,7 @@
  * Pollaczek-Khinchine and a processor-sharing station's sojourn against
  * E[S] / (1 - rho); an NVMe device at queue depth 1 as an M/D/1 queue; W-way bucket
  * overflow of the real slot code against the Poisson formula E[(X-W)+] / (aW); the
+ * stretch nodes.jitter gives a wait against its lognormal quantiles; the
  * slotmap's insertion-order eviction against the FIFO characteristic-time
  * approximation; p2p's fully associative LRU pool against Che's approximation; an
  * arrival rate past capacity stopping the run; and the infinite-cache prefix hit rate of a generated Mooncake trace
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include <peercache/peercache.h>
+#include "backend/world.h"
 #include "builtin.h"
 #include "config/topology.h"
 #include "engine/engine.h"
@@ -242,6 +244,53 @@ static void test_nvme_md1(void)
 		nvme_destroy(q.d);
 		sim_destroy(q.s);
 	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* nodes.jitter: a wait of ns takes ns x e^(s x max(0, Z)): half of them just their
+ * time, the 90th and 99th percentiles e^(1.2816 s) and e^(2.3263 s) times it; and a
+ * node without jitter draws nothing (its run is as it was). */
+static void test_jitter(void)
+{
+	static const char text[] = "nodes:\n  - {name: a, address: 127.0.0.1, jitter: 0.3}\n"
+				   "  - {name: b, address: 127.0.0.1, port: 31999}\n";
+	const uint32_t n = pc_test_under_valgrind() ? 20001 : 200001;
+	double *f = malloc(n * sizeof(*f));
+	char err[PC_ERR_MAX];
+	struct pc_topology *t = NULL;
+	struct sim *s = sim_create(5), *fresh = sim_create(5);
+	struct sim_world *w;
+	uint32_t zero = 0;
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "j.yaml", &t, err, sizeof(err)), 0);
+	w = sim_world_create(s, t, true);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	for (int k = 0; k < 1000; k++)
+		CU_ASSERT_EQUAL(sim_env_stretch(&w->envs[1], 1000000), 0);
+	CU_ASSERT_EQUAL(sim_random(s), sim_random(fresh));	/* node b drew nothing */
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t extra = sim_env_stretch(&w->envs[0], 1000000);
+
+		zero += !extra;
+		f[i] = 1 + (double)extra / 1e6;
+	}
+	qsort(f, n, sizeof(*f), cmp_double);
+	printf("\n  jitter 0.3: %.3f of the waits as modelled; p90 %.4f (e^(1.2816 x 0.3) = %.4f), p99 %.4f (%.4f)\n",
+	       (double)zero / n, f[n * 9 / 10], exp(1.2816 * 0.3), f[n * 99 / 100], exp(2.3263 * 0.3));
+	CU_ASSERT(fabs((double)zero / n - 0.5) < 0.01);
+	CU_ASSERT(fabs(f[n * 9 / 10] / exp(1.2816 * 0.3) - 1) < 0.01);
+	CU_ASSERT(fabs(f[n * 99 / 100] / exp(2.3263 * 0.3) - 1) < 0.03);
+	sim_world_destroy(w);
+	sim_destroy(s);
+	sim_destroy(fresh);
+	pc_topology_free(t);
+	free(f);
 }
 
 /* ---------------------------------------------------------------- placement */
@@ -796,6 +845,7 @@ static CU_TestInfo tests[] = {
 	{ "FIFO station vs Pollaczek-Khinchine", test_fifo_pk },
 	{ "processor sharing vs E[S]/(1-rho)", test_ps_sojourn },
 	{ "NVMe at queue depth 1 vs M/D/1", test_nvme_md1 },
+	{ "nodes.jitter stretches waits by e^(s max(0, Z))", test_jitter },
 	{ "W-way bucket overflow vs Poisson", test_bucket_overflow },
 	{ "Zipf samplers vs the exact distribution", test_zipf },
 	{ "slotmap hit rate vs FIFO approximation", test_fifo_hit_rate },
