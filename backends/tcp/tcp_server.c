@@ -493,14 +493,42 @@ static int on_ops(struct tcp_server *s, struct sconn *c)
 	return 0;
 }
 
-/* Every WRITE landed: run the CASes and queue statuses, READ bytes, CAS values. */
+/* READs of at most this many bytes (slot headers, index blocks: an exists batch
+ * reads a header per way of each key) are copied into the response in op order, so
+ * that a run of them goes out as one iovec; the kernel's cost per iovec is more than
+ * the copy. Pages go out of their regions as they are. */
+#define SMALL_READ 512
+
+static bool copied_out(const struct tcp_opdesc *d)
+{
+	return d->kind == PC_OP_CAS || (d->kind == PC_OP_READ && d->len <= SMALL_READ);
+}
+
+/* Queue bytes of the response, as one iovec with the one before where they follow
+ * it in memory. */
+static int iov_push_merged(struct sconn *c, void *base, size_t len)
+{
+	struct iovec *last = c->iovcnt ? &c->iov[c->iovcnt - 1] : NULL;
+
+	if (last && (uint8_t *)last->iov_base + last->iov_len == (uint8_t *)base) {
+		last->iov_len += len;
+		return 0;
+	}
+	return iov_push(c, base, len);
+}
+
+/*
+ * Every WRITE landed: queue the statuses, then each op's bytes in op order: a CAS's
+ * old value and a small READ's bytes copied into out as the op runs, a page sent
+ * from its region (ops of one post have no order among themselves: pc_fabric.h).
+ */
 static int on_ops_done(struct tcp_server *s, struct sconn *c)
 {
 	const struct tcp_opdesc *d = (const struct tcp_opdesc *)c->fr.body;
 	uint32_t nops = c->fr.nops;
 	uint64_t body = (uint64_t)nops * 4;
 	struct region_tally served = { 0 };
-	size_t cas_off;
+	size_t at;
 
 	for (uint32_t i = 0; i < nops; i++)
 		if (!c->status[i])
@@ -508,30 +536,40 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 	if (start_response(c, TCP_OPS_RESP, nops, 0, body) ||
 	    pc_msg_append(&c->out, c->status, (size_t)nops * 4))
 		return -ENOMEM;
-	cas_off = c->out.len;
+	at = c->out.len;
 	for (uint32_t i = 0; i < nops; i++) {
 		uint64_t old;
+		int ret = 0;
 
-		if (c->status[i] || d[i].kind != PC_OP_CAS)
+		if (c->status[i] || !copied_out(&d[i]))
 			continue;
-		old = region_cas(c->where[i], d[i].compare, d[i].swap);
-		if (pc_msg_append(&c->out, &old, 8))
+		if (d[i].kind == PC_OP_CAS) {
+			old = region_cas(c->where[i], d[i].compare, d[i].swap);
+			ret = pc_msg_append(&c->out, &old, 8);
+		} else {
+			ret = pc_msg_append(&c->out, c->where[i], d[i].len);
+		}
+		if (ret)
 			return -ENOMEM;
 	}
 	/* out.data is final now; point the iovecs into it and into the regions. */
-	if (iov_push(c, c->out.data, cas_off))
+	if (iov_push(c, c->out.data, at))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < nops; i++) {
+		size_t len = d[i].kind == PC_OP_CAS ? 8 : d[i].len;
+		int ret = 0;
+
 		if (c->status[i])
 			continue;
 		region_tally_op(&served, d[i].kind, d[i].len);
-		if (d[i].kind == PC_OP_READ && iov_push(c, c->where[i], d[i].len))
-			return -ENOMEM;
-		if (d[i].kind == PC_OP_CAS) {
-			if (iov_push(c, (char *)c->out.data + cas_off, 8))
-				return -ENOMEM;
-			cas_off += 8;
+		if (copied_out(&d[i])) {
+			ret = iov_push_merged(c, (uint8_t *)c->out.data + at, len);
+			at += len;
+		} else if (d[i].kind == PC_OP_READ) {
+			ret = iov_push(c, c->where[i], len);
 		}
+		if (ret)
+			return -ENOMEM;
 	}
 	region_tally_flush(stats(s), &served);
 	return 0;
