@@ -3,7 +3,8 @@
  * batched posting. One post() sends the requests to every peer it names before it
  * waits for any reply, then gathers replies as they come, so a phase costs one
  * round trip whatever the number of peers. Payloads go out of and come into the
- * callers' buffers directly (sendmsg/recvmsg on iovecs).
+ * callers' buffers directly (sendmsg/recvmsg on iovecs); small ops' bytes (slot
+ * headers, index blocks) come in as one run and are copied out (rx_small).
  *
  * Failures stay per peer: a refused connect, a reset or the phase deadline fails
  * the ops of that peer alone; its connection is dropped and the next call
@@ -235,6 +236,7 @@ struct flight {
 	size_t rxn, rxi;
 	struct landing *land;		/* READs with a landed() callback, in rx order */
 	uint32_t nland, land_i;		/* how many; how many told */
+	uint8_t *small;			/* small ops' bytes, in op order (rx_small) */
 	/* what it carries */
 	struct pc_op *ops;
 	uint32_t *idx;			/* indices into ops of the ops it carries */
@@ -273,31 +275,99 @@ static int flight_tx(struct flight *fl)
 	}
 }
 
+/* Ops of at most this many bytes (slot headers, index blocks, CAS values; an exists
+ * batch reads a header per way of each key) are received into fl->small in op
+ * order and copied to their buffers at the end, so that a run of them is one iovec
+ * of the receive: the kernel's cost per iovec is more than the copy. */
+#define SMALL_OP 512
+
+/* Whether op's bytes come in through fl->small (never one a landed() awaits). */
+static bool rx_small(const struct pc_op *op)
+{
+	return op->kind == PC_OP_CAS ||
+	       (op->kind == PC_OP_READ && !op->landed && pc_op_bytes(op) <= SMALL_OP);
+}
+
+/* Queue an iovec of the receive; small ops' bytes join the one before when it is
+ * the run of small ops before them (never an op a landed() waits for: it is told
+ * once its own iovecs are in). */
+static void rx_add(struct flight *fl, void *base, size_t len, bool small)
+{
+	struct iovec *last = fl->rxn ? &fl->rx[fl->rxn - 1] : NULL;
+
+	if (!len)
+		return;
+	if (small && last && (uint8_t *)last->iov_base + last->iov_len == (uint8_t *)base)
+		last->iov_len += len;
+	else
+		fl->rx[fl->rxn++] = (struct iovec){ .iov_base = base, .iov_len = len };
+}
+
 /* The statuses are in: where does each successful op's data go? */
 static int ops_data_layout(struct flight *fl)
 {
 	uint64_t expect = (uint64_t)fl->nidx * 4;
+	size_t small = 0;
 
-	fl->rx = calloc(2 * (size_t)fl->nidx + 1, sizeof(*fl->rx));
-	fl->land = calloc(fl->nidx ? fl->nidx : 1, sizeof(*fl->land));
-	if (!fl->rx || !fl->land)
-		return -ENOMEM;
 	for (uint32_t j = 0; j < fl->nidx; j++) {
-		struct pc_op *op = &fl->ops[fl->idx[j]];
+		const struct pc_op *op = &fl->ops[fl->idx[j]];
 
 		if (fl->status[j] > 0 || fl->status[j] < -4095)
 			return -EPROTO;
+		if (!fl->status[j] && op->kind != PC_OP_WRITE && rx_small(op))
+			small += op->kind == PC_OP_CAS ? 8 : pc_op_bytes(op);
+	}
+	fl->rx = calloc(2 * (size_t)fl->nidx + 1, sizeof(*fl->rx));
+	fl->land = calloc(fl->nidx ? fl->nidx : 1, sizeof(*fl->land));
+	fl->small = small ? malloc(small) : NULL;
+	if (!fl->rx || !fl->land || (small && !fl->small))
+		return -ENOMEM;
+	small = 0;
+	for (uint32_t j = 0; j < fl->nidx; j++) {
+		struct pc_op *op = &fl->ops[fl->idx[j]];
+
 		if (fl->status[j] || op->kind == PC_OP_WRITE)
 			continue;
+		if (rx_small(op)) {
+			size_t n = op->kind == PC_OP_CAS ? 8 : pc_op_bytes(op);
+
+			rx_add(fl, fl->small + small, n, true);
+			small += n;
+			expect += n;
+			continue;
+		}
 		if (op->kind == PC_OP_READ && op->head_len)
-			fl->rx[fl->rxn++] = (struct iovec){ .iov_base = op->head, .iov_len = op->head_len };
-		fl->rx[fl->rxn++] = (struct iovec){ .iov_base = op->local,
-						    .iov_len = op->kind == PC_OP_READ ? op->len : 8 };
+			rx_add(fl, op->head, op->head_len, false);
+		rx_add(fl, op->local, op->kind == PC_OP_READ ? op->len : 8, false);
 		if (op->kind == PC_OP_READ && op->landed)
 			fl->land[fl->nland++] = (struct landing){ .j = j, .end = fl->rxn };
 		expect += pc_op_bytes(op);
 	}
 	return expect == fl->resp.body_len ? 0 : -EPROTO;
+}
+
+/* Every byte is in: the small ops' bytes from fl->small to their buffers. */
+static void scatter_small(struct flight *fl)
+{
+	const uint8_t *p = fl->small;
+
+	for (uint32_t j = 0; p && j < fl->nidx; j++) {
+		struct pc_op *op = &fl->ops[fl->idx[j]];
+
+		if (fl->status[j] || op->kind == PC_OP_WRITE || !rx_small(op))
+			continue;
+		if (op->kind == PC_OP_CAS) {
+			memcpy(op->local, p, 8);
+			p += 8;
+			continue;
+		}
+		if (op->head_len)
+			memcpy(op->head, p, op->head_len);
+		p += op->head_len;
+		if (op->len)
+			memcpy(op->local, p, op->len);
+		p += op->len;
+	}
 }
 
 static int check_resp_hdr(struct flight *fl)
@@ -404,6 +474,7 @@ static int flight_rx(struct flight *fl)
 			ret = recv_data(fl);
 			if (ret)
 				return ret == -EAGAIN ? 0 : ret;
+			scatter_small(fl);
 			fl->stage = ST_DONE;
 			return 1;
 		default:
@@ -880,6 +951,7 @@ int tcp_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		free(fl->ready);
 		free(fl->rx);
 		free(fl->land);
+		free(fl->small);
 	}
 out:
 	free(fls);
