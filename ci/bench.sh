@@ -152,11 +152,11 @@ if [ "$ONLY" = all ]; then
 		# The two modes on the same workloads, each on a 3-node cluster of its own.
 		echo "### slotmap against p2p, 12 KiB pages"
 		echo '```'
-		./build/tools/pcbench --mode both --topology topologies/laptop.yaml --page-size 12KiB --iters 5
+		./build/tools/pcbench --mode both --free-ports --topology topologies/laptop.yaml --page-size 12KiB --iters 5
 		echo '```'
 		echo "### slotmap against p2p, 256 KiB pages"
 		echo '```'
-		./build/tools/pcbench --mode both --topology topologies/laptop.yaml --page-size 256KiB --iters 10 \
+		./build/tools/pcbench --mode both --free-ports --topology topologies/laptop.yaml --page-size 256KiB --iters 10 \
 			--set store.global_segment_size=384MiB
 		echo '```'
 		# The simulator's hit-rate mode against a bare model of the same cache.
