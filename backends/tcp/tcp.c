@@ -9,6 +9,7 @@
 
 #include "config/topology.h"
 #include "tcp_client.h"
+#include "tcp_conn.h"
 #include "tcp_int.h"
 #include "tcp_server.h"
 

@@ -6,6 +6,8 @@
  * callers' buffers directly (sendmsg/recvmsg on iovecs); small ops' bytes (slot
  * headers, index blocks) come in as one run and are copied out (rx_small).
  *
+ * Connections come from and go back to each peer's idle pool (tcp_conn.c).
+ *
  * Failures stay per peer: a refused connect, a reset or the phase deadline fails
  * the ops of that peer alone; its connection is dropped and the next call
  * reconnects (the core's per-peer backoff keeps a dead peer from costing every
@@ -35,140 +37,16 @@
 #include "base/log.h"
 #include "config/topology.h"
 #include "tcp_client.h"
+#include "tcp_conn.h"
 #include "tcp_proto.h"
 #include "tcp_sock.h"
 
-
-/* One connection to a peer's server. */
-struct tcp_conn {
-	int fd;
-	uint64_t server_inc;		/* the server's incarnation, from HELLO_ACK */
-	uint64_t seq;
-	uint64_t idle_since;		/* when it went back on the idle list */
-	struct tcp_conn *next;		/* idle list */
-};
-
-/* What a client knows about a peer. */
-struct tcp_peer {
-	pthread_mutex_t lock;
-	struct tcp_conn *idle;		/* connections not in use */
-	struct sockaddr_storage addr;
-	socklen_t addrlen;
-	bool resolved;
-};
-
-int tcp_peers_init(struct tcp_fabric *tf)
-{
-	tf->peers = calloc(tf->base.nr_peers, sizeof(*tf->peers));
-	if (!tf->peers)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < tf->base.nr_peers; i++)
-		pthread_mutex_init(&tf->peers[i].lock, NULL);
-	return 0;
-}
-
-static void conn_drop(struct tcp_conn *c)
-{
-	if (c) {
-		close(c->fd);
-		free(c);
-	}
-}
-
-void tcp_peers_fini(struct tcp_fabric *tf)
-{
-	for (uint32_t i = 0; i < tf->base.nr_peers; i++) {
-		struct tcp_peer *p = &tf->peers[i];
-
-		while (p->idle) {
-			struct tcp_conn *c = p->idle;
-
-			p->idle = c->next;
-			conn_drop(c);
-		}
-		pthread_mutex_destroy(&p->lock);
-	}
-	free(tf->peers);
-}
 
 static int remaining_ms(struct pc_env *env, uint64_t deadline)
 {
 	uint64_t now = pc_env_now(env);
 
 	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
-}
-
-/* Start a non-blocking connect; the flight finishes it and says HELLO. */
-static int conn_start(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **out)
-{
-	const struct pc_node *node = &tf->base.topo->nodes[peer];
-	struct tcp_peer *p = &tf->peers[peer];
-	struct tcp_conn *c;
-	int ret, fd;
-
-	if (!p->resolved) {
-		ret = tcp_resolve(node->address, node->port, &p->addr, &p->addrlen);
-		if (ret)
-			return ret;
-		p->resolved = true;
-	}
-	ret = tcp_connect_start(&p->addr, p->addrlen, &fd);
-	if (ret)
-		return ret;
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		close(fd);
-		return -ENOMEM;
-	}
-	c->fd = fd;
-	*out = c;
-	return 0;
-}
-
-/* An idle connection whose peer went away reads as EOF or an error: drop it. */
-static bool conn_alive(struct tcp_conn *c)
-{
-	char b;
-	ssize_t r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-
-	return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-}
-
-/* An idle connection (*fresh false), or a connect just started (*fresh true). */
-static int conn_get(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **out, bool *fresh)
-{
-	struct tcp_peer *p = &tf->peers[peer];
-	uint64_t now = pc_env_now(tf->base.env);
-	struct tcp_conn *c;
-
-	pthread_mutex_lock(&p->lock);
-	while ((c = p->idle)) {
-		p->idle = c->next;
-		/* the server closes connections idle for store.idle_timeout_s: one idle
-		 * half as long is not taken, lest the close cross the request */
-		if ((!tf->idle_ns || now - c->idle_since < tf->idle_ns / 2) && conn_alive(c))
-			break;
-		conn_drop(c);
-	}
-	pthread_mutex_unlock(&p->lock);
-	*fresh = !c;
-	if (c) {
-		*out = c;
-		return 0;
-	}
-	pc_stat_add(&tf->base.stats.reconnects, 1);
-	return conn_start(tf, peer, out);
-}
-
-static void conn_put(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn *c)
-{
-	struct tcp_peer *p = &tf->peers[peer];
-
-	c->idle_since = pc_env_now(tf->base.env);
-	pthread_mutex_lock(&p->lock);
-	c->next = p->idle;
-	p->idle = c;
-	pthread_mutex_unlock(&p->lock);
 }
 
 /* ------------------------------------------------------------------ flights */
@@ -275,17 +153,12 @@ static int flight_tx(struct flight *fl)
 	}
 }
 
-/* Ops of at most this many bytes (slot headers, index blocks, CAS values; an exists
- * batch reads a header per way of each key) are received into fl->small in op
- * order and copied to their buffers at the end, so that a run of them is one iovec
- * of the receive: the kernel's cost per iovec is more than the copy. */
-#define SMALL_OP 512
-
-/* Whether op's bytes come in through fl->small (never one a landed() awaits). */
+/* Whether op's bytes come in through fl->small (TCP_SMALL_OP), received in op order
+ * and copied to their buffers at the end; never one a landed() awaits. */
 static bool rx_small(const struct pc_op *op)
 {
 	return op->kind == PC_OP_CAS ||
-	       (op->kind == PC_OP_READ && !op->landed && pc_op_bytes(op) <= SMALL_OP);
+	       (op->kind == PC_OP_READ && !op->landed && pc_op_bytes(op) <= TCP_SMALL_OP);
 }
 
 /* Queue an iovec of the receive; small ops' bytes join the one before when it is
@@ -810,9 +683,9 @@ static void flight_finish(struct flight *fl)
 	if (!fl->conn)
 		return;
 	if (fl->err || fl->stage != ST_DONE || fl->hs != HS_READY)
-		conn_drop(fl->conn);
+		tcp_conn_drop(fl->conn);
 	else
-		conn_put(fl->tf, fl->peer, fl->conn);
+		tcp_conn_put(fl->tf, fl->peer, fl->conn);
 	fl->conn = NULL;
 }
 
@@ -824,7 +697,7 @@ static int flight_start(struct tcp_fabric *tf, struct flight *fl, uint32_t peer,
 	fl->tf = tf;
 	fl->peer = peer;
 	fl->build = b;
-	r = conn_get(tf, peer, &fl->conn, &fresh);
+	r = tcp_conn_get(tf, peer, &fl->conn, &fresh);
 	if (r)
 		return r;
 	fl->hs = fresh ? HS_CONNECT : HS_READY;

@@ -2,7 +2,8 @@
  * tcp_int.h - the object every file of the tcp backend shares: the fabric.
  *
  *   tcp.c         the ops table; open, close, serve
- *   tcp_client.c  connections to peers; batched one-sided ops and RPCs
+ *   tcp_client.c  batched one-sided ops and RPCs, the client's handshake
+ *   tcp_conn.c    the client's connections to peers, an idle pool per peer
  *   tcp_server.c  the event loop: accept, receive, serve ops, write responses
  *   tcp_frame.c   the frame parser: every check on a request's shape
  *   tcp_auth.c    the handshake's secret, nonces and MACs
@@ -25,6 +26,13 @@
 #include "io/region.h"
 #include "tcp_auth.h"
 
+/* Ops of at most this many bytes (slot headers, index blocks, CAS values; an exists
+ * batch reads a header per way of each key) travel through a buffer at both ends,
+ * copied, so that a run of them is one iovec: the kernel's cost per iovec is more
+ * than the copy. Pages go from and into their memory as they are. Not part of the
+ * wire format: either end may choose otherwise. */
+#define TCP_SMALL_OP 512
+
 struct tcp_peer;
 struct tcp_server;
 
@@ -39,7 +47,7 @@ struct tcp_server;
  */
 struct tcp_fabric {
 	struct pc_fabric base;
-	struct tcp_peer *peers;		/* per node: the client side (tcp_client.c) */
+	struct tcp_peer *peers;		/* per node: the client's connections (tcp_conn.c) */
 	struct region_table regions;
 	struct tcp_server *server;	/* NULL until serve() */
 	uint64_t poll_ns;		/* store.tcp_poll_us, in ns */

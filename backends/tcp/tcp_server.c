@@ -493,15 +493,10 @@ static int on_ops(struct tcp_server *s, struct sconn *c)
 	return 0;
 }
 
-/* READs of at most this many bytes (slot headers, index blocks: an exists batch
- * reads a header per way of each key) are copied into the response in op order, so
- * that a run of them goes out as one iovec; the kernel's cost per iovec is more than
- * the copy. Pages go out of their regions as they are. */
-#define SMALL_READ 512
-
+/* Whether an op's bytes are copied into the response (TCP_SMALL_OP). */
 static bool copied_out(const struct tcp_opdesc *d)
 {
-	return d->kind == PC_OP_CAS || (d->kind == PC_OP_READ && d->len <= SMALL_READ);
+	return d->kind == PC_OP_CAS || (d->kind == PC_OP_READ && d->len <= TCP_SMALL_OP);
 }
 
 /* Queue bytes of the response, as one iovec with the one before where they follow
