@@ -55,7 +55,7 @@ struct pc_env *sim_world_env(struct sim_world *w, uint32_t node);
 
 /* What a wait of ns on node e takes beyond its modelled time (env.c): with nodes.jitter
  * s > 0, ns x (e^(s x max(0, Z)) - 1) for a standard normal Z from the engine's seeded
- * randomness; 0 otherwise, with no draw (a run without jitter is as before). */
+ * randomness; 0 otherwise, with no draw (the engine's random sequence is untouched). */
 uint64_t sim_env_stretch(struct sim_env *e, uint64_t ns);
 
 /* Take node out of the network (its ops and RPCs fail) or put it back. */

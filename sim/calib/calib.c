@@ -97,7 +97,7 @@ static int cmp_double(const void *a, const void *b)
 
 /* A case's result: the median and the 90th percentile of its reps timings (t,
  * sorted here), us. */
-static void keep_median(struct calib_case *k, double *t, uint32_t reps, bool sim)
+static void keep_quantiles(struct calib_case *k, double *t, uint32_t reps, bool sim)
 {
 	qsort(t, reps, sizeof(*t), cmp_double);
 	*(sim ? &k->sim_us : &k->real_us) = t[reps / 2];
@@ -220,7 +220,7 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 			ret = -EIO;
 		}
 	}
-	keep_median(k, t, reps, sim);
+	keep_quantiles(k, t, reps, sim);
 	free(t);
 	free(keys);
 	free(buf);
@@ -289,7 +289,7 @@ static int run_disk_case(struct pc_store *st, struct calib_case *k, uint32_t rep
 	if (ret)
 		snprintf(err, errlen, "disk %.200s: %s of %u blocks of %u bytes: %s", node->nvme.path,
 			 calib_op_name(k->op), k->batch, k->page, strerror(-ret));
-	keep_median(k, t, reps, sim);
+	keep_quantiles(k, t, reps, sim);
 	pc_storage_close(s);
 	free(buf);
 	free(t);

@@ -328,9 +328,9 @@ static void test_write_roundtrip(void)
 }
 
 /* What a topology holds is written back as YAML that loads again: quotes,
- * backslashes and UTF-8 in text values survive; control characters and bytes that
- * are not UTF-8 are refused where they come in (found by fuzz_topology: a name
- * "la\ptop" was written unescaped and the YAML written did not load). */
+ * backslashes and UTF-8 in text values survive (a plain-scalar name with a
+ * backslash, written inside double quotes, must be escaped there); control
+ * characters and bytes that are not UTF-8 are refused where they come in. */
 static void test_text_roundtrip(void)
 {
 	static const char text[] = "name: la\\ptop\n"

@@ -255,7 +255,7 @@ static int cmp_double(const void *a, const void *b)
 
 /* nodes.jitter: a wait of ns takes ns x e^(s x max(0, Z)): half of them just their
  * time, the 90th and 99th percentiles e^(1.2816 s) and e^(2.3263 s) times it; and a
- * node without jitter draws nothing (its run is as it was). */
+ * node without jitter draws nothing (the engine's random sequence is untouched). */
 static void test_jitter(void)
 {
 	static const char text[] = "nodes:\n  - {name: a, address: 127.0.0.1, jitter: 0.3}\n"
