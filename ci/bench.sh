@@ -159,12 +159,22 @@ if [ "$ONLY" = all ]; then
 		./build/tools/pcbench --mode both --free-ports --topology topologies/laptop.yaml --page-size 256KiB --iters 10 \
 			--set store.global_segment_size=384MiB
 		echo '```'
-		# The simulator's hit-rate mode against a bare model of the same cache.
-		echo "### simulator, hit-rate mode: the store against a bare set-associative model"
+		# The simulator: hit-rate mode against a bare model of the same cache, then
+		# a million requests in timing mode on rack.yaml and ten million in hit-rate
+		# mode on large.yaml (512 nodes), with pcsim's summary lines.
+		echo "### simulator"
+		echo "Hit-rate mode against a bare set-associative model of the same cache (pcsimbench);"
+		echo "a million requests in timing mode on rack.yaml; ten million in hit-rate mode on"
+		echo "large.yaml (512 nodes), with the peak memory."
 		echo '```'
 		taskset -c 1 ./build/sim/pcsimbench --runs 5
 		taskset -c 1 ./build/sim/pcsimbench --runs 5 --workload "zipf:keys=200000,s=1.0,pages=32,requests=200000" \
 			--set store.global_segment_size=2GiB
+		sim_wl="prefix:groups=2000,prompts=20,prefix=32,suffix=4,group_s=0.8"
+		taskset -c 1 ./build/sim/pcsim --topology topologies/rack.yaml --out "$TMP/sim-rack" \
+			--workload "$sim_wl,requests=1000000,rate=5000" 2>&1 | grep -E "simulated in|peak memory"
+		taskset -c 1 ./build/sim/pcsim --topology topologies/large.yaml --mode hitrate --out "$TMP/sim-large" \
+			--workload "$sim_wl,requests=10000000,rate=20000" 2>&1 | grep -E "simulated in|peak memory"
 		echo '```'
 	} 2>&1 | tee "$TMP/other.txt"
 fi

@@ -45,6 +45,14 @@ struct mode_ops {
 	int (*set)(struct store_mode *m, struct pc_page *pages, size_t n);
 	int (*get)(struct store_mode *m, struct pc_page *pages, size_t n);
 	int (*exists)(struct store_mode *m, struct pc_page *pages, size_t n);
+	/* A get, then a set of the pages that missed (with prefix, of every page from
+	 * the first miss on) with the lengths given, as one call for a caller with
+	 * nothing to do between the two: the number of hits, the get's statuses and
+	 * lengths in pages, *filled the pages handed to the set. -errno, having done
+	 * nothing, when the mode does not do it in one (-EOPNOTSUPP) or not for these
+	 * pages (-EAGAIN): the caller makes the two batch calls. */
+	int (*lookup_fill)(struct store_mode *m, struct pc_page *pages, size_t n, bool prefix,
+			   size_t *filled);
 	/* A peer's request for this mode; -EOPNOTSUPP for opcodes it does not serve. */
 	int (*rpc)(struct store_mode *m, uint32_t from, uint16_t opcode, const void *req, size_t len,
 		   struct pc_msg *resp);

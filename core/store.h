@@ -75,6 +75,13 @@ struct pc_store {
 /* Open a store on the given environment and backends (store_env above). */
 int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct pc_store **out);
 
+/* A get, then a set of the pages that missed (with prefix, of every page from the
+ * first miss on) as one call, for a caller with nothing to do between the two (the
+ * simulator without its time model): mode.h's lookup_fill, counted as the batch
+ * calls it stands for. The number of hits, or -errno having done nothing: make the
+ * two batch calls then. */
+int store_lookup_fill(struct pc_store *st, struct pc_page *pages, size_t n, bool prefix);
+
 /* The store's counters, whole (pc_store_metrics() without the size check). */
 void store_metrics(struct pc_store *st, struct pc_metrics *out);
 

@@ -480,6 +480,19 @@ static void p2p_occupancy(struct store_mode *m, struct store_occupancy *out)
 	*out = (struct store_occupancy){ 0 };
 }
 
+/* A get and its set are two batch calls here: the pool's placement is the owner's
+ * to decide, over RPCs. */
+static int p2p_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, bool prefix,
+			   size_t *filled)
+{
+	(void)m;
+	(void)pages;
+	(void)n;
+	(void)prefix;
+	*filled = 0;
+	return -EOPNOTSUPP;
+}
+
 const struct mode_ops p2p_mode_ops = {
 	.name = "p2p",
 	.open = p2p_open,
@@ -487,6 +500,7 @@ const struct mode_ops p2p_mode_ops = {
 	.set = p2p_set,
 	.get = p2p_get,
 	.exists = p2p_exists,
+	.lookup_fill = p2p_lookup_fill,
 	.rpc = p2p_rpc,
 	.metrics = p2p_metrics,
 	.member_changed = mode_member_changed,

@@ -208,6 +208,7 @@ const struct mode_ops slotmap_mode_ops = {
 	.set = slotmap_set,
 	.get = slotmap_get,
 	.exists = slotmap_exists,
+	.lookup_fill = slotmap_lookup_fill,
 	.rpc = sm_rpc,
 	.metrics = sm_metrics,
 	.member_changed = sm_member_changed,

@@ -5,8 +5,9 @@
  * The mode (the seed's peercache-slotmap.txt, with size classes): a key's owner comes
  * from the ring, its slot from an independent hash, so any node reads any page with
  * one-sided READs and no lookup. slotmap.c opens it and holds its ops; the paths are
- * slotmap_read.c (get), slotmap_write.c (set), slotmap_exists.c; slotmap_keys.c what
- * they do alike; slotmap_layout.c peers' layouts; slotmap_direct.c slots addressed
+ * slotmap_read.c (get), slotmap_write.c (set), slotmap_exists.c, slotmap_fill.c (a
+ * get and its set in place, key by key); slotmap_keys.c what they do alike;
+ * slotmap_layout.c peers' layouts; slotmap_direct.c slots addressed
  * as memory; slotmap_spill.c and slotmap_promote.c the disk under the slots.
  */
 #ifndef PC_SLOTMAP_INT_H
@@ -159,5 +160,8 @@ bool sm_claim_expired(struct slotmap *sm, uint32_t node, int cls, uint64_t bucke
 int slotmap_set(struct store_mode *m, struct pc_page *pages, size_t n);
 int slotmap_get(struct store_mode *m, struct pc_page *pages, size_t n);
 int slotmap_exists(struct store_mode *m, struct pc_page *pages, size_t n);
+/* A get and its fill in place, key by key (slotmap_fill.c; mode.h: lookup_fill). */
+int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, bool prefix,
+			size_t *filled);
 
 #endif

@@ -97,12 +97,17 @@ static int open_node(struct cluster *c, uint32_t i)
 static void maybe_finish(struct cluster *c);
 static void schedule_next(struct cluster *c);
 
+/* Out of c first: closing waits in virtual time for the store's tasks, and the end
+ * of the run must not close it a second time meanwhile (close_all). */
 static void close_node(struct cluster *c, uint32_t i)
 {
-	pc_store_close(c->st[i]);
-	pc_fabric_close(c->fab[i]);
+	struct pc_store *st = c->st[i];
+	struct pc_fabric *f = c->fab[i];
+
 	c->st[i] = NULL;
 	c->fab[i] = NULL;
+	pc_store_close(st);
+	pc_fabric_close(f);
 }
 
 static struct run_point *point_at(struct cluster *c, uint64_t t)
@@ -151,6 +156,7 @@ static void serve(void *arg)
 	struct ring *ring = store_ring_of(st);
 	struct run_point *pt;
 	uint32_t i, miss_from = r->npages;
+	bool filled;
 
 	for (i = 0; i < r->npages; i++)
 		pg[i] = (struct pc_page){ .key = &keys[i], .key_len = sizeof(keys[i]),
@@ -159,7 +165,13 @@ static void serve(void *arg)
 	for (i = 0; i < r->npages; i += 8)
 		c->owned[ring_owner_of(ring, keyhash_of(&keys[i], sizeof(keys[i])))]++;
 	r->t0 = sim_now(c->s);
-	pc_batch_get(st, pg, r->npages);
+	/* Without a time model nothing happens between the lookup and the publishing:
+	 * the store decides both in one call where it can (store_lookup_fill). */
+	filled = !c->cfg->timing && !c->cfg->batch_calls &&
+		 store_lookup_fill(st, pg, r->npages, r->prefix) >= 0;
+	c->res->one_call += filled;
+	if (!filled)
+		pc_batch_get(st, pg, r->npages);
 	lat = sim_now(c->s) - r->t0;
 	if (c->cfg->on_request && status_room(c, r->npages)) {
 		for (i = 0; i < r->npages; i++)
@@ -195,7 +207,7 @@ static void serve(void *arg)
 		hist_add(&pt->lat, lat);
 	}
 	/* The serving engine computed what missed and publishes it. */
-	{
+	if (!filled) {
 		uint32_t from = r->prefix ? miss_from : 0, n = 0;
 
 		for (i = from; i < r->npages; i++) {	/* compacted in place, n <= i */
@@ -390,22 +402,59 @@ struct membership {
 	struct run_event ev;
 };
 
-/* A killed node starts again: a fresh store with empty slots, unless requests still
- * run on the old one (then the old one comes back). */
+/* A node's old store replaced by a fresh one with empty slots, unless requests still
+ * run on the old one (then it stays). In a process: closing waits in virtual time
+ * for the old store's tasks (heartbeats). False when the run ended meanwhile or the
+ * new store did not open (the run fails then). */
+static bool renew_node(struct cluster *c, uint32_t node)
+{
+	if (c->inflight[node] || c->finished)
+		return !c->finished;
+	close_node(c, node);
+	if (c->finished)
+		return false;
+	if (open_node(c, node)) {
+		c->failed = -EIO;
+		return false;
+	}
+	return true;
+}
+
+/* A killed node starts again (renew_node), a new incarnation the others hear. */
 static void restart(void *arg)
 {
 	struct membership *m = arg;
 	struct cluster *c = m->c;
 	uint32_t node = m->ev.node;
+	bool ok = renew_node(c, node);
 
-	if (!c->inflight[node] && !c->finished) {
-		close_node(c, node);
-		if (open_node(c, node))
-			c->failed = -EIO;
-	}
 	sim_world_set_dead(c->w, node, false);
 	c->killed[node] = false;
-	c->alive[node] = !c->failed;
+	c->alive[node] = ok;
+	free(m);
+}
+
+/* A node that left joins again (renew_node), back in every ring. */
+static void rejoin(void *arg)
+{
+	struct membership *m = arg;
+	struct cluster *c = m->c;
+	uint32_t node = m->ev.node;
+
+	if (!renew_node(c, node)) {
+		free(m);
+		return;
+	}
+	sim_world_set_down(c->w, node, false);
+	for (uint32_t i = 0; i < c->nn; i++) {
+		if (!c->st[i])
+			continue;
+		store_set_member(c->st[i], node, true);
+		for (uint32_t j = 0; j < c->nn; j++)	/* its own ring: who is out now */
+			if (i == node && !c->alive[j] && j != node)
+				store_set_member(c->st[i], j, false);
+	}
+	c->alive[node] = true;
 	free(m);
 }
 
@@ -438,25 +487,10 @@ static void change_membership(struct sim *s, void *arg)
 			if (c->st[i])
 				store_set_member(c->st[i], node, false);
 	} else if (m->ev.join && !c->alive[node]) {
-		/* A fresh process with empty slots, unless requests still run on the old one. */
-		if (!c->inflight[node]) {
-			close_node(c, node);
-			if (open_node(c, node)) {
-				c->failed = -EIO;
-				free(m);
-				return;
-			}
-		}
-		sim_world_set_down(c->w, node, false);
-		for (uint32_t i = 0; i < c->nn; i++) {
-			if (!c->st[i])
-				continue;
-			store_set_member(c->st[i], node, true);
-			for (uint32_t j = 0; j < c->nn; j++)	/* its own ring: who is out now */
-				if (i == node && !c->alive[j] && j != node)
-					store_set_member(c->st[i], j, false);
-		}
-		c->alive[node] = true;
+		/* a process too: with heartbeats the old store has a task to wait for */
+		if (sim_spawn(c->s, rejoin, m, node, true))
+			return;
+		c->failed = -ENOMEM;
 	}
 	free(m);
 }

@@ -39,6 +39,9 @@ struct run_cfg {
 	uint64_t seed;
 	bool timing;			/* false: hit rates only, no time model */
 	bool payload_free;
+	bool batch_calls;		/* without timing too, a request's lookup and
+					 * publishing are two batch calls (as timed), never
+					 * one store_lookup_fill: for comparing the two */
 	bool heartbeats;		/* membership's heartbeats without a kill event */
 	uint64_t duration_ns;		/* stop arrivals after this; 0: workload's end */
 	uint64_t interval_ns;		/* time series step; 0: no series */
@@ -78,6 +81,8 @@ struct run_result {
 	double sim_s, wall_s;
 	double run_wall_s;		/* wall time of the run itself, without set-up */
 	uint64_t events;		/* the engine's events (the simulator's own cost) */
+	uint64_t one_call;		/* requests decided in one store call (without
+					 * timing: store_lookup_fill), not two batch calls */
 	uint64_t slot_bytes;		/* cluster slot memory (nominal) */
 	uint64_t mem_bytes;		/* what the slot regions really take here */
 	struct run_point *series;

@@ -813,6 +813,101 @@ static void test_close_no_flaps(void)
 	free(text);
 }
 
+/* ---------------------------------------------------------------- one call */
+
+struct outcomes {
+	uint8_t *hit;
+	size_t n, cap;
+};
+
+static void note_outcomes(void *arg, uint64_t t_ns, const uint64_t *pages, const int *status,
+			  uint32_t n, uint64_t latency_ns)
+{
+	struct outcomes *o = arg;
+
+	(void)t_ns;
+	(void)pages;
+	(void)latency_ns;
+	if (o->n + n > o->cap) {
+		o->cap = (o->n + n) * 2;
+		o->hit = realloc(o->hit, o->cap);
+	}
+	for (uint32_t i = 0; o->hit && i < n; i++)
+		o->hit[o->n++] = status[i] == 0 ? 1 : status[i] == -ENOENT ? 0 : 2;
+}
+
+/*
+ * Without a time model a request's lookup and publishing are one store call
+ * (store_lookup_fill); with batch_calls the same run makes the two batch calls. Every
+ * page must come out alike, and the evictions too, where buckets overflow inside one
+ * request (one way: a batch's keys never evict each other), a request names a key
+ * twice (Zipf over few keys), a node leaves and joins, and a node is killed (its
+ * keys are not addressable then: those requests take the batch calls).
+ */
+static void test_one_call_as_two(void)
+{
+	static const struct {
+		const char *store, *wl;
+		bool events;
+	} cases[] = {
+		{ "slot_ways: 4, slot_num_buckets: 64", "prefix:groups=60,prompts=10,prefix=16,suffix=4,requests=3000,rate=1000", true },
+		{ "slot_ways: 1, slot_num_buckets: 256", "prefix:groups=60,prompts=10,prefix=16,suffix=4,requests=3000,rate=1000", false },
+		{ "slot_ways: 8, slot_num_buckets: 16", "zipf:keys=600,s=1.1,pages=24,requests=3000,rate=1000", true },
+	};
+
+	printf("\n");
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct outcomes o[2] = { { 0 } };
+		struct run_result r[2];
+		struct pc_topology *t = NULL;
+		char text[640], err[PC_ERR_MAX];
+		size_t differ = 0, hits = 0;
+
+		snprintf(text, sizeof(text),
+			 "store: {slot_size_classes: [4KiB], %s, heartbeat_ms: 100, failure_timeout_ms: 300}\n"
+			 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n"
+			 "  - {name: c, address: 10.0.0.3}\n  - {name: d, address: 10.0.0.4}\n",
+			 cases[c].store);
+		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+		for (int two = 0; two < 2; two++) {
+			struct run_cfg cfg = { .payload_free = true, .seed = 11, .topo = t,
+					       .batch_calls = two, .on_request = note_outcomes,
+					       .on_request_arg = &o[two] };
+
+			CU_ASSERT_EQUAL_FATAL(wl_parse(cases[c].wl, &cfg.wl, err, sizeof(err)), 0);
+			if (cases[c].events) {
+				cfg.events[cfg.nr_events++] = (struct run_event){ .t_ns = 800000000, .node = 1 };
+				cfg.events[cfg.nr_events++] = (struct run_event){ .t_ns = 1400000000, .node = 1, .join = true };
+				cfg.events[cfg.nr_events++] = (struct run_event){ .t_ns = 2000000000, .node = 2, .kill = true };
+				cfg.events[cfg.nr_events++] = (struct run_event){ .t_ns = 2600000000, .node = 2, .join = true };
+			}
+			pc_log_set_level(PC_LOG_ERROR);	/* heartbeats say what they found */
+			CU_ASSERT_EQUAL(run_sim(&cfg, &r[two], err, sizeof(err)), 0);
+			pc_log_set_level(PC_LOG_WARN);
+		}
+		CU_ASSERT_EQUAL(o[0].n, o[1].n);
+		for (size_t i = 0; i < o[0].n && i < o[1].n; i++) {
+			differ += o[0].hit[i] != o[1].hit[i];
+			hits += o[0].hit[i] == 1;
+		}
+		printf("  %s, %s: %zu pages, %zu hits, %.0f and %.0f evictions; %llu of %llu requests in one call; %zu outcomes differ\n",
+		       cases[c].store, cases[c].wl, o[0].n, hits, r[0].evictions, r[1].evictions,
+		       (unsigned long long)r[0].one_call, (unsigned long long)r[0].requests, differ);
+		CU_ASSERT_EQUAL(differ, 0);
+		CU_ASSERT_EQUAL(r[0].evictions, r[1].evictions);
+		CU_ASSERT_EQUAL(r[0].page_hits, r[1].page_hits);
+		CU_ASSERT(hits > 0 && hits < o[0].n && r[0].evictions > 0);
+		CU_ASSERT(r[0].one_call > r[0].requests / 2);	/* most in one call ... */
+		CU_ASSERT(!cases[c].events || r[0].one_call < r[0].requests);	/* ... not all */
+		CU_ASSERT_EQUAL(r[1].one_call, 0);
+		run_result_free(&r[0]);
+		run_result_free(&r[1]);
+		free(o[0].hit);
+		free(o[1].hit);
+		pc_topology_free(t);
+	}
+}
+
 /* ---------------------------------------------------------------- overload */
 
 /* An arrival rate the cluster cannot serve stops the run with a line that says so and
@@ -853,6 +948,7 @@ static CU_TestInfo tests[] = {
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
 	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
 	{ "an arrival rate past capacity stops the run", test_overload_stops },
+	{ "a lookup and its publishing in one call decide as two batch calls", test_one_call_as_two },
 	{ "a node killed: heartbeats in virtual time take it out", test_kill_detected },
 	{ "a run with heartbeats ends without taking nodes out", test_close_no_flaps },
 	CU_TEST_INFO_NULL,

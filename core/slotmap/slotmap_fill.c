@@ -1,0 +1,262 @@
+/*
+ * slotmap_fill.c - a lookup and its fill, decided key by key in place.
+ *
+ * A serving engine looks a request's pages up and then stores the ones that missed
+ * (with prefix semantics every page from the first miss on). When nothing runs
+ * between the two (the simulator without its time model) and every key's slots are
+ * memory this node addresses (sm_direct), the pair is the same decisions as
+ * slotmap_get then slotmap_set make for keys they read and write in place: the same
+ * ring, bucket, tag, gate (slot_read_local), way choice (slot_pick_way, with the
+ * ways taken earlier in the batch reserved), stamps (slot_next_stamp) and seqlock
+ * write (slot_write_local_at), taken one key after the other without the batch
+ * machinery around them (arena blocks per phase, op lists, per-key state for paths
+ * a key in place never takes). The counters move as the two batch calls move them.
+ *
+ * Only the plain case: one size class, headers only (no payload to copy or hash),
+ * no disk under the slots anywhere, valid pages. Anything else answers -EAGAIN before
+ * touching a slot, and the caller makes the two batch calls.
+ */
+#include <string.h>
+
+#include "slotmap_direct.h"
+
+/* A key of the request. */
+struct fkey {
+	struct pc_keyhash h;
+	const struct sm_class *cl;	/* its owner's only class */
+	uint8_t *mem;			/* that class's memory, addressed here */
+	uint64_t bucket;
+	uint8_t *slot;			/* the tagged way, when the index named one */
+	uint32_t len;			/* the length given: what a miss is stored with */
+};
+
+/* A bucket the fill has written, with the ways it took (slot_pick_way's reserved
+ * mask: a batch's keys never evict each other). */
+struct fbucket {
+	const uint8_t *mem;
+	uint64_t bucket;
+	uint64_t reserved;
+};
+
+/* A counter moved once per call, and not at all by 0: an atomic add per counter
+ * and request is a visible share of a simulated lookup. */
+static void metric_add(uint64_t *counter, uint64_t v)
+{
+	if (v)
+		pc_stat_add(counter, v);
+}
+
+/* Sweeps 1 and 2: every key's hash (its ring entry prefetched), then its owner,
+ * class, memory and bucket (its index block prefetched). False when a key is not
+ * the plain case: nothing decided. */
+static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_page *pages,
+		      size_t n)
+{
+	const struct ring *r = store_ring(sm->st);
+	uint64_t epoch = sm_direct_epoch(sm);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct pc_page *pg = &pages[i];
+
+		if ((!pg->key && pg->key_len) || pg->len > pg->cap || pg->len > UINT32_MAX)
+			return false;
+		keys[i].h = keyhash_of(pg->key, pg->key_len);
+		ring_prefetch(r, keys[i].h);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct pc_page *pg = &pages[i];
+		struct fkey *k = &keys[i];
+		uint32_t owner = ring_owner_of(r, k->h);
+		const struct sm_layout *lay;
+
+		lay = owner == RING_NONE ? NULL : sm_layout_of(sm, owner);
+		if (!lay || lay->nr_classes != 1 || lay->spill ||
+		    slot_has_payload(&lay->cls[0].g) ||
+		    lay->cls[0].g.page_bytes < (pg->len ? pg->len : pg->cap))
+			return false;
+		k->mem = sm_direct(sm, epoch, lay, 0);
+		if (!k->mem)
+			return false;
+		k->cl = &lay->cls[0];
+		k->len = (uint32_t)pg->len;
+		k->bucket = slot_bucket_of(&k->cl->g, k->h);
+		__builtin_prefetch(k->mem + slot_index_offset(&k->cl->g, k->bucket));
+	}
+	return true;
+}
+
+/* The bucket's entry in a table of 2^bits entries, made if new. */
+static struct fbucket *fill_bucket(struct fbucket *t, unsigned bits, const struct fkey *k)
+{
+	size_t mask = ((size_t)1 << bits) - 1;
+	size_t i = (size_t)((k->bucket * 0x9E3779B97F4A7C15ULL) ^ (uintptr_t)k->mem) & mask;
+
+	for (;; i = (i + 1) & mask) {
+		if (!t[i].mem) {
+			t[i] = (struct fbucket){ .mem = k->mem, .bucket = k->bucket };
+			return &t[i];
+		}
+		if (t[i].mem == k->mem && t[i].bucket == k->bucket)
+			return &t[i];
+	}
+}
+
+/* Store key k as a set writes a key in place; 0, or -errno (its page not stored).
+ * *evicts: it displaced another key. */
+static int fill_one(struct slotmap *sm, uint64_t now, struct fbucket *b, const struct fkey *k,
+		    bool *evicts)
+{
+	const struct slot_geometry *g = &k->cl->g;
+	uint8_t *way0 = k->mem + slot_offset(g, k->bucket, 0);
+	uint32_t *tags = (uint32_t *)(k->mem + slot_index_offset(g, k->bucket));
+	struct slot_header hdrs[SLOT_MAX_WAYS];
+	int w = -1;
+	int ret;
+
+	*evicts = false;
+	for (uint32_t x = 0; x < g->ways; x++)
+		slot_header_peek(way0 + x * g->mem_stride, &hdrs[x]);
+	/* a copy of the key earlier in the batch took a way: the later page goes there */
+	for (uint32_t x = 0; b->reserved && x < g->ways; x++)
+		if (b->reserved >> x & 1 && keyhash_eq(hdrs[x].key, k->h))
+			w = (int)x;
+	if (w < 0)
+		w = slot_pick_way(hdrs, g->ways, k->h, slot_predicted_way(g, k->h), b->reserved,
+				  evicts);
+	if (w < 0)
+		return w;
+	/* A slot being written: nothing else runs meanwhile here, so a claim left by a
+	 * writer that died; a set would wait it out, this gives the key up. */
+	if (hdrs[w].seq & 1)
+		return -EBUSY;
+	ret = slot_write_local_at(way0 + (uint64_t)w * g->mem_stride, g, k->h, NULL, k->len,
+				  slot_next_stamp(hdrs, g->ways, now), hdrs[w].seq,
+				  sm_claim_word(sm, now, hdrs[w].seq), &tags[w]);
+	if (ret)
+		return ret;
+	b->reserved |= 1ULL << w;
+	return 0;
+}
+
+/* The fill: the nfill pages from..n-1 that missed (all of them with prefix), with
+ * t, room for a table of twice as many buckets as pages. */
+static void fill_misses(struct slotmap *sm, struct fbucket *t, struct fkey *keys,
+			struct pc_page *pages, size_t from, size_t n, size_t nfill, bool prefix)
+{
+	struct store_svc *st = sm->st;
+	uint64_t now, evicted = 0, written = 0, failed = 0, stored = 0;
+	unsigned bits = 3;
+
+	while (((size_t)1 << bits) < 2 * nfill)
+		bits++;
+	memset(t, 0, ((size_t)1 << bits) * sizeof(*t));
+	now = pc_env_now(st->env);
+	for (size_t i = from; i < n; i++) {
+		const struct fkey *k = &keys[i];
+		bool evicts;
+		int ret;
+
+		if (!prefix && !pages[i].status)
+			continue;
+		ret = fill_one(sm, now, fill_bucket(t, bits, k), k, &evicts);
+		if (ret) {
+			failed++;
+			continue;
+		}
+		stored++;
+		evicted += evicts;
+		written += k->len;
+	}
+	if (written)	/* the copies a set in place would make, charged once */
+		pc_env_copy(st->env, written);
+	metric_add(&st->metrics.evictions, evicted);
+	metric_add(&st->metrics.write_requests, stored);
+	metric_add(&st->metrics.bytes_written, written);
+	metric_add(&st->metrics.write_failures, failed);
+}
+
+int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, bool prefix,
+			size_t *filled)
+{
+	struct slotmap *sm = sm_of(m);
+	struct store_svc *st = sm->st;
+	struct arena *a;
+	struct fkey *keys;
+	struct fbucket *t;
+	uint64_t verdict[SLOT_NR_VERDICTS] = { 0 }, bytes = 0, hit_bytes = 0;
+	size_t miss_from = n, room = 8;
+	int hits = 0;
+
+	*filled = 0;
+	if (!sm->payload_free || __atomic_load_n(&sm->any_spill, __ATOMIC_RELAXED))
+		return -EAGAIN;
+	while (room < 2 * n)
+		room *= 2;
+	a = arena_take(&st->arenas);
+	keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
+	t = keys ? arena_alloc(a, room * sizeof(*t)) : NULL;
+	if (!t || !fill_plan(sm, keys, pages, n)) {
+		arena_give(&st->arenas, a);
+		return t ? -EAGAIN : -ENOMEM;
+	}
+	/* sweep 3: the first way whose tag names the key, prefetched; 4: the gate on it */
+	for (size_t i = 0; i < n; i++) {
+		struct fkey *k = &keys[i];
+		const struct slot_geometry *g = &k->cl->g;
+		uint64_t match = slot_tag_match(k->mem + slot_index_offset(g, k->bucket), g->ways,
+						slot_tag(k->h));
+
+		bytes += g->index_stride;
+		k->slot = match ? k->mem + slot_offset(g, k->bucket, (uint32_t)__builtin_ctzll(match)) :
+				  NULL;
+		if (k->slot)
+			__builtin_prefetch(k->slot);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct fkey *k = &keys[i];
+		struct pc_page *pg = &pages[i];
+		uint32_t max = pg->cap < k->cl->g.page_bytes ? (uint32_t)pg->cap :
+							       (uint32_t)k->cl->g.page_bytes;
+		uint32_t len = 0;
+		int v = SLOT_MISS_ABSENT;
+
+		if (k->slot) {
+			v = slot_read_local(k->slot, k->h, k->len, max, NULL, &len);
+			v = v == SLOT_MISS_ABSENT ? SLOT_MISS_OTHER_KEY : v;
+			bytes += SLOT_HEADER_BYTES;
+		}
+		verdict[v]++;
+		if (v == SLOT_HIT) {
+			hits++;
+			bytes += len;
+			hit_bytes += len;
+			pg->status = 0;
+			pg->len = len;
+		} else {
+			pg->status = -ENOENT;
+			pg->len = 0;
+			miss_from = miss_from == n ? i : miss_from;
+		}
+		/* a key the fill will write: its bucket's headers, while the gates go on */
+		if (v != SLOT_HIT || (prefix && miss_from < n))
+			for (uint32_t x = 0; x < k->cl->g.ways; x++)
+				__builtin_prefetch(k->mem + slot_offset(&k->cl->g, k->bucket, x));
+	}
+	if (hit_bytes)	/* the copies a get in place would make, charged once */
+		pc_env_copy(st->env, hit_bytes);
+	metric_add(&st->metrics.hits, verdict[SLOT_HIT]);
+	metric_add(&st->metrics.first_phase_hits, verdict[SLOT_HIT]);
+	metric_add(&st->metrics.miss_absent, verdict[SLOT_MISS_ABSENT]);
+	metric_add(&st->metrics.miss_other_key, verdict[SLOT_MISS_OTHER_KEY]);
+	metric_add(&st->metrics.miss_torn, verdict[SLOT_MISS_TORN]);
+	metric_add(&st->metrics.miss_length, verdict[SLOT_MISS_LENGTH]);
+	metric_add(&st->metrics.miss_checksum, verdict[SLOT_MISS_CHECKSUM]);
+	metric_add(&st->metrics.hit_bytes, hit_bytes);
+	metric_add(&st->metrics.read_requests, n);
+	metric_add(&st->metrics.bytes_read, bytes);
+	*filled = prefix ? n - miss_from : n - (size_t)hits;
+	if (*filled)
+		fill_misses(sm, t, keys, pages, prefix ? miss_from : 0, n, *filled, prefix);
+	arena_give(&st->arenas, a);
+	return hits;
+}
