@@ -12,8 +12,9 @@
  * machinery around them (arena blocks per phase, op lists, per-key state for paths
  * a key in place never takes). The counters move as the two batch calls move them.
  *
- * Only the plain case: one size class, headers only (no payload to copy or hash),
- * no disk under the slots anywhere, valid pages. Anything else answers -EAGAIN before
+ * Only the plain case: pages whose length names their size class (or one class),
+ * headers only (no payload to copy or hash), no disk under the slots anywhere,
+ * valid pages. Anything else answers -EAGAIN before
  * touching a slot, and the caller makes the two batch calls.
  */
 #include <string.h>
@@ -23,7 +24,9 @@
 /* A key of the request. */
 struct fkey {
 	struct pc_keyhash h;
-	const struct sm_class *cl;	/* its owner's only class */
+	uint32_t owner;
+	const struct sm_layout *lay;	/* the owner's */
+	const struct sm_class *cl;	/* the owner's class that holds it */
 	uint8_t *mem;			/* that class's memory, addressed here */
 	uint64_t bucket;
 	uint8_t *slot;			/* the tagged way, when the index named one */
@@ -46,9 +49,11 @@ static void metric_add(uint64_t *counter, uint64_t v)
 		pc_stat_add(counter, v);
 }
 
-/* Sweeps 1 and 2: every key's hash (its ring entry prefetched), then its owner,
- * class, memory and bucket (its index block prefetched). False when a key is not
- * the plain case: nothing decided. */
+/* Sweeps 1 to 4, each prefetching what the next one reads, so that a request's
+ * cache misses overlap (at hundreds of nodes a key's ring entry, its owner's layout
+ * and the layout's class are each a miss): every key's hash, then its owner, then
+ * the owner's layout, then class, memory and bucket (the index block prefetched).
+ * False when a key is not the plain case: nothing decided. */
 static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_page *pages,
 		      size_t n)
 {
@@ -64,20 +69,39 @@ static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_pag
 		ring_prefetch(r, keys[i].h);
 	}
 	for (size_t i = 0; i < n; i++) {
+		uint32_t owner = ring_owner_of(r, keys[i].h);
+
+		if (owner == RING_NONE)
+			return false;
+		keys[i].owner = owner;
+		__builtin_prefetch(&sm->layouts[owner]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct sm_layout *lay = sm_layout_of(sm, keys[i].owner);
+
+		if (!lay)
+			return false;
+		keys[i].lay = lay;
+		__builtin_prefetch(lay);
+		__builtin_prefetch(&lay->cls[lay->nr_classes > 1]);
+	}
+	for (size_t i = 0; i < n; i++) {
 		const struct pc_page *pg = &pages[i];
 		struct fkey *k = &keys[i];
-		uint32_t owner = ring_owner_of(r, k->h);
-		const struct sm_layout *lay;
+		const struct sm_layout *lay = k->lay;
+		int c;
 
-		lay = owner == RING_NONE ? NULL : sm_layout_of(sm, owner);
-		if (!lay || lay->nr_classes != 1 || lay->spill ||
-		    slot_has_payload(&lay->cls[0].g) ||
-		    lay->cls[0].g.page_bytes < (pg->len ? pg->len : pg->cap))
+		if (lay->spill || (lay->nr_classes > 1 && !pg->len))
 			return false;
-		k->mem = sm_direct(sm, epoch, lay, 0);
+		/* with its length given, a page is in exactly one class, read and written */
+		c = lay->nr_classes == 1 ? 0 : sm_class_for(lay, pg->len);
+		if (c < 0 || slot_has_payload(&lay->cls[c].g) ||
+		    lay->cls[c].g.page_bytes < (pg->len ? pg->len : pg->cap))
+			return false;
+		k->mem = sm_direct(sm, epoch, lay, c);
 		if (!k->mem)
 			return false;
-		k->cl = &lay->cls[0];
+		k->cl = &lay->cls[c];
 		k->len = (uint32_t)pg->len;
 		k->bucket = slot_bucket_of(&k->cl->g, k->h);
 		__builtin_prefetch(k->mem + slot_index_offset(&k->cl->g, k->bucket));

@@ -841,8 +841,9 @@ static void note_outcomes(void *arg, uint64_t t_ns, const uint64_t *pages, const
  * (store_lookup_fill); with batch_calls the same run makes the two batch calls. Every
  * page must come out alike, and the evictions too, where buckets overflow inside one
  * request (one way: a batch's keys never evict each other), a request names a key
- * twice (Zipf over few keys), a node leaves and joins, and a node is killed (its
- * keys are not addressable then: those requests take the batch calls).
+ * twice (Zipf over few keys), pages live in one of two size classes, a node leaves
+ * and joins, and a node is killed (its keys are not addressable then: those
+ * requests take the batch calls).
  */
 static void test_one_call_as_two(void)
 {
@@ -850,9 +851,11 @@ static void test_one_call_as_two(void)
 		const char *store, *wl;
 		bool events;
 	} cases[] = {
-		{ "slot_ways: 4, slot_num_buckets: 64", "prefix:groups=60,prompts=10,prefix=16,suffix=4,requests=3000,rate=1000", true },
-		{ "slot_ways: 1, slot_num_buckets: 256", "prefix:groups=60,prompts=10,prefix=16,suffix=4,requests=3000,rate=1000", false },
-		{ "slot_ways: 8, slot_num_buckets: 16", "zipf:keys=600,s=1.1,pages=24,requests=3000,rate=1000", true },
+		{ "slot_size_classes: [4KiB], slot_ways: 4, slot_num_buckets: 64", "prefix:groups=60,prompts=10,prefix=16,suffix=4,requests=3000,rate=1000", true },
+		{ "slot_size_classes: [4KiB], slot_ways: 1, slot_num_buckets: 256", "prefix:groups=60,prompts=10,prefix=16,suffix=4,requests=3000,rate=1000", false },
+		{ "slot_size_classes: [4KiB], slot_ways: 8, slot_num_buckets: 16", "zipf:keys=600,s=1.1,pages=24,requests=3000,rate=1000", true },
+		/* the pages' length names their class: read and written there */
+		{ "slot_size_classes: [1KiB, 4KiB], slot_ways: 4, slot_num_buckets: 64", "zipf:keys=2000,s=0.9,pages=16,requests=3000,rate=1000", true },
 	};
 
 	printf("\n");
@@ -864,7 +867,7 @@ static void test_one_call_as_two(void)
 		size_t differ = 0, hits = 0;
 
 		snprintf(text, sizeof(text),
-			 "store: {slot_size_classes: [4KiB], %s, heartbeat_ms: 100, failure_timeout_ms: 300}\n"
+			 "store: {%s, heartbeat_ms: 100, failure_timeout_ms: 300}\n"
 			 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n"
 			 "  - {name: c, address: 10.0.0.3}\n  - {name: d, address: 10.0.0.4}\n",
 			 cases[c].store);
