@@ -82,8 +82,9 @@ static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_pag
 		if (!lay)
 			return false;
 		keys[i].lay = lay;
-		__builtin_prefetch(lay);
-		__builtin_prefetch(&lay->cls[lay->nr_classes > 1]);
+		/* its head and first classes, without reading it (that would be the miss) */
+		for (size_t off = 0; off < sizeof(*lay) + 2 * sizeof(lay->cls[0]); off += 64)
+			__builtin_prefetch((const char *)lay + off);
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct pc_page *pg = &pages[i];
