@@ -196,7 +196,7 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 	case 0: break;
 	case -EINVAL: tool_die(TOOL, "--batches: 1 to %d pages each", CALIB_MAX_BATCH);
 	default:
-		tool_die(TOOL, "--pages and --batches: at most %d cases (pages x (2 x batches + 3))",
+		tool_die(TOOL, "--pages and --batches: at most %d cases (pages x (2 x batches + 4, + 4 with a disk) + 2)",
 			 CALIB_MAX_CASES);
 	}
 	fprintf(stderr, "%s: %u cases of %u timed batches on node %s\n", TOOL, cal.nr_cases, reps, node);
@@ -217,13 +217,18 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 	for (uint32_t i = 0; i < cal.nr_cases; i++) {
 		const struct calib_case *k = &cal.cases[i];
 
-		printf("| %s | %u KiB | %u | %s | %.1f us | %.1f us (%+.0f%%) | %.1f us | %.1f us (%+.0f%%) |\n",
-		       calib_op_name(k->op), k->page >> 10, k->batch, calib_case_pages(k), k->real_us,
+		char page[32] = "-";
+
+		if (k->page)
+			snprintf(page, sizeof(page), "%u KiB", k->page >> 10);
+		printf("| %s | %s | %u | %s | %.1f us | %.1f us (%+.0f%%) | %.1f us | %.1f us (%+.0f%%) |\n",
+		       calib_op_name(k->op), page, k->batch, calib_case_pages(k), k->real_us,
 		       k->sim_us, off(k->sim_us, k->real_us), k->real_p90_us, k->sim_p90_us,
 		       off(k->sim_p90_us, k->real_p90_us));
 	}
-	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f, jitter %.2f",
-	       cal.fit.latency_us, cal.fit.gbps, cal.fit.op_us, cal.fit.memcpy_gbps, cal.fit.jitter);
+	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f, jitter %.2f, rpc_us %.1f",
+	       cal.fit.latency_us, cal.fit.gbps, cal.fit.op_us, cal.fit.memcpy_gbps, cal.fit.jitter,
+	       cal.fit.rpc_us);
 	if (cal.disk)
 		printf("; nvme latency_us %.1f, read_mbps %.0f, write_mbps %.0f, iops %.0f",
 		       cal.fit.nvme_latency_us, cal.fit.read_mbps, cal.fit.write_mbps, cal.fit.iops);

@@ -67,6 +67,8 @@ struct pc_node {
 	uint32_t nr_rails;
 	double memcpy_gbps;		/* host copy bandwidth (GB/s), for the simulator */
 	double jitter;			/* the simulator's spread of the node's waits (sigma) */
+	double rpc_us;			/* the simulator's hand-off of a peer's RPC to a
+					 * worker and back (us) */
 	bool has_nvme;
 	struct pc_nvme nvme;
 	struct pc_mark mark;		/* the node's entry in the file */

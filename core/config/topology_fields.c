@@ -242,6 +242,12 @@ static const struct field node_fields[] = {
 	      "standard normal draw (so half take just their time, one in ten e^(1.28 x "
 	      "jitter) times it, one in a hundred e^(2.33 x jitter)). 0: every wait as "
 	      "modelled. pccalibrate fits it to the spread of a cluster's batches.")),
+	F(struct pc_node, rpc_us, FT_DOUBLE, 0, 1000000, "0",
+	  DOC("sim", "us", "The simulator's time for the node to hand a peer's RPC that may "
+	      "block (a promotion from disk, the tiered pool's, membership changes: all but "
+	      "the quick ones, layouts, heartbeats and p2p's directory) to a worker thread "
+	      "and to take its answer back, beyond the handler's own waits: a tcp server "
+	      "wakes a worker and is woken by it. pccalibrate fits it.")),
 	{ .name = "rails", DOC("all", NULL, "The node's NICs, a list of rails (below); one "
 			       "default rail when absent.") },
 	{ .name = "nvme", DOC("spill, tier, sim", NULL, "The node's disk (below); needed by "

@@ -24,7 +24,8 @@ struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, b
 	w->envs = calloc(t->nr_nodes + 1, sizeof(*w->envs));
 	w->peer_ops = calloc(t->nr_nodes, sizeof(*w->peer_ops));
 	w->dead = calloc(t->nr_nodes ? t->nr_nodes : 1, sizeof(*w->dead));
-	if (!w->net || !w->nvme || !w->mem || !w->envs || !w->peer_ops || !w->dead)
+	w->quick = calloc(t->nr_nodes ? t->nr_nodes : 1, sizeof(*w->quick));
+	if (!w->net || !w->nvme || !w->mem || !w->envs || !w->peer_ops || !w->dead || !w->quick)
 		goto err;
 	for (uint32_t i = 0; i <= t->nr_nodes; i++) {
 		w->envs[i] = (struct sim_env){ .base.ops = &sim_env_ops, .w = w,
@@ -55,6 +56,7 @@ void sim_world_destroy(struct sim_world *w)
 	free(w->envs);
 	free(w->peer_ops);
 	free(w->dead);
+	free(w->quick);
 	free(w);
 }
 

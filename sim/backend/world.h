@@ -40,6 +40,8 @@ struct sim_world {
 	struct sim_env *envs;	/* per node, and one more for clients */
 	uint32_t *peer_ops;		/* per node, zero between posts (fabric.c) */
 	bool *dead;			/* per node: crashed, sends nothing (sim_world_set_dead) */
+	uint64_t *quick;		/* per node: the RPCs it answers without a hand-off
+					 * (pc_fabric.quick_rpcs, as it serves) */
 	double rpc_bytes;
 	/* membership's RPCs (heartbeats, MEMBER, JOIN): calls, and bytes both ways with
 	 * the frame headers */

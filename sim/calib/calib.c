@@ -28,7 +28,7 @@ const char *calib_where_name(enum calib_where w)
 
 const char *calib_op_name(enum calib_op op)
 {
-	static const char *const names[] = { "get", "set", "read", "write" };
+	static const char *const names[] = { "get", "set", "read", "write", "rpc" };
 
 	return names[op];
 }
@@ -56,7 +56,7 @@ int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const u
 			return -EINVAL;
 		spread = batches[b] > spread ? batches[b] : spread;	/* the largest */
 	}
-	if (npages * (2 * nbatches + 4 + (disk ? 4 : 0)) > CALIB_MAX_CASES)
+	if (npages * (2 * nbatches + 4 + (disk ? 4 : 0)) + 2 > CALIB_MAX_CASES)
 		return -E2BIG;
 	for (uint32_t k = 0; k < npages; k++) {
 		for (int op = CALIB_GET; op <= CALIB_SET; op++)
@@ -75,6 +75,9 @@ int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const u
 				c->cases[c->nr_cases++] = (struct calib_case){
 					.op = (enum calib_op)op, .page = pages[k], .batch = b };
 	}
+	/* a request handed to a worker and answered: its time there and back */
+	for (uint32_t b = 1; b <= CALIB_RPC_KEYS; b += CALIB_RPC_KEYS - 1)
+		c->cases[c->nr_cases++] = (struct calib_case){ .op = CALIB_RPC, .batch = b };
 	return 0;
 }
 
@@ -296,6 +299,47 @@ static int run_disk_case(struct pc_store *st, struct calib_case *k, uint32_t rep
 	return ret;
 }
 
+/*
+ * An rpc case: a promotion of k->batch keys nobody stored, to one peer: a request
+ * its server hands to a worker (it may read the disk), answered at once (no such
+ * keys, or -EOPNOTSUPP from a peer that does not spill: the same trip).
+ */
+static int run_rpc_case(struct pc_store *st, struct calib_case *k, uint32_t reps, bool sim,
+			char *err, size_t errlen)
+{
+	struct pc_env *env = st->svc.env;
+	size_t len = sizeof(struct proto_promote) + k->batch * sizeof(struct proto_promote_key);
+	uint8_t *req = calloc(1, len);
+	double *t = calloc(reps, sizeof(*t));
+	struct proto_promote h = { .n = k->batch };
+	int ret = req && t ? 0 : -ENOMEM;
+
+	if (req)
+		memcpy(req, &h, sizeof(h));
+	for (uint32_t i = 0; req && i < k->batch; i++) {
+		struct proto_promote_key q = { .lo = KEY_SPACE | i, .hi = ~(uint64_t)i, .cap = 4096 };
+
+		memcpy(req + sizeof(h) + i * sizeof(q), &q, sizeof(q));
+	}
+	for (uint32_t r = 0; r < reps && !ret; r++) {
+		struct pc_rpc rpc = { .peer = some_peer(st), .opcode = PC_RPC_SLOT_PROMOTE,
+				      .req = req, .req_len = len };
+		uint64_t t0 = pc_env_now(env);
+
+		ret = pc_fabric_call(st->svc.fabric, &rpc, 1);
+		t[r] = (double)(pc_env_now(env) - t0) / 1000.0;
+		ret = ret ? ret : rpc.status == -EOPNOTSUPP ? 0 : rpc.status;
+		pc_msg_free(&rpc.resp);
+	}
+	if (ret)
+		snprintf(err, errlen, "a request of %u keys to a peer: %s", k->batch, strerror(-ret));
+	else
+		keep_quantiles(k, t, reps, sim);
+	free(req);
+	free(t);
+	return ret;
+}
+
 static void bench_all(struct pc_store *st, void *arg)
 {
 	struct bench *b = arg;
@@ -311,6 +355,7 @@ static void bench_all(struct pc_store *st, void *arg)
 		uint32_t reps = b->sim ? b->sim_reps : b->c->reps;
 
 		b->ret = disk_op(k->op) ? run_disk_case(st, k, reps, b->sim, b->err, sizeof(b->err)) :
+			 k->op == CALIB_RPC ? run_rpc_case(st, k, reps, b->sim, b->err, sizeof(b->err)) :
 			 run_case(st, k, reps, &next, b->sim, b->err, sizeof(b->err));
 	}
 }
@@ -339,6 +384,7 @@ void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk)
 			n->rails[r].op_us = p->op_us;
 		}
 		n->jitter = p->jitter;
+		n->rpc_us = p->rpc_us;
 		if (disk && n->has_nvme) {
 			n->nvme.latency_us = p->nvme_latency_us;
 			n->nvme.read_mbps = p->read_mbps;
@@ -351,7 +397,8 @@ void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk)
 /*
  * The parameters as the linear variables of the model, in us and us per byte: the
  * rail's latency, its time per byte, the time per op, the copy time per byte; the
- * disk's latency, its time per byte read and written, the time per command.
+ * disk's latency, its time per byte read and written, the time per command; the
+ * hand-off of an rpc.
  */
 static void to_vars(const struct calib_params *p, double x[CALIB_NR_PARAMS])
 {
@@ -363,6 +410,7 @@ static void to_vars(const struct calib_params *p, double x[CALIB_NR_PARAMS])
 	x[5] = 1.0 / p->read_mbps;		/* 1 MB/s is a byte a microsecond */
 	x[6] = 1.0 / p->write_mbps;
 	x[7] = 1e6 / p->iops;
+	x[8] = p->rpc_us;
 }
 
 /* Back from the variables; a rate whose time is 0 is the key's largest value. */
@@ -376,6 +424,7 @@ static void from_vars(const double x[CALIB_NR_PARAMS], struct calib_params *p)
 	p->read_mbps = x[5] > 1e-6 ? 1.0 / x[5] : 1e6;
 	p->write_mbps = x[6] > 1e-6 ? 1.0 / x[6] : 1e6;
 	p->iops = x[7] > 1e6 / (double)(1u << 30) ? 1e6 / x[7] : (double)(1u << 30);
+	p->rpc_us = x[8];
 }
 
 /* Batches a simulated case times: without jitter every one takes the same time; with
@@ -508,7 +557,7 @@ static int jitter_error(struct pc_topology *t, uint32_t node, struct calib *c, d
 		const struct calib_case *k = &c->cases[i];
 		double d;
 
-		if (disk_op(k->op) || !(k->real_us > 0) || !(k->sim_us > 0))
+		if (disk_op(k->op) || k->op == CALIB_RPC || !(k->real_us > 0) || !(k->sim_us > 0))
 			continue;	/* disk waits are the NVMe model's, not stretched */
 		d = log(k->sim_p90_us / k->sim_us) - log(k->real_p90_us / k->real_us);
 		*sse += d * d;
@@ -560,7 +609,7 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 	struct calib_params base = {
 		.latency_us = 10, .gbps = 20, .op_us = 1, .memcpy_gbps = 10,
 		.nvme_latency_us = 80, .read_mbps = 2000, .write_mbps = 1000, .iops = 100000,
-		.jitter = c->fit.jitter };
+		.rpc_us = 20, .jitter = c->fit.jitter };
 	double x0[CALIB_NR_PARAMS], A[CALIB_MAX_CASES][CALIB_NR_PARAMS], c0[CALIB_MAX_CASES];
 	double y[CALIB_MAX_CASES], t0[CALIB_MAX_CASES], x[CALIB_NR_PARAMS] = { 0 };
 	int ret;

@@ -25,6 +25,8 @@
  * the node spills with (a posix file with O_DIRECT on nodes[].nvme.path; in the
  * simulator the node's NVMe model, whose time is affine in its latency, its time per
  * byte read and written and its time per command, four more variables of the same fit).
+ * The rpc cases time a request a peer hands to a worker thread (a promotion of keys it
+ * does not hold: no disk read), which pins nodes.rpc_us, the hand-off there and back.
  *
  * Validation replays a workload on the real node (one request at a time, a
  * batch_get timed, then a batch_set of the misses, as the simulator's run.c serves
@@ -46,11 +48,14 @@
 #define CALIB_MAX_CASES 64
 #define CALIB_MAX_BATCH 128
 #define CALIB_DISK_BATCH 16
-#define CALIB_NR_PARAMS 8
+#define CALIB_NR_PARAMS 9
+#define CALIB_RPC_KEYS 16		/* keys in the larger rpc case's request */
 
 enum calib_op {
 	CALIB_GET, CALIB_SET,			/* batch calls of the store */
 	CALIB_DISK_READ, CALIB_DISK_WRITE,	/* batches of block I/O on the node's disk */
+	CALIB_RPC,				/* a peer's request that it hands to a worker
+						 * (a promotion of absent keys: batch keys) */
 };
 
 enum calib_where {
@@ -77,6 +82,7 @@ struct calib_params {			/* the model keys a calibration sets */
 	double read_mbps, write_mbps;	/* nodes.nvme.read_mbps, write_mbps */
 	double iops;			/* nodes.nvme.iops */
 	double jitter;			/* nodes.jitter */
+	double rpc_us;			/* nodes.rpc_us */
 };
 
 struct calib {
@@ -89,8 +95,8 @@ struct calib {
 	double max_error;
 };
 
-/* "peer", "own", "all"; "get", "set", "read", "write"; a case's pages: its where,
- * or "disk" */
+/* "peer", "own", "all"; "get", "set", "read", "write", "rpc"; a case's pages: its
+ * where, or "disk" */
 const char *calib_where_name(enum calib_where w);
 const char *calib_op_name(enum calib_op op);
 const char *calib_case_pages(const struct calib_case *k);
@@ -98,8 +104,9 @@ const char *calib_case_pages(const struct calib_case *k);
 /* The benchmark cases: for each page size, gets and sets of each batch size of one
  * peer's pages, and batches of the largest size of the node's own pages and
  * of every node's (gets and sets); with disk, reads and writes of one block and of
- * CALIB_DISK_BATCH blocks of each page size on the node's nvme.path. -EINVAL for a
- * batch of 0 or over CALIB_MAX_BATCH, -E2BIG for more than CALIB_MAX_CASES cases. */
+ * CALIB_DISK_BATCH blocks of each page size on the node's nvme.path; then two rpc
+ * cases, of 1 and CALIB_RPC_KEYS keys. -EINVAL for a batch of 0 or over
+ * CALIB_MAX_BATCH, -E2BIG for more than CALIB_MAX_CASES cases. */
 int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
 		uint32_t nbatches, bool disk, uint32_t reps);
 

@@ -7,8 +7,10 @@
  * stretch nodes.jitter gives a wait against its lognormal quantiles; the
  * slotmap's insertion-order eviction against the FIFO characteristic-time
  * approximation; p2p's fully associative LRU pool against Che's approximation; an
- * arrival rate past capacity stopping the run; and the infinite-cache prefix hit rate of a generated Mooncake trace
- * against an exact count made here.
+ * arrival rate past capacity stopping the run; the infinite-cache prefix hit rate of a
+ * generated Mooncake trace against an exact count made here; hit-rate mode's one store
+ * call per request against the two batch calls, page by page; and nodes.rpc_us on a
+ * request a peer hands to a worker, not on one it answers on the spot.
  */
 #include <errno.h>
 #include <math.h>
@@ -911,6 +913,65 @@ static void test_one_call_as_two(void)
 	}
 }
 
+/* ---------------------------------------------------------------- rpc hand-off */
+
+struct rpc_times {
+	uint64_t layout_ns, promote_ns;
+};
+
+static void time_rpcs(struct pc_store *st, void *arg)
+{
+	struct rpc_times *t = arg;
+	struct pc_fabric *f = st->svc.fabric;
+	struct {
+		struct proto_promote h;
+		struct proto_promote_key k;
+	} req = { .h = { .n = 1 }, .k = { .lo = 7, .hi = 9, .cap = 4096 } };
+	struct pc_rpc layout = { .peer = 1, .opcode = PC_RPC_LAYOUT };
+	struct pc_rpc promote = { .peer = 1, .opcode = PC_RPC_SLOT_PROMOTE, .req = &req,
+				  .req_len = sizeof(req) };
+	uint64_t t0 = pc_env_now(st->svc.env);
+
+	CU_ASSERT_EQUAL(pc_fabric_call(f, &layout, 1), 0);
+	t->layout_ns = pc_env_now(st->svc.env) - t0;
+	t0 = pc_env_now(st->svc.env);
+	CU_ASSERT_EQUAL(pc_fabric_call(f, &promote, 1), 0);
+	t->promote_ns = pc_env_now(st->svc.env) - t0;
+	CU_ASSERT_EQUAL(layout.status, 0);
+	CU_ASSERT_EQUAL(promote.status, -EOPNOTSUPP);	/* node 1 does not spill */
+	pc_msg_free(&layout.resp);
+	pc_msg_free(&promote.resp);
+}
+
+/* nodes.rpc_us: a request the peer hands to a worker (a promotion) takes it more,
+ * once; one it answers on the spot (a layout: PROTO_QUICK_RPCS) does not. */
+static void test_rpc_hand_off(void)
+{
+	struct rpc_times t[2];
+	char err[PC_ERR_MAX];
+
+	for (int i = 0; i < 2; i++) {
+		struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 1 };
+		struct pc_topology *t0 = NULL;
+		char text[512];
+
+		snprintf(text, sizeof(text),
+			 "store: {slot_size_classes: [16KiB], global_segment_size: 4MiB}\n"
+			 "node_defaults: {rpc_us: %d, rails: [{device: d, gbps: 100, latency_us: 5}]}\n"
+			 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n",
+			 i ? 150 : 0);
+		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t0, err, sizeof(err)), 0);
+		cfg.topo = t0;
+		CU_ASSERT_EQUAL(run_on_node(&cfg, 0, time_rpcs, &t[i], err, sizeof(err)), 0);
+		pc_topology_free(t0);
+	}
+	printf("\n  layout %.1f / %.1f us, promotion %.1f / %.1f us, at rpc_us 0 / 150",
+	       t[0].layout_ns / 1e3, t[1].layout_ns / 1e3, t[0].promote_ns / 1e3, t[1].promote_ns / 1e3);
+	CU_ASSERT_EQUAL(t[1].layout_ns, t[0].layout_ns);
+	CU_ASSERT_EQUAL(t[1].promote_ns, t[0].promote_ns + 150000);
+	CU_ASSERT(t[0].promote_ns >= 10000);	/* a round trip of 5 us each way, at least */
+}
+
 /* ---------------------------------------------------------------- overload */
 
 /* An arrival rate the cluster cannot serve stops the run with a line that says so and
@@ -952,6 +1013,7 @@ static CU_TestInfo tests[] = {
 	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
 	{ "an arrival rate past capacity stops the run", test_overload_stops },
 	{ "a lookup and its publishing in one call decide as two batch calls", test_one_call_as_two },
+	{ "nodes.rpc_us: a request handed to a worker takes it, a quick one not", test_rpc_hand_off },
 	{ "a node killed: heartbeats in virtual time take it out", test_kill_detected },
 	{ "a run with heartbeats ends without taking nodes out", test_close_no_flaps },
 	CU_TEST_INFO_NULL,
