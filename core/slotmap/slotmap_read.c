@@ -79,7 +79,9 @@ static uint32_t max_len(const struct gkey *k, const struct sm_class *c)
  * decides, under the seqlock (a stale tag is another key's slot: a clean miss). A
  * batch does it in three sweeps, each prefetching what the next one reads, so that
  * its keys' cache misses overlap: past L2 a miss costs more here (~150 ns) than all
- * the rest of a lookup.
+ * the rest of a lookup. slotmap_fill.c reads keys in place the same way for the
+ * simulator's one-call requests: a rule added here goes there too (unit.sim compares
+ * the two page by page).
  */
 
 /* Sweep 1: point the key's index blocks at the owner's memory and prefetch them;

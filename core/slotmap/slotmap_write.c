@@ -187,7 +187,9 @@ static bool direct_prefetch(struct slotmap *sm, uint64_t epoch, struct skey *k)
  * on (a CAS), tagging it while claimed. A slot that changed since (another writer got
  * there first) or is being written (odd seq) makes it look again, a few times, then
  * give up: never a write over a page it did not choose to replace. A claim its writer
- * left unwritten past the claim timeout is taken over (slotmap_claims.c). */
+ * left unwritten past the claim timeout is taken over (slotmap_claims.c).
+ * slotmap_fill.c's fill_one chooses and writes the same way for the simulator's
+ * one-call requests: a rule added here goes there too (unit.sim compares the two). */
 static void set_direct(struct slotmap *sm, uint64_t now, struct skey *keys, size_t i)
 {
 	struct pc_env *env = sm->st->env;
