@@ -201,10 +201,19 @@ static int watch_add(struct tcp_server *s, int fd, void *ptr)
 	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
+/* Queue len bytes at base; bytes that follow the last iovec's in memory extend it
+ * (a run of small READs copied into a response, a slot's header and payload): the
+ * kernel's cost per iovec is more than that of a byte. */
 static int iovec_add(struct iovec **v, size_t *n, size_t *cap, void *base, size_t len)
 {
+	struct iovec *last = *n ? &(*v)[*n - 1] : NULL;
+
 	if (!len)
 		return 0;
+	if (last && (uint8_t *)last->iov_base + last->iov_len == (uint8_t *)base) {
+		last->iov_len += len;
+		return 0;
+	}
 	if (*n == *cap) {
 		size_t c = *cap ? *cap * 2 : 64;
 		struct iovec *nv = realloc(*v, c * sizeof(*nv));
@@ -499,19 +508,6 @@ static bool copied_out(const struct tcp_opdesc *d)
 	return d->kind == PC_OP_CAS || (d->kind == PC_OP_READ && d->len <= TCP_SMALL_OP);
 }
 
-/* Queue bytes of the response, as one iovec with the one before where they follow
- * it in memory. */
-static int iov_push_merged(struct sconn *c, void *base, size_t len)
-{
-	struct iovec *last = c->iovcnt ? &c->iov[c->iovcnt - 1] : NULL;
-
-	if (last && (uint8_t *)last->iov_base + last->iov_len == (uint8_t *)base) {
-		last->iov_len += len;
-		return 0;
-	}
-	return iov_push(c, base, len);
-}
-
 /*
  * Every WRITE landed: queue the statuses, then each op's bytes in op order: a CAS's
  * old value and a small READ's bytes copied into out as the op runs, a page sent
@@ -558,7 +554,7 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 			continue;
 		region_tally_op(&served, d[i].kind, d[i].len);
 		if (copied_out(&d[i])) {
-			ret = iov_push_merged(c, (uint8_t *)c->out.data + at, len);
+			ret = iov_push(c, (uint8_t *)c->out.data + at, len);
 			at += len;
 		} else if (d[i].kind == PC_OP_READ) {
 			ret = iov_push(c, c->where[i], len);
