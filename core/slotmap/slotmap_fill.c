@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "slotmap_direct.h"
+#include "slotmap_keys.h"
 
 /* A key of the request. */
 struct fkey {
@@ -40,14 +41,6 @@ struct fbucket {
 	uint64_t bucket;
 	uint64_t reserved;
 };
-
-/* A counter moved once per call, and not at all by 0: an atomic add per counter
- * and request is a visible share of a simulated lookup. */
-static void metric_add(uint64_t *counter, uint64_t v)
-{
-	if (v)
-		pc_stat_add(counter, v);
-}
 
 /* Sweeps 1 to 4, each prefetching what the next one reads, so that a request's
  * cache misses overlap (at hundreds of nodes a key's ring entry, its owner's layout
@@ -194,10 +187,12 @@ static void fill_misses(struct slotmap *sm, struct fbucket *t, struct fkey *keys
 	}
 	if (written)	/* the copies a set in place would make, charged once */
 		pc_env_copy(st->env, written);
-	metric_add(&st->metrics.evictions, evicted);
-	metric_add(&st->metrics.write_requests, stored);
-	metric_add(&st->metrics.bytes_written, written);
-	metric_add(&st->metrics.write_failures, failed);
+	/* as slotmap_set counts them: once a call */
+	METRIC_ADD(st, evictions, evicted);
+	METRIC_ADD(st, write_requests, stored);
+	METRIC_ADD(st, bytes_written, written);
+	if (failed)
+		METRIC_ADD(st, write_failures, failed);
 }
 
 int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, bool prefix,
@@ -208,9 +203,9 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 	struct arena *a;
 	struct fkey *keys;
 	struct fbucket *t;
-	uint64_t verdict[SLOT_NR_VERDICTS] = { 0 }, bytes = 0, hit_bytes = 0;
+	struct sm_get_tally tally = { .unreachable = 0 };
+	uint64_t bytes = 0;
 	size_t miss_from = n, room = 8;
-	int hits = 0;
 
 	*filled = 0;
 	if (!sm->payload_free || __atomic_load_n(&sm->any_spill, __ATOMIC_RELAXED))
@@ -250,11 +245,10 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 			v = v == SLOT_MISS_ABSENT ? SLOT_MISS_OTHER_KEY : v;
 			bytes += SLOT_HEADER_BYTES;
 		}
-		verdict[v]++;
+		tally.verdict[v]++;
 		if (v == SLOT_HIT) {
-			hits++;
 			bytes += len;
-			hit_bytes += len;
+			tally.hit_bytes += len;
 			pg->status = 0;
 			pg->len = len;
 		} else {
@@ -267,21 +261,15 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 			for (uint32_t x = 0; x < k->cl->g.ways; x++)
 				__builtin_prefetch(k->mem + slot_offset(&k->cl->g, k->bucket, x));
 	}
-	if (hit_bytes)	/* the copies a get in place would make, charged once */
-		pc_env_copy(st->env, hit_bytes);
-	metric_add(&st->metrics.hits, verdict[SLOT_HIT]);
-	metric_add(&st->metrics.first_phase_hits, verdict[SLOT_HIT]);
-	metric_add(&st->metrics.miss_absent, verdict[SLOT_MISS_ABSENT]);
-	metric_add(&st->metrics.miss_other_key, verdict[SLOT_MISS_OTHER_KEY]);
-	metric_add(&st->metrics.miss_torn, verdict[SLOT_MISS_TORN]);
-	metric_add(&st->metrics.miss_length, verdict[SLOT_MISS_LENGTH]);
-	metric_add(&st->metrics.miss_checksum, verdict[SLOT_MISS_CHECKSUM]);
-	metric_add(&st->metrics.hit_bytes, hit_bytes);
-	metric_add(&st->metrics.read_requests, n);
-	metric_add(&st->metrics.bytes_read, bytes);
-	*filled = prefix ? n - miss_from : n - (size_t)hits;
+	if (tally.hit_bytes)	/* the copies a get in place would make, charged once */
+		pc_env_copy(st->env, tally.hit_bytes);
+	tally.first_phase = tally.verdict[SLOT_HIT];	/* in place: decided at once */
+	sm_get_tally_add(st, &tally);
+	METRIC_ADD(st, read_requests, n);
+	METRIC_ADD(st, bytes_read, bytes);
+	*filled = prefix ? n - miss_from : n - tally.verdict[SLOT_HIT];
 	if (*filled)
 		fill_misses(sm, t, keys, pages, prefix ? miss_from : 0, n, *filled, prefix);
 	arena_give(&st->arenas, a);
-	return hits;
+	return (int)tally.verdict[SLOT_HIT];
 }

@@ -96,6 +96,30 @@ void sm_bind_layouts(struct slotmap *sm, void *keys, size_t stride, size_t n)
 	free(err);
 }
 
+void sm_get_tally_add(struct store_svc *st, const struct sm_get_tally *t)
+{
+	static const size_t field[SLOT_NR_VERDICTS] = {
+		[SLOT_HIT] = offsetof(struct pc_metrics, hits),
+		[SLOT_MISS_ABSENT] = offsetof(struct pc_metrics, miss_absent),
+		[SLOT_MISS_OTHER_KEY] = offsetof(struct pc_metrics, miss_other_key),
+		[SLOT_MISS_TORN] = offsetof(struct pc_metrics, miss_torn),
+		[SLOT_MISS_LENGTH] = offsetof(struct pc_metrics, miss_length),
+		[SLOT_MISS_CHECKSUM] = offsetof(struct pc_metrics, miss_checksum),
+	};
+
+	for (int v = 0; v < SLOT_NR_VERDICTS; v++)
+		if (t->verdict[v])
+			pc_stat_add((uint64_t *)((char *)&st->metrics + field[v]), t->verdict[v]);
+	if (t->unreachable)
+		METRIC_ADD(st, miss_unreachable, t->unreachable);
+	if (t->hit_bytes)
+		METRIC_ADD(st, hit_bytes, t->hit_bytes);
+	if (t->first_phase)
+		METRIC_ADD(st, first_phase_hits, t->first_phase);
+	if (t->disk)
+		METRIC_ADD(st, disk_hits, t->disk);
+}
+
 void sm_phase_begin(void *keys, size_t stride, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

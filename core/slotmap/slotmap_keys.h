@@ -52,6 +52,15 @@ void sm_phase_begin(void *keys, size_t stride, size_t n);
 uint64_t sm_phase_post(struct slotmap *sm, void *keys, size_t stride, size_t n, struct pc_op *ops,
 		       uint32_t nops);
 
+/* A get's outcomes, tallied per key and added to the store's metrics once
+ * (sm_get_tally_add): an atomic add per key is a visible share of a simulated get. */
+struct sm_get_tally {
+	uint64_t verdict[SLOT_NR_VERDICTS];	/* [SLOT_HIT] counts hits */
+	uint64_t unreachable, hit_bytes, first_phase, disk;
+};
+
+void sm_get_tally_add(struct store_svc *st, const struct sm_get_tally *t);
+
 /* After a pass: drop the layouts of stale keys and make them pending again, once;
  * returns whether any key goes round again. */
 bool sm_retry_stale(struct slotmap *sm, void *keys, size_t stride, size_t n, int pass);

@@ -552,15 +552,8 @@ static bool promote_misses(struct slotmap *sm, struct arena *a, struct gkey *key
 	return again;
 }
 
-/* A batch's outcomes, tallied per key and added to the store's metrics once: an
- * atomic add per key is a visible share of a simulated get. */
-struct get_tally {
-	uint64_t verdict[SLOT_NR_VERDICTS];	/* [SLOT_HIT] counts hits */
-	uint64_t unreachable, hit_bytes, first_phase, disk;
-};
-
 /* Without branches on the outcome: hits and misses come in no learnable order. */
-static void tally_key(struct get_tally *t, const struct gkey *k)
+static void tally_key(struct sm_get_tally *t, const struct gkey *k)
 {
 	uint64_t hit;
 
@@ -575,37 +568,13 @@ static void tally_key(struct get_tally *t, const struct gkey *k)
 	t->disk += hit & k->from_disk;
 }
 
-static void tally_add(struct store_svc *st, const struct get_tally *t)
-{
-	static const size_t field[SLOT_NR_VERDICTS] = {
-		[SLOT_HIT] = offsetof(struct pc_metrics, hits),
-		[SLOT_MISS_ABSENT] = offsetof(struct pc_metrics, miss_absent),
-		[SLOT_MISS_OTHER_KEY] = offsetof(struct pc_metrics, miss_other_key),
-		[SLOT_MISS_TORN] = offsetof(struct pc_metrics, miss_torn),
-		[SLOT_MISS_LENGTH] = offsetof(struct pc_metrics, miss_length),
-		[SLOT_MISS_CHECKSUM] = offsetof(struct pc_metrics, miss_checksum),
-	};
-
-	for (int v = 0; v < SLOT_NR_VERDICTS; v++)
-		if (t->verdict[v])
-			pc_stat_add((uint64_t *)((char *)&st->metrics + field[v]), t->verdict[v]);
-	if (t->unreachable)
-		METRIC_ADD(st, miss_unreachable, t->unreachable);
-	if (t->hit_bytes)
-		METRIC_ADD(st, hit_bytes, t->hit_bytes);
-	if (t->first_phase)
-		METRIC_ADD(st, first_phase_hits, t->first_phase);
-	if (t->disk)
-		METRIC_ADD(st, disk_hits, t->disk);
-}
-
 int slotmap_get(struct store_mode *m, struct pc_page *pages, size_t n)
 {
 	struct slotmap *sm = sm_of(m);
 	struct store_svc *st = sm->st;
 	struct arena *a = arena_take(&st->arenas);
 	struct gkey *keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
-	struct get_tally tally = { .unreachable = 0 };
+	struct sm_get_tally tally = { .unreachable = 0 };
 	const bool payload_free = sm->payload_free;
 	uint64_t bytes = 0;
 	int hits = 0;
@@ -661,7 +630,7 @@ next:
 		if (k->kc.pg->status)
 			k->kc.pg->len = 0;
 	}
-	tally_add(st, &tally);
+	sm_get_tally_add(st, &tally);
 	METRIC_ADD(st, read_requests, n);
 	METRIC_ADD(st, bytes_read, bytes);
 	arena_give(&st->arenas, a);
