@@ -5,10 +5,13 @@
  * context, and a wake schedules an event that swaps into it again. Stacks are
  * recycled, so a million short request processes cost a handful of stacks.
  *
- * A process starts with makecontext/setcontext; after that every switch is an
- * _setjmp/_longjmp pair, which saves no signal mask: swapcontext makes a system
- * call per switch to save it, and a timing run switches at every blocking op. ASan
- * builds keep swapcontext, which ASan follows across stacks.
+ * A stack's first process starts with makecontext/setcontext; after that every
+ * switch is an _setjmp/_longjmp pair, which saves no signal mask: swapcontext and
+ * setcontext make a system call each to set it, and a timing run switches at every
+ * blocking op and spawns a process per request. So a finished process parks in its
+ * trampoline, and the next spawn on its stack jumps back in with its own fn. ASan
+ * builds keep swapcontext and a fresh context per spawn, which ASan follows across
+ * stacks.
  */
 #undef _FORTIFY_SOURCE		/* its longjmp check refuses to jump to another stack */
 #include <errno.h>
@@ -337,23 +340,29 @@ uint64_t sim_run(struct sim *s, uint64_t until)
 
 static struct sim *trampoline_sim;
 
+/* A process's stack runs this from its first start on; with FAST_SWITCH a finished
+ * process parks here, and a spawn that reuses its stack resumes it with the new
+ * fn: no context to make again. */
 static void trampoline(void)
 {
 	struct sim *s = trampoline_sim;
 	struct sim_proc *p = s->current;
 
-	p->fn(p->arg);
-	p->done = true;
-	s->alive--;
-	if (p->joiner)
-		sim_wake(s, p->joiner);
-	if (p->detached)
-		s->reap = p;
+	for (;;) {
+		p->fn(p->arg);
+		p->done = true;
+		s->alive--;
+		if (p->joiner)
+			sim_wake(s, p->joiner);
+		if (p->detached)
+			s->reap = p;
 #if FAST_SWITCH
-	_longjmp(s->sched_jb, 1);		/* never resumed */
+		if (!_setjmp(p->jb))
+			_longjmp(s->sched_jb, 1);
 #else
-	swapcontext(&p->ctx, &s->sched);	/* never resumed */
+		swapcontext(&p->ctx, &s->sched);	/* never resumed */
 #endif
+	}
 }
 
 struct sim_proc *sim_spawn(struct sim *s, sim_proc_fn *fn, void *arg, uint32_t node, bool detached)
@@ -362,10 +371,6 @@ struct sim_proc *sim_spawn(struct sim *s, sim_proc_fn *fn, void *arg, uint32_t n
 
 	if (p) {
 		s->free_procs = p->next_free;
-		void *stack = p->stack;
-
-		memset(p, 0, sizeof(*p));
-		p->stack = stack;
 	} else {
 		p = calloc(1, sizeof(*p));
 		if (!p)
@@ -381,12 +386,18 @@ struct sim_proc *sim_spawn(struct sim *s, sim_proc_fn *fn, void *arg, uint32_t n
 	p->arg = arg;
 	p->node = node;
 	p->detached = detached;
-	getcontext(&p->ctx);
-	p->ctx.uc_stack.ss_sp = p->stack;
-	p->ctx.uc_stack.ss_size = STACK_BYTES;
-	p->ctx.uc_link = NULL;
-	trampoline_sim = s;
-	makecontext(&p->ctx, trampoline, 0);
+	p->done = false;
+	p->joiner = NULL;
+	p->next_free = NULL;
+	if (!FAST_SWITCH || !p->started) {	/* parked in trampoline otherwise */
+		p->started = false;
+		getcontext(&p->ctx);
+		p->ctx.uc_stack.ss_sp = p->stack;
+		p->ctx.uc_stack.ss_size = STACK_BYTES;
+		p->ctx.uc_link = NULL;
+		trampoline_sim = s;
+		makecontext(&p->ctx, trampoline, 0);
+	}
 	s->alive++;
 	sim_at(s, s->clock.now, resume, p);
 	return p;
