@@ -17,8 +17,6 @@
  * valid pages. Anything else answers -EAGAIN before
  * touching a slot, and the caller makes the two batch calls.
  */
-#include <string.h>
-
 #include "slotmap_direct.h"
 #include "slotmap_keys.h"
 
@@ -103,25 +101,36 @@ static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_pag
 	return true;
 }
 
-/* The bucket's entry in a table of 2^bits entries, made if new. */
-static struct fbucket *fill_bucket(struct fbucket *t, unsigned bits, const struct fkey *k)
-{
-	size_t mask = ((size_t)1 << bits) - 1;
-	size_t i = (size_t)((k->bucket * 0x9E3779B97F4A7C15ULL) ^ (uintptr_t)k->mem) & mask;
+/*
+ * The buckets the fill wrote, in the order it first wrote them, and a filter of
+ * 256 bits over them: a bucket whose bit is clear is new without a search. Two
+ * keys of a request seldom share a bucket, so the search is rare, and nothing is
+ * cleared per request but the filter.
+ */
+struct fbuckets {
+	struct fbucket *v;
+	size_t n;
+	uint64_t seen[4];
+};
 
-	for (;; i = (i + 1) & mask) {
-		if (!t[i].mem) {
-			t[i] = (struct fbucket){ .mem = k->mem, .bucket = k->bucket };
-			return &t[i];
-		}
-		if (t[i].mem == k->mem && t[i].bucket == k->bucket)
-			return &t[i];
-	}
+/* The bucket's entry, made if new. */
+static struct fbucket *fill_bucket(struct fbuckets *t, const struct fkey *k)
+{
+	uint64_t h = (k->bucket * 0x9E3779B97F4A7C15ULL) ^ (uintptr_t)k->mem;
+	uint64_t *word = &t->seen[h >> 62], bit = 1ULL << (h >> 56 & 63);
+
+	if (*word & bit)
+		for (size_t i = t->n; i--;)
+			if (t->v[i].mem == k->mem && t->v[i].bucket == k->bucket)
+				return &t->v[i];
+	*word |= bit;
+	t->v[t->n] = (struct fbucket){ .mem = k->mem, .bucket = k->bucket };
+	return &t->v[t->n++];
 }
 
 /* Store key k as a set writes a key in place; 0, or -errno (its page not stored).
  * *evicts: it displaced another key. */
-static int fill_one(struct slotmap *sm, uint64_t now, struct fbucket *b, const struct fkey *k,
+static int fill_one(uint64_t now, uint64_t claim, struct fbucket *b, const struct fkey *k,
 		    bool *evicts)
 {
 	const struct slot_geometry *g = &k->cl->g;
@@ -149,26 +158,25 @@ static int fill_one(struct slotmap *sm, uint64_t now, struct fbucket *b, const s
 		return -EBUSY;
 	ret = slot_write_local_at(way0 + (uint64_t)w * g->mem_stride, g, k->h, NULL, k->len,
 				  slot_next_stamp(hdrs, g->ways, now), hdrs[w].seq,
-				  sm_claim_word(sm, now, hdrs[w].seq), &tags[w]);
+				  slot_claim_word(hdrs[w].seq, slot_claim_claimer(claim),
+						  slot_claim_deadline(claim)),
+				  &tags[w]);
 	if (ret)
 		return ret;
 	b->reserved |= 1ULL << w;
 	return 0;
 }
 
-/* The fill: the nfill pages from..n-1 that missed (all of them with prefix), with
- * t, room for a table of twice as many buckets as pages. */
+/* The fill: the pages from..n-1 that missed (all of them with prefix), with room
+ * in t for a bucket per page. */
 static void fill_misses(struct slotmap *sm, struct fbucket *t, struct fkey *keys,
-			struct pc_page *pages, size_t from, size_t n, size_t nfill, bool prefix)
+			struct pc_page *pages, size_t from, size_t n, bool prefix)
 {
 	struct store_svc *st = sm->st;
-	uint64_t now, evicted = 0, written = 0, failed = 0, stored = 0;
-	unsigned bits = 3;
+	struct fbuckets written_to = { .v = t };
+	uint64_t now = pc_env_now(st->env), evicted = 0, written = 0, failed = 0, stored = 0;
+	uint64_t claim = sm_claim_word(sm, now, 0);	/* who claims, and until when */
 
-	while (((size_t)1 << bits) < 2 * nfill)
-		bits++;
-	memset(t, 0, ((size_t)1 << bits) * sizeof(*t));
-	now = pc_env_now(st->env);
 	for (size_t i = from; i < n; i++) {
 		const struct fkey *k = &keys[i];
 		bool evicts;
@@ -176,7 +184,7 @@ static void fill_misses(struct slotmap *sm, struct fbucket *t, struct fkey *keys
 
 		if (!prefix && !pages[i].status)
 			continue;
-		ret = fill_one(sm, now, fill_bucket(t, bits, k), k, &evicts);
+		ret = fill_one(now, claim, fill_bucket(&written_to, k), k, &evicts);
 		if (ret) {
 			failed++;
 			continue;
@@ -205,16 +213,14 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 	struct fbucket *t;
 	struct sm_get_tally tally = { .unreachable = 0 };
 	uint64_t bytes = 0;
-	size_t miss_from = n, room = 8;
+	size_t miss_from = n;
 
 	*filled = 0;
 	if (!sm->payload_free || __atomic_load_n(&sm->any_spill, __ATOMIC_RELAXED))
 		return -EAGAIN;
-	while (room < 2 * n)
-		room *= 2;
 	a = arena_take(&st->arenas);
 	keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
-	t = keys ? arena_alloc(a, room * sizeof(*t)) : NULL;
+	t = keys ? arena_alloc(a, n * sizeof(*t)) : NULL;
 	if (!t || !fill_plan(sm, keys, pages, n)) {
 		arena_give(&st->arenas, a);
 		return t ? -EAGAIN : -ENOMEM;
@@ -269,7 +275,7 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 	METRIC_ADD(st, bytes_read, bytes);
 	*filled = prefix ? n - miss_from : n - tally.verdict[SLOT_HIT];
 	if (*filled)
-		fill_misses(sm, t, keys, pages, prefix ? miss_from : 0, n, *filled, prefix);
+		fill_misses(sm, t, keys, pages, prefix ? miss_from : 0, n, prefix);
 	arena_give(&st->arenas, a);
 	return (int)tally.verdict[SLOT_HIT];
 }
