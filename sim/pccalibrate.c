@@ -101,8 +101,8 @@ static const struct tool_doc doc = {
 		"after the other: a batch_get timed, a batch_set of what missed), on keys of its "
 		"own, and once in the simulator with the fitted model, requests at the same node "
 		"and back to back; a markdown table compares p50, p99 and throughput (pages "
-		"looked up per second of the whole replay) and shows how far the two real "
-		"replays differ. "
+		"looked up per second of the whole replay), and the mean get and set per request "
+		"that it comes from, and shows how far the two real replays differ. "
 		"docs/simulator.md says what the model does not have.",
 	.opts = options,
 	.examples = examples,
@@ -346,7 +346,7 @@ int main(int argc, char **argv)
 	salt = ((uint64_t)getpid() ^ (uint64_t)time(NULL)) % 0x3fff << 48;
 	if (nval) {
 		printf("\n## Held-back workloads\n\nMeasured: the mean of two replays on the node, whose difference is the run-to-run spread.\n\n"
-		       "| workload | requests | p50 measured / predicted | p99 measured / predicted | pages/s measured / predicted | run-to-run p50, p99, pages/s | hit rate |\n|---|---|---|---|---|---|---|\n");
+		       "| workload | requests | p50 measured / predicted | p99 measured / predicted | pages/s measured / predicted | get + set per request, measured / predicted | run-to-run p50, p99, pages/s | hit rate |\n|---|---|---|---|---|---|---|---|\n");
 	}
 	for (int i = 0; i < nval; i++) {
 		struct wl_spec w;
@@ -363,9 +363,10 @@ int main(int argc, char **argv)
 		e50 = off(k.sim_p50_us, k.real_p50_us);
 		e99 = off(k.sim_p99_us, k.real_p99_us);
 		et = off(k.sim_pages_s, k.real_pages_s);
-		printf("| `%s` | %llu | %.0f / %.0f us (%+.0f%%) | %.0f / %.0f us (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %.0f%%, %.0f%%, %.0f%% | %.3f / %.3f |\n",
+		printf("| `%s` | %llu | %.0f / %.0f us (%+.0f%%) | %.0f / %.0f us (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %.0f + %.0f / %.0f + %.0f us | %.0f%%, %.0f%%, %.0f%% | %.3f / %.3f |\n",
 		       k.spec, (unsigned long long)k.requests, k.real_p50_us, k.sim_p50_us, e50,
 		       k.real_p99_us, k.sim_p99_us, e99, k.real_pages_s, k.sim_pages_s, et,
+		       k.real_get_us, k.real_set_us, k.sim_get_us, k.sim_set_us,
 		       100 * k.spread_p50, 100 * k.spread_p99, 100 * k.spread_pages_s, k.real_hit,
 		       k.sim_hit);
 		if (outside(e50, bnd.p50) || outside(e99, bnd.p99) || outside(et, bnd.tput)) {

@@ -130,6 +130,8 @@ struct calib_check {
 	double real_p50_us, real_p99_us, real_pages_s, real_hit;	/* mean of two replays */
 	double spread_p50, spread_p99, spread_pages_s;	/* |first - second| / mean */
 	double sim_p50_us, sim_p99_us, sim_pages_s, sim_hit;
+	/* where a request's time goes: its get and its set, means per request */
+	double real_get_us, real_set_us, sim_get_us, sim_set_us;
 };
 
 /* Replay wl twice on the real store (node `node` of t; the second time on other
@@ -137,7 +139,8 @@ struct calib_check {
  * (calibrated by the caller), requests back to back in both (run_cfg.closed_loop):
  * one engine thread. Keys are the workload's page ids plus key_base, in the
  * simulator and the first replay. Throughput is pages looked up per second of the
- * whole replay, gets and sets. */
+ * whole replay, gets and sets; the mean get and set per request say which of the
+ * two a throughput error comes from. */
 int calib_validate(struct pc_store *st, const struct pc_topology *t, uint32_t node,
 		   const struct wl_spec *wl, uint64_t key_base, struct calib_check *out, char *err,
 		   size_t errlen);

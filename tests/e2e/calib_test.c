@@ -27,8 +27,8 @@
 /* 2 x 1 layer x 1 head x 128 x 2 B x 256 tokens: 128 KiB pages, two to a trace block */
 #define MODEL "model: {layers: 1, kv_heads: 1, head_dim: 128, tokens_per_page: 256}\n"
 /* The bounds docs/simulator.md states for this machine, in percent: p50, p99 and
- * throughput, against a target of 10, 25 and 10; the docs say what the model lacks
- * for throughput (the host's time between a node's requests) and how far the real
+ * throughput, against a target of 10, 25 and 10; the docs say where throughput is
+ * off (the replay's sets take longer than the model's) and how far the real
  * cluster moves from one replay to the next. */
 #define BOUNDS "p50=45,p99=50,tput=50"
 /* With spill the real promotion path is slower than the model's (the docs say so):
