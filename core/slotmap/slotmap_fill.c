@@ -14,8 +14,8 @@
  *
  * Only the plain case: pages whose length names their size class (or one class),
  * headers only (no payload to copy or hash), no disk under the slots anywhere,
- * valid pages. Anything else answers -EAGAIN before
- * touching a slot, and the caller makes the two batch calls.
+ * valid pages. Anything else answers -EAGAIN before touching a slot, and the caller
+ * makes the two batch calls.
  */
 #include "slotmap_direct.h"
 #include "slotmap_keys.h"
@@ -225,7 +225,7 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 		arena_give(&st->arenas, a);
 		return t ? -EAGAIN : -ENOMEM;
 	}
-	/* sweep 3: the first way whose tag names the key, prefetched; 4: the gate on it */
+	/* sweep 5: the first way whose tag names the key, prefetched; 6: the gate on it */
 	for (size_t i = 0; i < n; i++) {
 		struct fkey *k = &keys[i];
 		const struct slot_geometry *g = &k->cl->g;
