@@ -800,7 +800,7 @@ int calib_validate(struct pc_store *st, const struct pc_topology *t, uint32_t no
 			       .closed_loop = true, .key_base = key_base,
 			       .on_request = sim_record, .on_request_arg = sim };
 	struct run_result r;
-	double p50[2], p99[2], tput[2], get[2], set[2], spread;
+	double p50[2], p99[2], tput[2], get[2], set[2];
 	int ret = rp ? 0 : -ENOMEM;
 
 	err[0] = 0;
@@ -830,8 +830,8 @@ int calib_validate(struct pc_store *st, const struct pc_topology *t, uint32_t no
 	out->real_p99_us = mean2(p99[0], p99[1], &out->spread_p99);
 	out->real_pages_s = mean2(tput[0], tput[1], &out->spread_pages_s);
 	out->real_hit = real[0].pages ? (double)real[0].hits / (double)real[0].pages : 0;
-	out->real_get_us = mean2(get[0], get[1], &spread);
-	out->real_set_us = mean2(set[0], set[1], &spread);
+	out->real_get_us = (get[0] + get[1]) / 2;
+	out->real_set_us = (set[0] + set[1]) / 2;
 	out->sim_get_us = sim->lat.n ? sim->lat.sum * 1e-3 / (double)sim->lat.n : 0;
 	out->sim_set_us = sim->lat.n ? sim->set_s * 1e6 / (double)sim->lat.n : 0;
 	out->sim_p50_us = (double)hist_quantile(&sim->lat, 0.5) / 1000.0;
