@@ -15,6 +15,8 @@
 
 struct fault {
 	pthread_mutex_t lock;
+	pthread_cond_t idle;	/* calls reached 0; with wraps_lock */
+	unsigned calls;		/* shimmed calls running on its rules; wraps_lock */
 	struct fault_rule rules[FAULT_MAX_RULES];
 	uint64_t seen[FAULT_MAX_RULES], hits[FAULT_MAX_RULES];
 	int nr;
@@ -38,12 +40,16 @@ struct fault *fault_new(void)
 {
 	struct fault *ft = calloc(1, sizeof(*ft));
 
-	if (ft)
+	if (ft) {
 		pthread_mutex_init(&ft->lock, NULL);
+		pthread_cond_init(&ft->idle, NULL);
+	}
 	return ft;
 }
 
-/* Give w's object its table back and free the entry. wraps_lock held. */
+/* Give w's object its table back and free the entry. Its shim table stays as it was:
+ * a caller that loaded it before this finds no entry and goes to the object's own
+ * table (shim_io, shim_post, shim_call). wraps_lock held. */
 static void restore(struct wrap *w)
 {
 	if (w->fabric) {
@@ -52,16 +58,26 @@ static void restore(struct wrap *w)
 	} else {
 		((struct pc_storage *)w->obj)->ops = w->storage_inner;
 	}
-	*w = (struct wrap){ 0 };
+	w->obj = NULL;
+	w->ft = NULL;
 }
 
-/* Unwrap obj, or everything ft wraps (obj NULL). */
+/* Unwrap obj, or everything ft wraps (obj NULL), then wait until no shimmed call
+ * runs on the rules of a fault it unwrapped: after this none looks at them. */
 static void unwrap(void *obj, struct fault *ft)
 {
+	struct fault *was[FAULT_MAX_WRAPS];
+	int n = 0;
+
 	pthread_mutex_lock(&wraps_lock);
 	for (int i = 0; i < FAULT_MAX_WRAPS; i++)
-		if (wraps[i].obj && (obj ? wraps[i].obj == obj : wraps[i].ft == ft))
+		if (wraps[i].obj && (obj ? wraps[i].obj == obj : wraps[i].ft == ft)) {
+			was[n++] = wraps[i].ft;
 			restore(&wraps[i]);
+		}
+	for (int i = 0; i < n; i++)
+		while (was[i]->calls)
+			pthread_cond_wait(&was[i]->idle, &wraps_lock);
 	pthread_mutex_unlock(&wraps_lock);
 }
 
@@ -70,6 +86,7 @@ void fault_free(struct fault *ft)
 	if (!ft)
 		return;
 	unwrap(NULL, ft);
+	pthread_cond_destroy(&ft->idle);
 	pthread_mutex_destroy(&ft->lock);
 	free(ft);
 }
@@ -138,6 +155,8 @@ static const struct fault_rule *match(struct fault *ft, enum fault_site site, ui
 	return hit;
 }
 
+/* Start a shimmed call of obj: a copy of its entry, its fault held until done(). False
+ * when obj was unwrapped meanwhile (the caller then goes to the object's own table). */
 static bool find(void *obj, struct wrap *out)
 {
 	bool found = false;
@@ -146,11 +165,20 @@ static bool find(void *obj, struct wrap *out)
 	for (int i = 0; i < FAULT_MAX_WRAPS && !found; i++) {
 		if (wraps[i].obj == obj) {
 			*out = wraps[i];
+			out->ft->calls++;
 			found = true;
 		}
 	}
 	pthread_mutex_unlock(&wraps_lock);
 	return found;
+}
+
+static void done(struct fault *ft)
+{
+	pthread_mutex_lock(&wraps_lock);
+	if (!--ft->calls)
+		pthread_cond_broadcast(&ft->idle);
+	pthread_mutex_unlock(&wraps_lock);
 }
 
 /* Flip one bit of the bytes a and b hold end to end. */
@@ -228,20 +256,18 @@ static void scratch_put(struct scratch *x)
 static int shim_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 {
 	struct scratch x;
-	bool ok = scratch_get(&x, n, sizeof(struct pc_op), 2);
-	const struct fault_rule **why = x.why, *whole;
-	struct pc_op *run = x.run;
-	size_t *at = x.at, m = 0;
-	void **tmp = x.tmp;
+	const struct fault_rule **why, *whole;
+	struct pc_op *run;
+	size_t *at, m = 0;
+	void **tmp;
 	struct wrap w;
 	int ret = -ENOMEM;
 
-	if (!ok)
+	if (!find(f, &w))
+		return f->ops->post(f, ops, n);
+	if (!scratch_get(&x, n, sizeof(struct pc_op), 2))
 		goto out;
-	if (!find(f, &w)) {
-		ret = -EINVAL;
-		goto out;
-	}
+	why = x.why, run = x.run, at = x.at, tmp = x.tmp;
 	pthread_mutex_lock(&w.ft->lock);
 	whole = match(w.ft, FAULT_POST, 0, UINT32_MAX, 0);
 	for (size_t i = 0; i < n && !whole; i++)
@@ -303,25 +329,24 @@ static int shim_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	}
 out:
 	scratch_put(&x);
+	done(w.ft);
 	return ret;
 }
 
 static int shim_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 {
 	struct scratch x;
-	bool ok = scratch_get(&x, n, sizeof(struct pc_rpc), 0);
-	const struct fault_rule **why = x.why;
-	struct pc_rpc *run = x.run;
-	size_t *at = x.at, m = 0;
+	const struct fault_rule **why;
+	struct pc_rpc *run;
+	size_t *at, m = 0;
 	struct wrap w;
 	int ret = -ENOMEM;
 
-	if (!ok)
+	if (!find(f, &w))
+		return f->ops->call(f, rpcs, n);
+	if (!scratch_get(&x, n, sizeof(struct pc_rpc), 0))
 		goto out;
-	if (!find(f, &w)) {
-		ret = -EINVAL;
-		goto out;
-	}
+	why = x.why, run = x.run, at = x.at;
 	pthread_mutex_lock(&w.ft->lock);
 	for (size_t i = 0; i < n; i++)
 		why[i] = match(w.ft, FAULT_RPC, 0, rpcs[i].peer, rpcs[i].opcode);
@@ -347,6 +372,7 @@ static int shim_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	}
 out:
 	scratch_put(&x);
+	done(w.ft);
 	return ret;
 }
 
@@ -404,20 +430,18 @@ void fault_unwrap_fabric(struct pc_fabric *f)
 static int shim_io(struct pc_storage *s, bool write, struct pc_io *ios, size_t n)
 {
 	struct scratch x;
-	bool ok = scratch_get(&x, n, sizeof(struct pc_io), 1);
-	const struct fault_rule **why = x.why;
-	struct pc_io *run = x.run;
-	size_t *at = x.at, m = 0, align = s->align > 64 ? s->align : 64;
-	void **tmp = x.tmp;
+	const struct fault_rule **why;
+	struct pc_io *run;
+	size_t *at, m = 0, align = s->align > 64 ? s->align : 64;
+	void **tmp;
 	struct wrap w;
 	int ret = -ENOMEM;
 
-	if (!ok)
+	if (!find(s, &w))
+		return write ? s->ops->write(s, ios, n) : s->ops->read(s, ios, n);
+	if (!scratch_get(&x, n, sizeof(struct pc_io), 1))
 		goto out;
-	if (!find(s, &w)) {
-		ret = -EINVAL;
-		goto out;
-	}
+	why = x.why, run = x.run, at = x.at, tmp = x.tmp;
 	pthread_mutex_lock(&w.ft->lock);
 	for (size_t i = 0; i < n; i++)
 		why[i] = match(w.ft, write ? FAULT_IO_WRITE : FAULT_IO_READ, 0, UINT32_MAX, 0);
@@ -460,6 +484,7 @@ static int shim_io(struct pc_storage *s, bool write, struct pc_io *ios, size_t n
 	}
 out:
 	scratch_put(&x);
+	done(w.ft);
 	return ret;
 }
 

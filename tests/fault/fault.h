@@ -67,7 +67,7 @@ struct fault;
 
 /* A plan with no rules. NULL on ENOMEM. */
 struct fault *fault_new(void);
-/* Detach from everything it wraps and free. */
+/* Detach from everything it wraps, wait for the calls it holds to end, and free. */
 void fault_free(struct fault *ft);
 /* Add a rule; returns its index (for fault_hits) or -ENOSPC. Thread-safe. */
 int fault_add(struct fault *ft, struct fault_rule rule);
@@ -80,7 +80,7 @@ uint64_t fault_hits(struct fault *ft, int i);
  * 0, -EBUSY if it is wrapped already, -ENOSPC past the shim's table. */
 int fault_wrap_fabric(struct fault *ft, struct pc_fabric *f);
 int fault_wrap_storage(struct fault *ft, struct pc_storage *s);
-/* Give the object its own ops back (no call of it may be running). */
+/* Give the object its own ops back; returns when no shimmed call of its fault runs. */
 void fault_unwrap_fabric(struct pc_fabric *f);
 void fault_unwrap_storage(struct pc_storage *s);
 

@@ -4,6 +4,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,48 @@ static void test_fault_hook(void)
 	pc_storage_close(s);
 }
 
+/* A call the shim holds (a delay rule) while the test frees its fault: the free
+ * waits for it, the call ends as the rule said, and calls after go straight through. */
+struct held_write {
+	struct pc_storage *s;
+	struct pc_io io;
+	int ret;
+};
+
+static void *write_held(void *arg)
+{
+	struct held_write *h = arg;
+
+	h->ret = pc_storage_write(h->s, &h->io, 1);
+	return NULL;
+}
+
+static void test_fault_free_waits_for_calls(void)
+{
+	struct pc_storage_params p = { .size = sizeof(p), .dir = pc_test_tmpdir(), .bytes = 8192 };
+	char buf[16] = "held", back[16] = "";
+	struct held_write h = { .io = { .off = 32, .buf = buf, .len = 16 }, .ret = 1 };
+	struct pc_io rd = { .off = 32, .buf = back, .len = 16 };
+	struct fault *ft = fault_new();
+	pthread_t th;
+
+	CU_ASSERT_EQUAL_FATAL(pc_storage_open("posix", &p, &h.s), 0);
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_storage(ft, h.s), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_WRITE, .kind = FAULT_DELAY,
+					   .delay_ns = 200000000 });
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, write_held, &h), 0);
+	for (int i = 0; i < 2000 && !fault_hits(ft, 0); i++)
+		usleep(1000);
+	CU_ASSERT_EQUAL(fault_hits(ft, 0), 1);	/* the write is in the shim's delay */
+	fault_free(ft);
+	CU_ASSERT_EQUAL(pthread_join(th, NULL), 0);
+	CU_ASSERT_EQUAL(h.ret, 0);
+	CU_ASSERT_EQUAL(h.io.status, 0);
+	CU_ASSERT_EQUAL(pc_storage_read(h.s, &rd, 1), 0);
+	CU_ASSERT_STRING_EQUAL(back, "held");
+	pc_storage_close(h.s);
+}
+
 static void bump(void *arg)
 {
 	__atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED);
@@ -231,6 +274,7 @@ static CU_TestInfo tests[] = {
 	{ "missing or bad directory", test_open_errors },
 	{ "a read-only directory: EROFS", test_read_only },
 	{ "fault shim: EIO, ENOSPC, a flipped bit", test_fault_hook },
+	{ "fault shim: freeing the fault waits for a call it holds", test_fault_free_waits_for_calls },
 	{ "posix env: time, sleep, random, tasks", test_env },
 	CU_TEST_INFO_NULL,
 };
