@@ -50,9 +50,10 @@ struct mode_ops {
 	 * nothing to do between the two: the number of hits, the get's statuses and
 	 * lengths in pages, *filled the pages handed to the set. -errno, having done
 	 * nothing, when the mode does not do it in one (-EOPNOTSUPP) or not for these
-	 * pages (-EAGAIN): the caller makes the two batch calls. */
+	 * pages (-EAGAIN): the caller makes the two batch calls. owners, when not NULL,
+	 * gets each page's owner (its node index on the ring) on success. */
 	int (*lookup_fill)(struct store_mode *m, struct pc_page *pages, size_t n, bool prefix,
-			   size_t *filled);
+			   size_t *filled, uint32_t *owners);
 	/* A peer's request for this mode; -EOPNOTSUPP for opcodes it does not serve. */
 	int (*rpc)(struct store_mode *m, uint32_t from, uint16_t opcode, const void *req, size_t len,
 		   struct pc_msg *resp);

@@ -265,7 +265,8 @@ int pc_batch_get(struct pc_store *st, struct pc_page *pages, size_t n)
 	return timed(st, STORE_OP_GET, st->mode_ops->get, pages, n);
 }
 
-int store_lookup_fill(struct pc_store *st, struct pc_page *pages, size_t n, bool prefix)
+int store_lookup_fill(struct pc_store *st, struct pc_page *pages, size_t n, bool prefix,
+		      uint32_t *owners)
 {
 	uint64_t t0 = pc_env_now(st->svc.env), t;
 	size_t filled;
@@ -273,7 +274,7 @@ int store_lookup_fill(struct pc_store *st, struct pc_page *pages, size_t n, bool
 	int ret;
 
 	pass = store_ring_enter(&st->svc);
-	ret = st->mode_ops->lookup_fill(st->mode, pages, n, prefix, &filled);
+	ret = st->mode_ops->lookup_fill(st->mode, pages, n, prefix, &filled, owners);
 	store_ring_exit(&st->svc, pass);
 	if (ret < 0)
 		return ret;

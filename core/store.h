@@ -79,8 +79,10 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
  * first miss on) as one call, for a caller with nothing to do between the two (the
  * simulator without its time model): mode.h's lookup_fill, counted as the batch
  * calls it stands for. The number of hits, or -errno having done nothing: make the
- * two batch calls then. */
-int store_lookup_fill(struct pc_store *st, struct pc_page *pages, size_t n, bool prefix);
+ * two batch calls then. owners: NULL, or n entries for each page's owner (its node
+ * index), written on success. */
+int store_lookup_fill(struct pc_store *st, struct pc_page *pages, size_t n, bool prefix,
+		      uint32_t *owners);
 
 /* The store's counters, whole (pc_store_metrics() without the size check). */
 void store_metrics(struct pc_store *st, struct pc_metrics *out);

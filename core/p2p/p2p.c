@@ -483,9 +483,10 @@ static void p2p_occupancy(struct store_mode *m, struct store_occupancy *out)
 /* A get and its set are two batch calls here: the pool's placement is the owner's
  * to decide, over RPCs. */
 static int p2p_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, bool prefix,
-			   size_t *filled)
+			   size_t *filled, uint32_t *owners)
 {
 	(void)m;
+	(void)owners;
 	(void)pages;
 	(void)n;
 	(void)prefix;

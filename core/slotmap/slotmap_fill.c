@@ -204,7 +204,7 @@ static void fill_misses(struct slotmap *sm, struct fbucket *t, struct fkey *keys
 }
 
 int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, bool prefix,
-			size_t *filled)
+			size_t *filled, uint32_t *owners)
 {
 	struct slotmap *sm = sm_of(m);
 	struct store_svc *st = sm->st;
@@ -238,6 +238,8 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 		if (k->slot)
 			__builtin_prefetch(k->slot);
 	}
+	for (size_t i = 0; owners && i < n; i++)
+		owners[i] = keys[i].owner;
 	for (size_t i = 0; i < n; i++) {
 		struct fkey *k = &keys[i];
 		struct pc_page *pg = &pages[i];

@@ -162,6 +162,6 @@ int slotmap_get(struct store_mode *m, struct pc_page *pages, size_t n);
 int slotmap_exists(struct store_mode *m, struct pc_page *pages, size_t n);
 /* A get and its fill in place, key by key (slotmap_fill.c; mode.h: lookup_fill). */
 int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, bool prefix,
-			size_t *filled);
+			size_t *filled, uint32_t *owners);
 
 #endif

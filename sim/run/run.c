@@ -47,14 +47,15 @@ struct cluster {
 	int failed;
 };
 
-/* A request and, in the same block, its pages, their tokens and the page structs
- * its lookups use. */
+/* A request and, in the same block, its pages, their tokens, the page structs its
+ * lookups use and their owners. */
 struct req {
 	struct cluster *c;
 	uint32_t node;
 	uint32_t npages;
 	uint64_t *pages;
 	uint32_t *tokens;
+	uint32_t *owner;
 	struct pc_page *pg;
 	bool prefix;
 	uint64_t t0;
@@ -161,17 +162,25 @@ static void serve(void *arg)
 	for (i = 0; i < r->npages; i++)
 		pg[i] = (struct pc_page){ .key = &keys[i], .key_len = sizeof(keys[i]),
 					  .data = c->buf, .cap = c->page_bytes, .len = c->page_bytes };
-	/* Node load from a sample of the pages: one in eight is plenty for max / mean. */
-	for (i = 0; i < r->npages; i += 8)
-		c->owned[ring_owner_of(ring, keyhash_of(&keys[i], sizeof(keys[i])))]++;
 	r->t0 = sim_now(c->s);
 	/* Without a time model nothing happens between the lookup and the publishing:
-	 * the store decides both in one call where it can (store_lookup_fill). */
+	 * the store decides both in one call where it can (store_lookup_fill), and says
+	 * whose every page is. */
 	filled = !c->cfg->timing && !c->cfg->batch_calls &&
-		 store_lookup_fill(st, pg, r->npages, r->prefix) >= 0;
+		 store_lookup_fill(st, pg, r->npages, r->prefix, r->owner) >= 0;
 	c->res->one_call += filled;
-	if (!filled)
+	if (filled) {
+		for (i = 0; i < r->npages; i++)
+			c->owned[r->owner[i]]++;
+	} else {
+		/* Every page's owner from the ring; in timing mode, where every request
+		 * comes here, a sample: one page in eight is plenty for max / mean. */
+		uint32_t step = c->cfg->timing ? 8 : 1;
+
+		for (i = 0; i < r->npages; i += step)
+			c->owned[ring_owner_of(ring, keyhash_of(&keys[i], sizeof(keys[i])))] += step;
 		pc_batch_get(st, pg, r->npages);
+	}
 	lat = sim_now(c->s) - r->t0;
 	if (c->cfg->on_request && status_room(c, r->npages)) {
 		for (i = 0; i < r->npages; i++)
@@ -347,7 +356,8 @@ static void schedule_next(struct cluster *c)
 		maybe_finish(c);
 		return;
 	}
-	r = malloc(sizeof(*r) + wr.npages * (sizeof(*r->pages) + sizeof(*r->pg) + sizeof(*r->tokens)));
+	r = malloc(sizeof(*r) + wr.npages * (sizeof(*r->pages) + sizeof(*r->pg) + sizeof(*r->tokens) +
+					     sizeof(*r->owner)));
 	if (!r) {
 		c->failed = -ENOMEM;
 		c->gen_done = true;
@@ -358,6 +368,7 @@ static void schedule_next(struct cluster *c)
 	r->pages = (uint64_t *)(r + 1);
 	r->pg = (struct pc_page *)(r->pages + wr.npages);
 	r->tokens = (uint32_t *)(r->pg + wr.npages);
+	r->owner = r->tokens + wr.npages;
 	r->npages = wr.npages;
 	r->prefix = wr.prefix;
 	for (uint32_t i = 0; i < wr.npages; i++)

@@ -77,7 +77,7 @@ struct run_result {
 	double evictions, demotions, promotions;	/* totals */
 	double bytes_moved;
 	double member_rpcs, member_bytes;	/* membership's RPCs and bytes (both ways) */
-	double load_max_over_mean;	/* pages owned per node: max / mean */
+	double load_max_over_mean;	/* page lookups per owner node: max / mean */
 	double sim_s, wall_s;
 	double run_wall_s;		/* wall time of the run itself, without set-up */
 	uint64_t events;		/* the engine's events (the simulator's own cost) */

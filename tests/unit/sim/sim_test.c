@@ -27,6 +27,7 @@
 #include "inproc/inproc.h"
 #include "models/nvme.h"
 #include "models/port.h"
+#include "placement/ring.h"
 #include "run/hist.h"
 #include "run/run.h"
 #include "store.h"
@@ -998,6 +999,67 @@ static void test_overload_stops(void)
 	pc_topology_free(t);
 }
 
+/* Page lookups per owner, counted by the test from the keys on its own ring. */
+struct owner_count {
+	struct ring *ring;
+	uint64_t per[4];
+};
+
+static void count_owners(void *arg, uint64_t t_ns, const uint64_t *pages, const int *status,
+			 uint32_t n, uint64_t latency_ns)
+{
+	struct owner_count *oc = arg;
+
+	(void)t_ns;
+	(void)status;
+	(void)latency_ns;
+	for (uint32_t i = 0; i < n; i++)
+		oc->per[ring_owner_of(oc->ring, keyhash_of(&pages[i], sizeof(pages[i])))]++;
+}
+
+/* In hit-rate mode the run counts every page's owner (as the store call names it, or
+ * from the ring for a request that took the batch calls, e.g. before a node knows its
+ * peers' layouts): the run's load (max / mean lookups per owner) is exact. */
+static void test_owner_load_exact(void)
+{
+	static const char *const names[4] = { "a", "b", "c", "d" };
+	static const uint32_t ids[4] = { 0, 1, 2, 3 };
+	const char *text = "store: {slot_size_classes: [4KiB], slot_ways: 4, slot_num_buckets: 64}\n"
+			   "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n"
+			   "  - {name: c, address: 10.0.0.3}\n  - {name: d, address: 10.0.0.4}\n";
+	struct pc_topology *t = NULL;
+	struct owner_count oc = { 0 };
+	struct run_result r;
+	char err[PC_ERR_MAX];
+	uint64_t max = 0, sum = 0;
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+	oc.ring = ring_create(t->store.vnodes);
+	CU_ASSERT_EQUAL_FATAL(ring_add_many(oc.ring, ids, names, 4), 0);
+	{
+		struct run_cfg cfg = { .payload_free = true, .seed = 5, .topo = t,
+				       .on_request = count_owners, .on_request_arg = &oc };
+
+		CU_ASSERT_EQUAL_FATAL(wl_parse("zipf:keys=5000,s=0.8,pages=16,requests=2000,rate=1000",
+					       &cfg.wl, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(run_sim(&cfg, &r, err, sizeof(err)), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		sum += oc.per[i];
+		max = oc.per[i] > max ? oc.per[i] : max;
+	}
+	printf("\n  %llu of %llu requests in one call; lookups per owner %llu %llu %llu %llu: max / mean %.6f, the run's %.6f",
+	       (unsigned long long)r.one_call, (unsigned long long)r.requests, (unsigned long long)oc.per[0], (unsigned long long)oc.per[1],
+	       (unsigned long long)oc.per[2], (unsigned long long)oc.per[3],
+	       (double)max * 4 / (double)sum, r.load_max_over_mean);
+	CU_ASSERT(r.one_call > r.requests * 9 / 10);
+	CU_ASSERT_EQUAL(sum, r.pages);
+	CU_ASSERT_DOUBLE_EQUAL(r.load_max_over_mean, (double)max * 4 / (double)sum, 1e-12);
+	run_result_free(&r);
+	ring_destroy(oc.ring);
+	pc_topology_free(t);
+}
+
 static CU_TestInfo tests[] = {
 	{ "engine: deterministic for a seed", test_determinism },
 	{ "latency histogram quantiles within 3%", test_hist },
@@ -1013,6 +1075,7 @@ static CU_TestInfo tests[] = {
 	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
 	{ "an arrival rate past capacity stops the run", test_overload_stops },
 	{ "a lookup and its publishing in one call decide as two batch calls", test_one_call_as_two },
+	{ "hit-rate mode: the load per owner counts every page", test_owner_load_exact },
 	{ "nodes.rpc_us: a request handed to a worker takes it, a quick one not", test_rpc_hand_off },
 	{ "a node killed: heartbeats in virtual time take it out", test_kill_detected },
 	{ "a run with heartbeats ends without taking nodes out", test_close_no_flaps },
