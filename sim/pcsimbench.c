@@ -185,6 +185,37 @@ static void record(void *arg, uint64_t t, const uint64_t *pages, const int *stat
 		o->hit[o->n++] = status[i] == 0;
 }
 
+/* The workload exactly as run_sim draws it. */
+static struct wl_gen *workload_open(const struct run_cfg *cfg)
+{
+	const struct pc_topology *t = cfg->topo;
+	struct wl_gen *gen;
+	char err[PC_ERR_MAX];
+
+	if (wl_open(&cfg->wl, cfg->seed ^ 0x776c, t->model.present ? t->model.tokens_per_page : 1,
+		    &gen, err, sizeof(err)))
+		tool_die(TOOL, "%s", err);
+	return gen;
+}
+
+/* Room for the outcomes of every page of the workload, touched: neither side's run
+ * pays the harness's page faults. */
+static void outcomes_init(struct outcomes *o, const struct run_cfg *cfg)
+{
+	struct wl_gen *gen = workload_open(cfg);
+	struct wl_req q;
+	size_t n = 0;
+
+	while (wl_next(gen, &q) == 1)
+		n += q.npages;
+	wl_close(gen);
+	o->cap = n ? n : 1;
+	o->hit = malloc(o->cap * sizeof(*o->hit));
+	if (!o->hit)
+		tool_die(TOOL, "out of memory");
+	memset(o->hit, 0, o->cap * sizeof(*o->hit));
+}
+
 /* The store's run: lookups per second of the run itself, the outcomes in o. */
 static double store_run(const struct run_cfg *base, struct outcomes *o, double *token_hit,
 			uint64_t *one_call)
@@ -218,15 +249,11 @@ static double bare_run(const struct run_cfg *cfg, const struct slot_geometry *g,
 	bool *hit = NULL;
 	uint64_t tokens = 0, token_hits = 0, pages = 0;
 	size_t at = 0, cap = 0;
-	char err[PC_ERR_MAX];
 	double t0, secs;
 
 	if (bare_open(&b, t, g))
 		tool_die(TOOL, "the bare model: out of memory");
-	/* the workload exactly as run_sim draws it */
-	if (wl_open(&cfg->wl, cfg->seed ^ 0x776c, t->model.present ? t->model.tokens_per_page : 1,
-		    &gen, err, sizeof(err)))
-		tool_die(TOOL, "%s", err);
+	gen = workload_open(cfg);
 	*differ = 0;
 	t0 = tool_now();
 	while (wl_next(gen, &q) == 1) {
@@ -388,6 +415,7 @@ int main(int argc, char **argv)
 	ratio = calloc((size_t)runs, sizeof(double));
 	if (!store || !bare || !ratio)
 		tool_die(TOOL, "out of memory");
+	outcomes_init(&o, &cfg);
 	printf("%s: '%s' (%s, %u nodes, %llu buckets x %u ways per node), %s, %d runs alternated\n",
 	       TOOL, t->name, path, t->nr_nodes, (unsigned long long)g.nr_buckets, g.ways, wl, runs);
 	for (int i = 0; i < runs; i++) {

@@ -43,6 +43,8 @@ struct cluster {
 					 * and handed over with no yield between, so one
 					 * buffer serves every process */
 	uint32_t status_cap;
+	struct req *spare;		/* the last request served, its block kept for
+					 * the next (req_new) */
 	char err[PC_ERR_MAX];
 	int failed;
 };
@@ -51,6 +53,7 @@ struct cluster {
  * lookups use and their owners. */
 struct req {
 	struct cluster *c;
+	size_t bytes;			/* the block's */
 	uint32_t node;
 	uint32_t npages;
 	uint64_t *pages;
@@ -146,6 +149,17 @@ static bool status_room(struct cluster *c, uint32_t n)
 	return true;
 }
 
+/* A served request's block: kept as the spare when it is bigger than the one kept. */
+static void req_done(struct cluster *c, struct req *r)
+{
+	if (c->spare && c->spare->bytes >= r->bytes) {
+		free(r);
+		return;
+	}
+	free(c->spare);
+	c->spare = r;
+}
+
 /* One request on its node: look the pages up, then store the ones that missed. */
 static void serve(void *arg)
 {
@@ -231,7 +245,7 @@ static void serve(void *arg)
 	}
 	c->inflight[r->node]--;
 	c->done_requests++;
-	free(r);
+	req_done(c, r);
 	if (c->cfg->closed_loop)
 		schedule_next(c);	/* the next request, now */
 	else
@@ -342,6 +356,26 @@ static uint32_t pick_node(struct cluster *c)
 
 static void arrival(struct sim *s, void *arg);
 
+/* A request's block for npages pages: the spare one when it is big enough (without a
+ * time model requests come one at a time, so one block serves them all). */
+static struct req *req_new(struct cluster *c, uint32_t npages)
+{
+	/* pages, pg, tokens, owner */
+	size_t bytes = sizeof(struct req) +
+		       npages * (sizeof(uint64_t) + sizeof(struct pc_page) + 2 * sizeof(uint32_t));
+	struct req *r = c->spare;
+
+	if (r && r->bytes >= bytes) {
+		c->spare = NULL;
+		bytes = r->bytes;
+	} else {
+		r = malloc(bytes);
+	}
+	if (r)
+		*r = (struct req){ .c = c, .bytes = bytes };
+	return r;
+}
+
 /* Take the next request from the workload and schedule its arrival. */
 static void schedule_next(struct cluster *c)
 {
@@ -356,15 +390,13 @@ static void schedule_next(struct cluster *c)
 		maybe_finish(c);
 		return;
 	}
-	r = malloc(sizeof(*r) + wr.npages * (sizeof(*r->pages) + sizeof(*r->pg) + sizeof(*r->tokens) +
-					     sizeof(*r->owner)));
+	r = req_new(c, wr.npages);
 	if (!r) {
 		c->failed = -ENOMEM;
 		c->gen_done = true;
 		maybe_finish(c);
 		return;
 	}
-	*r = (struct req){ .c = c };
 	r->pages = (uint64_t *)(r + 1);
 	r->pg = (struct pc_page *)(r->pages + wr.npages);
 	r->tokens = (uint32_t *)(r->pg + wr.npages);
@@ -586,6 +618,7 @@ static void cluster_free(struct cluster *c)
 	free(c->killed);
 	free(c->inflight);
 	free(c->owned);
+	free(c->spare);
 	free(c->buf);
 	free(c->status);
 	free(c->closing);
