@@ -213,7 +213,8 @@ static void outcomes_init(struct outcomes *o, const struct run_cfg *cfg)
 	o->hit = malloc(o->cap * sizeof(*o->hit));
 	if (!o->hit)
 		tool_die(TOOL, "out of memory");
-	memset(o->hit, 0, o->cap * sizeof(*o->hit));
+	memset(o->hit, 1, o->cap * sizeof(*o->hit));	/* not 0: malloc + memset(0) may
+							 * become a calloc that touches nothing */
 }
 
 /* The store's run: lookups per second of the run itself, the outcomes in o. */
