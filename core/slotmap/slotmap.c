@@ -11,6 +11,7 @@
 #include "base/hostmem.h"
 #include "base/log.h"
 #include "proto.h"
+#include "slotmap_hints.h"
 #include "slotmap_int.h"
 #include "slotmap_layout.h"
 #include "slotmap_promote.h"
@@ -91,6 +92,7 @@ static void sm_close(struct store_mode *m)
 		free(l);
 	}
 	free(sm->layouts);
+	sm_hints_free(sm);
 	pthread_mutex_destroy(&sm->lock);
 	pthread_mutex_destroy(&sm->direct_lock);
 	sm_claims_close(sm);

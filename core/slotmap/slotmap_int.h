@@ -7,8 +7,9 @@
  * one-sided READs and no lookup. slotmap.c opens it and holds its ops; the paths are
  * slotmap_read.c (get), slotmap_write.c (set), slotmap_exists.c, slotmap_fill.c (a
  * get and its set in place, key by key); slotmap_keys.c what they do alike;
- * slotmap_layout.c peers' layouts; slotmap_direct.c slots addressed
- * as memory; slotmap_spill.c and slotmap_promote.c the disk under the slots.
+ * slotmap_hints.c the ways remote keys were last seen in; slotmap_layout.c peers'
+ * layouts; slotmap_direct.c slots addressed as memory; slotmap_spill.c and
+ * slotmap_promote.c the disk under the slots.
  */
 #ifndef PC_SLOTMAP_INT_H
 #define PC_SLOTMAP_INT_H
@@ -66,6 +67,7 @@ struct slotmap {
 	struct sm_claims *claims;	/* claims seen held, to take over (slotmap_claims.c) */
 	bool any_spill;			/* some layout known here spills: misses may be
 					 * on a disk (set once, never cleared) */
+	uint64_t *hints;		/* way hints (slotmap_hints.h); NULL until the first */
 };
 
 static inline struct slotmap *sm_of(struct store_mode *m)

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "slotmap_direct.h"
+#include "slotmap_hints.h"
 #include "slotmap_keys.h"
 #include "slotmap_promote.h"
 
@@ -43,6 +44,7 @@ struct gkey {
 	uint8_t *idx[PC_MAX_CLASSES];	/* index blocks (direct keys: in place) */
 	int policy;			/* how c0 is read in this batch */
 	uint32_t pred;
+	int hint;			/* the way this node last saw it in (c0), or -1 */
 	uint8_t *scratch;		/* a whole bucket (bucket policy) */
 	const struct pc_region *lreg;	/* the caller's registered memory holding data */
 	uint64_t sum;			/* summed: the payload's checksum, taken as it landed */
@@ -190,6 +192,7 @@ static struct pc_op slot_read_op(struct gkey *k, int c, uint64_t addr)
 				     read_len(k, c), k->lreg);
 
 	k->summed = false;
+	memset(k->hdr, 0, sizeof(k->hdr));	/* a READ that brings nothing: an empty slot */
 	if (slot_has_payload(&cl->g)) {
 		op.landed = slot_landed;
 		op.landed_arg = k;
@@ -253,7 +256,7 @@ static int tagged_way(const struct gkey *k, int c, int skip)
 }
 
 /* Phase 1 landed: a hit, a final miss, or a candidate slot for phase 2. */
-static void phase1_eval(struct gkey *k)
+static void phase1_eval(struct slotmap *sm, struct gkey *k)
 {
 	const struct sm_class *c0 = &k->kc.lay->cls[k->c0];
 	struct slot_header h;
@@ -304,6 +307,8 @@ static void phase1_eval(struct gkey *k)
 			return;
 		}
 	}
+	if (k->policy == PC_READ_PREDICT && k->hint >= 0)	/* it left the way */
+		sm_hint_drop(sm, k->kc.h, k->c0, (uint32_t)k->hint);
 	k->first_phase = true;
 	finish(k, miss);
 }
@@ -339,9 +344,11 @@ static bool plan_classes(struct gkey *k)
 }
 
 /* How a key read through ops is read (policy, predicted way); returns the bytes of
- * landing space it needs (index blocks, a whole bucket). nremote is the number of
- * keys the batch reads through ops in this pass. */
-static size_t plan_reads(struct gkey *k, size_t nremote)
+ * landing space it needs (index blocks, a whole bucket). unhinted is the number of
+ * keys the batch reads through ops in this pass without a way hint: auto reads a
+ * hinted key as predict, in its hinted way, and the others as predict too when they
+ * are at most two, else as index. */
+static size_t plan_reads(struct gkey *k, size_t unhinted)
 {
 	const struct sm_layout *lay = k->kc.lay;
 	size_t need = 0;
@@ -349,10 +356,10 @@ static size_t plan_reads(struct gkey *k, size_t nremote)
 	for (int c = 0; c <= k->c0; c++)
 		if (k->mask >> c & 1)
 			need += lay->cls[c].g.index_stride;
-	k->pred = slot_predicted_way(&lay->cls[k->c0].g, k->kc.h);
+	k->pred = k->hint >= 0 ? (uint32_t)k->hint : slot_predicted_way(&lay->cls[k->c0].g, k->kc.h);
 	k->policy = lay->cls[k->c0].policy;
 	if (k->policy == PC_READ_AUTO)
-		k->policy = nremote <= 2 ? PC_READ_PREDICT : PC_READ_INDEX;
+		k->policy = k->hint >= 0 || unhinted <= 2 ? PC_READ_PREDICT : PC_READ_INDEX;
 	if (k->policy == PC_READ_BUCKET)
 		need += lay->cls[k->c0].g.ways * lay->cls[k->c0].g.mem_stride;
 	return need;
@@ -380,7 +387,7 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 	struct store_stage *sg = NULL;
 	struct pc_op *ops = NULL;
 	uint8_t *land = NULL;
-	size_t nremote = 0, ndirect = 0, need = 0, *at;
+	size_t nremote = 0, unhinted = 0, ndirect = 0, need = 0, *at;
 	uint64_t epoch = sm_direct_epoch(sm), copied = 0;
 	uint32_t nops = 0;
 
@@ -393,10 +400,13 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 		k->direct = false;
 		if (k->kc.state != SM_PENDING || !plan_classes(k))
 			continue;
-		if (direct_index(sm, epoch, k))
+		if (direct_index(sm, epoch, k)) {
 			ndirect++;
-		else
-			nremote++;
+			continue;
+		}
+		nremote++;
+		k->hint = sm_hint_get(sm, k->kc.h, k->c0);
+		unhinted += k->hint < 0;
 	}
 	for (size_t i = 0; ndirect && i < n; i++)
 		if (keys[i].direct && keys[i].kc.state == SM_PENDING)
@@ -416,7 +426,7 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 	for (size_t i = 0; at && ops && i < n; i++) {
 		at[i] = need;
 		if (keys[i].kc.state == SM_PENDING)
-			need += plan_reads(&keys[i], nremote);
+			need += plan_reads(&keys[i], unhinted);
 	}
 	if (at && ops && (sg = store_stage_take(st, need ? need : 1, 0)))
 		land = sg->mem;
@@ -444,7 +454,7 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 	*bytes += sm_phase_post(sm, keys, sizeof(*keys), n, ops, nops);
 	for (size_t i = 0; i < n; i++)
 		if (keys[i].kc.state == SM_PENDING)
-			phase1_eval(&keys[i]);
+			phase1_eval(sm, &keys[i]);
 	/* Phase 2: the exact slot the index pointed at. */
 	nops = 0;
 	sm_phase_begin(keys, sizeof(*keys), n);
@@ -475,8 +485,10 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 		}
 		v = read_gate(k, k->cand_cls, &h,
 			      k->maxlen < read_len(k, k->cand_cls) ? k->maxlen : read_len(k, k->cand_cls));
-		if (v == SLOT_HIT)
+		if (v == SLOT_HIT) {
 			k->kc.pg->len = h.payload_len;
+			sm_hint_put(sm, k->kc.h, k->cand_cls, (uint32_t)k->cand_way);
+		}
 		finish(k, v);
 	}
 	store_stage_give(st, sg);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "slotmap_direct.h"
+#include "slotmap_hints.h"
 #include "slotmap_keys.h"
 
 /* Looks a direct write takes at a bucket whose chosen slot is being written or has
@@ -404,6 +405,7 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 		if (k->kc.state == SM_PENDING && !k->superseded) {
 			k->written = true;
 			k->kc.state = SM_DONE;
+			sm_hint_put(sm, k->kc.h, k->cls, (uint32_t)k->way);	/* a get reads it there */
 		}
 	}
 }

@@ -207,6 +207,64 @@ static void test_read_amplification(void)
 	}
 }
 
+/* Round trips of one get of b's first n keys on s; every page checked. */
+static uint64_t get_trips(struct pc_store *s, struct batch *b, size_t n, int hits, uint32_t v)
+{
+	struct pc_metrics m0 = metrics(s), m1;
+
+	batch_for_get(b, 4096);
+	CU_ASSERT_EQUAL(pc_batch_get(s, b->pg, n), hits);
+	for (size_t i = 0; i < n; i++)
+		if (!b->pg[i].status)
+			CU_ASSERT(pc_test_page_ok(b->buf + i * b->len, 4096, b->keys[i], v));
+	m1 = metrics(s);
+	return m1.round_trips - m0.round_trips;
+}
+
+/*
+ * Way hints (slotmap_hints.h): a node that wrote a key, or read it through the index,
+ * reads it next in one round trip; a key that left its hinted way is found again (or
+ * missed cleanly), and never read from the wrong way.
+ */
+static void test_way_hints(void)
+{
+	struct cluster *C = up(2, "slot_size_classes: [4KiB], slot_ways: 4, slot_num_buckets: 1");
+	struct pc_store *cl = open_node(C, NULL, NULL), *other = open_node(C, NULL, NULL);
+	struct batch *b = batch_new(8, 4096), *e = batch_new(4, 4096);
+	int j = 0;
+
+	/* three keys of n0's one bucket; four more fill it */
+	for (int i = 0; i < 3; i++)
+		key_on(C, 0, "hint-", &j, b->keys[i]);
+	for (int i = 0; i < 4; i++)
+		key_on(C, 0, "evict-", &j, e->keys[i]);
+	batch_for_set(b, 1);
+	CU_ASSERT_EQUAL(pc_batch_set(cl, b->pg, 3), 3);
+	get_trips(cl, b, 3, 3, 1);	/* n0's layout is known now */
+	CU_ASSERT_EQUAL(get_trips(cl, b, 3, 3, 1), 1);	/* the writer knows the ways */
+	/* a reader that never saw them: the layout, the index, then the slot; after
+	 * that, one round trip */
+	CU_ASSERT_EQUAL(get_trips(other, b, 3, 3, 1), 3);
+	CU_ASSERT_EQUAL(get_trips(other, b, 3, 3, 1), 1);
+	/* evicted by another writer: a clean miss decided at once, the hint forgotten */
+	batch_for_set(e, 1);
+	CU_ASSERT_EQUAL(pc_batch_set(C->s[1], e->pg, 4), 4);
+	CU_ASSERT_EQUAL(get_trips(cl, b, 3, 0, 1), 1);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(b->pg[i].status, -ENOENT);
+	/* written again by another node, into whatever way it picks: found through the
+	 * index (cl's hints are gone or name other keys' ways), then hinted again */
+	batch_for_set(b, 2);
+	CU_ASSERT_EQUAL(pc_batch_set(C->s[1], b->pg, 3), 3);
+	CU_ASSERT(get_trips(other, b, 3, 3, 2) <= 2);	/* other's hints: stale ways */
+	CU_ASSERT_EQUAL(get_trips(other, b, 3, 3, 2), 1);
+	batch_free(b);
+	batch_free(e);
+	pc_store_close(other);
+	pc_store_close(cl);
+	down(C);
+}
+
 /* (d) an owner that restarts with a new region is re-resolved, never read through a
  * stale address. */
 static void test_restarted_owner(void)
@@ -288,6 +346,7 @@ static CU_TestInfo tests[] = {
 	{ "clean miss; no dirty hit on length mismatch", test_clean_miss_and_length },
 	{ "(e) exists is header-only and agrees with get", test_exists },
 	{ "read amplification at 80% occupancy", test_read_amplification },
+	{ "way hints: one round trip for a key seen, never a wrong way", test_way_hints },
 	{ "(d) a restarted owner is re-resolved", test_restarted_owner },
 	{ "an owner down: its keys fail, the rest hit", test_owner_down },
 	CU_TEST_INFO_NULL,
