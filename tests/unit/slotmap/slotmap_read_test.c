@@ -108,7 +108,23 @@ static void test_clean_miss_and_length(void)
 	down(C);
 }
 
-/* (e) exists moves header bytes only: ways x 64 B per key; and agrees with get. */
+/* exists of 32 keys of which the first 16 exist, on s: the metrics before it. */
+static struct pc_metrics exists_16_of_32(struct pc_store *s, struct pc_page *ex)
+{
+	struct pc_metrics m0 = metrics(s);
+
+	for (size_t i = 0; i < 32; i++)
+		ex[i].status = 0;
+	CU_ASSERT_EQUAL(pc_batch_exists(s, ex, 32), 16);
+	for (size_t i = 0; i < 16; i++) {
+		CU_ASSERT_EQUAL(ex[i].status, 0);
+		CU_ASSERT_EQUAL(ex[16 + i].status, -ENOENT);
+	}
+	return m0;
+}
+
+/* (e) exists moves header bytes only: ways x 64 B per key, or for a key hinted its
+ * way's header and the index block; and agrees with get. */
 static void test_exists(void)
 {
 	struct cluster *C = up(2, "slot_size_classes: [64KiB], slot_ways: 4, global_segment_size: 8MiB");
@@ -116,7 +132,8 @@ static void test_exists(void)
 	struct pc_page ex[32];
 	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
 	char other[16][32];
-	int remote = 0;
+	int remote = 0, hinted = 0;
+	uint64_t expect = 0;
 
 	for (size_t i = 0; i < 16; i++)
 		sprintf(b->keys[i], "e%zu", i);
@@ -129,13 +146,8 @@ static void test_exists(void)
 		remote += owner_of(C, b->keys[i]) != 1;
 		remote += owner_of(C, other[i]) != 1;
 	}
-	m0 = metrics(C->s[1]);
-	CU_ASSERT_EQUAL(pc_batch_exists(C->s[1], ex, 32), 16);
+	m0 = exists_16_of_32(C->s[1], ex);
 	m1 = metrics(C->s[1]);
-	for (size_t i = 0; i < 16; i++) {
-		CU_ASSERT_EQUAL(ex[i].status, 0);
-		CU_ASSERT_EQUAL(ex[16 + i].status, -ENOENT);
-	}
 	printf("\n  exists: %llu bytes read for 32 keys (4 ways x 64 B = 256 per key)\n",
 	       (unsigned long long)(m1.bytes_read - m0.bytes_read));
 	CU_ASSERT_EQUAL(m1.bytes_read - m0.bytes_read, 32 * 4 * 64);
@@ -143,9 +155,24 @@ static void test_exists(void)
 	CU_ASSERT_EQUAL(m1.round_trips - m0.round_trips,
 			(remote ? 1 : 0) + (m1.layout_fetches - m0.layout_fetches ? 1 : 0));
 	CU_ASSERT_EQUAL(m1.exists_hits - m0.exists_hits, 16);
+	/* n0's keys it found are hinted now (slotmap_hints.h): exists reads their way's
+	 * header and the index block, 128 B, and their get takes one round trip */
+	for (size_t i = 0; i < 32; i++) {
+		expect += i < 16 && owner_of(C, b->keys[i]) == 0 ? 2 * 64 : 4 * 64;
+		hinted += i < 16 && owner_of(C, b->keys[i]) == 0;
+	}
+	m0 = exists_16_of_32(C->s[1], ex);
+	m1 = metrics(C->s[1]);
+	printf("  exists again: %llu bytes read (%d keys hinted)\n",
+	       (unsigned long long)(m1.bytes_read - m0.bytes_read), hinted);
+	CU_ASSERT_EQUAL(m1.bytes_read - m0.bytes_read, expect);
+	CU_ASSERT_EQUAL(m1.round_trips - m0.round_trips, remote ? 1 : 0);
 	/* agrees with get */
+	m0 = metrics(C->s[1]);
 	batch_for_get(b, 65536);
 	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], b->pg, 16), 16);
+	m1 = metrics(C->s[1]);
+	CU_ASSERT_EQUAL(m1.round_trips - m0.round_trips, hinted ? 1 : 0);
 	batch_free(b);
 	down(C);
 }
@@ -221,6 +248,20 @@ static uint64_t get_trips(struct pc_store *s, struct batch *b, size_t n, int hit
 	return m1.round_trips - m0.round_trips;
 }
 
+/* exists of b's first n keys on s: how many it found; *trips its round trips. */
+static int exists_of(struct pc_store *s, struct batch *b, size_t n, uint64_t *trips)
+{
+	struct pc_page ex[8];
+	struct pc_metrics m0 = metrics(s);
+	int found;
+
+	for (size_t i = 0; i < n; i++)
+		ex[i] = (struct pc_page){ .key = b->keys[i], .key_len = strlen(b->keys[i]) };
+	found = pc_batch_exists(s, ex, n);
+	*trips = metrics(s).round_trips - m0.round_trips;
+	return found;
+}
+
 /*
  * Way hints (slotmap_hints.h): a node that wrote a key, or read it through the index,
  * reads it next in one round trip; a key that left its hinted way is found again (or
@@ -231,6 +272,7 @@ static void test_way_hints(void)
 	struct cluster *C = up(2, "slot_size_classes: [4KiB], slot_ways: 4, slot_num_buckets: 1");
 	struct pc_store *cl = open_node(C, NULL, NULL), *other = open_node(C, NULL, NULL);
 	struct batch *b = batch_new(8, 4096), *e = batch_new(4, 4096);
+	uint64_t trips;
 	int j = 0;
 
 	/* three keys of n0's one bucket; four more fill it */
@@ -249,6 +291,8 @@ static void test_way_hints(void)
 	/* evicted by another writer: a clean miss decided at once, the hint forgotten */
 	batch_for_set(e, 1);
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[1], e->pg, 4), 4);
+	CU_ASSERT_EQUAL(exists_of(cl, b, 3, &trips), 0);	/* exists too, at once */
+	CU_ASSERT_EQUAL(trips, 1);
 	CU_ASSERT_EQUAL(get_trips(cl, b, 3, 0, 1), 1);
 	for (int i = 0; i < 3; i++)
 		CU_ASSERT_EQUAL(b->pg[i].status, -ENOENT);
@@ -256,8 +300,11 @@ static void test_way_hints(void)
 	 * index (cl's hints are gone or name other keys' ways), then hinted again */
 	batch_for_set(b, 2);
 	CU_ASSERT_EQUAL(pc_batch_set(C->s[1], b->pg, 3), 3);
-	CU_ASSERT(get_trips(other, b, 3, 3, 2) <= 2);	/* other's hints: stale ways */
-	CU_ASSERT_EQUAL(get_trips(other, b, 3, 3, 2), 1);
+	CU_ASSERT_EQUAL(exists_of(other, b, 3, &trips), 3);	/* other's hints: stale ways */
+	CU_ASSERT(trips <= 2);
+	CU_ASSERT_EQUAL(get_trips(other, b, 3, 3, 2), 1);	/* hinted by exists */
+	CU_ASSERT_EQUAL(exists_of(other, b, 3, &trips), 3);
+	CU_ASSERT_EQUAL(trips, 1);
 	batch_free(b);
 	batch_free(e);
 	pc_store_close(other);
