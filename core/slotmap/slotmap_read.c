@@ -12,9 +12,11 @@
  *            writers cannot move pages into place) costs a wasted payload and a
  *            second phase.
  * auto takes bucket where a bucket is small (ways x slot <= 16 KiB), index for large
- * pages, and for the rest predict when the batch reads at most two remote pages,
- * index otherwise: in a bigger batch some key almost surely misses its predicted
- * way, so the batch takes two phases anyway and index moves fewer bytes.
+ * pages, and for the rest predict for a key with a way hint (slotmap_hints.h: this
+ * node wrote or read it, and predicts the way it saw), and for the others predict
+ * when the batch has at most two of them, index otherwise: in a bigger batch some
+ * key almost surely misses its hashed way, so the batch takes two phases anyway and
+ * index moves fewer bytes.
  * Every candidate passes slot_matches(); a failed op fails its key only. Keys in
  * memory this node can address (its own slots, or peers' that the fabric maps:
  * sm_direct) are read in place through the index instead, with no ops at all.

@@ -106,8 +106,10 @@ struct pc_page {
 /* The batch calls are safe from many threads at once on one store. Each returns the
  * number of pages with status 0, or -errno when the call itself failed (then no page
  * status is meaningful). A batch costs a fixed number of network round trips per
- * phase whatever its size: slotmap gets take one (two for pages not in their
- * predicted way, or in classes read index-first), sets two. In p2p mode (store.mode)
+ * phase whatever its size: slotmap gets take one (two for pages not in the way this
+ * node predicted or last saw them in, or in classes read index-first), sets two. A
+ * get's buffer holds the page on a hit only: on a miss its bytes are undefined (a
+ * read may have landed there before the gate refused it). In p2p mode (store.mode)
  * a set writes into this node's published pool and tells the directory (one round
  * trip; a client store cannot publish: -EOPNOTSUPP; a set that loses a race with
  * another set of the same key on this node: -EBUSY; a set that fails leaves the key
