@@ -155,7 +155,8 @@ static void phase1_eval(struct slotmap *sm, struct ekey *k)
 		for (uint32_t w = 0; w < cl->g.ways; w++, j++)
 			if (!k->found && names_key(k, k->land + (size_t)j * SLOT_HEADER_BYTES)) {
 				k->found = true;
-				sm_hint_put(sm, k->kc.h, (int)c, w);
+				if (sm_hinted_class(lay, (int)c))
+					sm_hint_put(sm, k->kc.h, (int)c, w);
 			}
 	}
 	k->kc.state = SM_DONE;
@@ -183,7 +184,8 @@ static bool exists_pass(struct slotmap *sm, struct arena *a, struct ekey *keys, 
 		if (k->kc.state != SM_PENDING || !exists_classes(k, &k->only) ||
 		    exists_direct(sm, epoch, k, k->only, bytes))
 			continue;
-		k->hint = k->only >= 0 ? sm_hint_get(sm, k->kc.h, k->only) : -1;
+		k->hint = k->only >= 0 && sm_hinted_class(lay, k->only) ?
+				  sm_hint_get(sm, k->kc.h, k->only) : -1;
 		k->ways = 0;
 		room += land_bytes(k);
 		if (k->hint < 0) {

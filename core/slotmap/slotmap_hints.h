@@ -13,8 +13,10 @@
  * One table per store of 2^17 words (1 MiB), in sets of eight (a cache line): a word
  * holds a key's 32-bit check, its class and way. A key lives in the set its hash
  * names; a new key takes an empty word, else one its hash picks, so the table keeps
- * the keys seen last. Allocated by the first hint, so a store that never reads or
- * writes through ops (the simulator's hit-rate mode, every node in place) holds none.
+ * the keys seen last. Only classes whose gets read by prediction (auto and predict:
+ * pages below 1 MiB) take hints, and the table is allocated by the first one, so a
+ * store that never reads or writes such pages through ops (the simulator's hit-rate
+ * mode, every node in place; 2 MiB pages) holds none.
  * Words are read and written atomically, one at a time: batch calls on many threads
  * share the table, and a race between them loses a hint. A hint naming a wrong way
  * (two keys of a set with one check) costs that key a round trip, never a wrong page.
@@ -41,6 +43,12 @@ static inline uint64_t *sm_hint_set(uint64_t *t, struct pc_keyhash h)
 static inline uint64_t sm_hint_check(struct pc_keyhash h)
 {
 	return ((h.lo >> 32) | 1) << 32;
+}
+
+/* Whether gets of class c of lay read by prediction, and so take hints. */
+static inline bool sm_hinted_class(const struct sm_layout *lay, int c)
+{
+	return lay->cls[c].policy == PC_READ_AUTO || lay->cls[c].policy == PC_READ_PREDICT;
 }
 
 /* The way key was last seen in, in class cls, or -1. */

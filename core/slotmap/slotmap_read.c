@@ -489,7 +489,8 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 			      k->maxlen < read_len(k, k->cand_cls) ? k->maxlen : read_len(k, k->cand_cls));
 		if (v == SLOT_HIT) {
 			k->kc.pg->len = h.payload_len;
-			sm_hint_put(sm, k->kc.h, k->cand_cls, (uint32_t)k->cand_way);
+			if (sm_hinted_class(k->kc.lay, k->cand_cls))
+				sm_hint_put(sm, k->kc.h, k->cand_cls, (uint32_t)k->cand_way);
 		}
 		finish(k, v);
 	}

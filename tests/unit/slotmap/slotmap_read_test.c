@@ -11,7 +11,9 @@
 
 #include <peercache/peercache.h>
 #include "inproc/inproc.h"
+#include "slotmap/slotmap_int.h"
 #include "slotmap_fixture.h"
+#include "store.h"
 #include "testutil.h"
 
 static void test_roundtrip(void)
@@ -312,6 +314,26 @@ static void test_way_hints(void)
 	down(C);
 }
 
+/* Pages of 1 MiB and more are read index-first: no hints kept for them, no table. */
+static void test_no_hints_for_large_pages(void)
+{
+	struct cluster *C = up(2, "slot_size_classes: [1MiB], slot_ways: 4, slot_num_buckets: 1");
+	struct pc_store *cl = open_node(C, NULL, NULL);
+	struct batch *b = batch_new(3, 4096);
+	int j = 0;
+
+	for (int i = 0; i < 3; i++)
+		key_on(C, 0, "big-", &j, b->keys[i]);
+	batch_for_set(b, 1);
+	CU_ASSERT_EQUAL(pc_batch_set(cl, b->pg, 3), 3);
+	get_trips(cl, b, 3, 3, 1);
+	CU_ASSERT_EQUAL(get_trips(cl, b, 3, 3, 1), 2);	/* the index, then the slot */
+	CU_ASSERT_PTR_NULL(sm_of(cl->mode)->hints);
+	batch_free(b);
+	pc_store_close(cl);
+	down(C);
+}
+
 /* (d) an owner that restarts with a new region is re-resolved, never read through a
  * stale address. */
 static void test_restarted_owner(void)
@@ -394,6 +416,7 @@ static CU_TestInfo tests[] = {
 	{ "(e) exists is header-only and agrees with get", test_exists },
 	{ "read amplification at 80% occupancy", test_read_amplification },
 	{ "way hints: one round trip for a key seen, never a wrong way", test_way_hints },
+	{ "no way hints for pages read index-first", test_no_hints_for_large_pages },
 	{ "(d) a restarted owner is re-resolved", test_restarted_owner },
 	{ "an owner down: its keys fail, the rest hit", test_owner_down },
 	CU_TEST_INFO_NULL,
