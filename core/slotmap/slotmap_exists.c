@@ -11,6 +11,8 @@
  *
  * Not for: get (slotmap_read.c), which reads pages.
  */
+#include <string.h>
+
 #include "slotmap_direct.h"
 #include "slotmap_hints.h"
 #include "slotmap_keys.h"
@@ -162,8 +164,9 @@ static void phase1_eval(struct slotmap *sm, struct ekey *k)
 	k->kc.state = SM_DONE;
 }
 
-/* exists reads the headers of the key's bucket (ways x 64 B per class), nothing
- * else: no payload moves. len, when given, names the one class to look in. */
+/* exists reads the headers of the key's bucket (ways x 64 B per class), or a hinted
+ * key's way header and index block first; no payload moves. len, when given, names
+ * the one class to look in. */
 static bool exists_pass(struct slotmap *sm, struct arena *a, struct ekey *keys, size_t n,
 			uint64_t *bytes)
 {
@@ -200,6 +203,8 @@ static bool exists_pass(struct slotmap *sm, struct arena *a, struct ekey *keys, 
 		return false;
 	land = arena_alloc(a, room);
 	ops = arena_alloc(a, (size_t)nops * sizeof(*ops));
+	if (land)	/* a READ that brings nothing: empty headers, no tags */
+		memset(land, 0, room);
 	if (!land || !ops) {
 		for (size_t i = 0; i < n; i++)
 			if (keys[i].kc.state == SM_PENDING)
@@ -257,6 +262,8 @@ static bool exists_pass(struct slotmap *sm, struct arena *a, struct ekey *keys, 
 				k->found = true;
 				sm_hint_put(sm, k->kc.h, k->only, (uint32_t)__builtin_ctzll(m));
 			}
+		if (!k->found)	/* the other tags were stale: gone */
+			sm_hint_drop(sm, k->kc.h, k->only, (uint32_t)k->hint);
 		k->kc.state = SM_DONE;
 	}
 	return true;
