@@ -157,8 +157,7 @@ static void phase1_eval(struct slotmap *sm, struct ekey *k)
 		for (uint32_t w = 0; w < cl->g.ways; w++, j++)
 			if (!k->found && names_key(k, k->land + (size_t)j * SLOT_HEADER_BYTES)) {
 				k->found = true;
-				if (sm_hinted_class(lay, (int)c))
-					sm_hint_put(sm, k->kc.h, (int)c, w);
+				sm_hint_put(sm, lay, k->kc.h, (int)c, w);
 			}
 	}
 	k->kc.state = SM_DONE;
@@ -183,16 +182,17 @@ static bool exists_pass(struct slotmap *sm, struct arena *a, struct ekey *keys, 
 		struct ekey *k = &keys[i];
 		const struct sm_layout *lay = k->kc.lay;
 		uint32_t ways;
+		size_t bytes_k;
 
 		if (k->kc.state != SM_PENDING || !exists_classes(k, &k->only) ||
 		    exists_direct(sm, epoch, k, k->only, bytes))
 			continue;
-		k->hint = k->only >= 0 && sm_hinted_class(lay, k->only) ?
-				  sm_hint_get(sm, k->kc.h, k->only) : -1;
+		k->hint = k->only >= 0 ? sm_hint_get(sm, lay, k->kc.h, k->only) : -1;
 		k->ways = 0;
-		room += land_bytes(k);
+		bytes_k = land_bytes(k);
+		room += bytes_k;
 		if (k->hint < 0) {
-			nops += (uint32_t)(land_bytes(k) / SLOT_HEADER_BYTES);
+			nops += (uint32_t)(bytes_k / SLOT_HEADER_BYTES);
 			continue;
 		}
 		/* a hinted key: two ops, then a phase-2 op per other way at most */
@@ -260,7 +260,8 @@ static bool exists_pass(struct slotmap *sm, struct arena *a, struct ekey *keys, 
 		for (uint64_t m = k->ways; m; m &= m - 1, j++)
 			if (!k->found && names_key(k, k->land + (size_t)j * SLOT_HEADER_BYTES)) {
 				k->found = true;
-				sm_hint_put(sm, k->kc.h, k->only, (uint32_t)__builtin_ctzll(m));
+				sm_hint_put(sm, k->kc.lay, k->kc.h, k->only,
+					    (uint32_t)__builtin_ctzll(m));
 			}
 		if (!k->found)	/* the other tags were stale: gone */
 			sm_hint_drop(sm, k->kc.h, k->only, (uint32_t)k->hint);

@@ -45,18 +45,25 @@ static inline uint64_t sm_hint_check(struct pc_keyhash h)
 	return ((h.lo >> 32) | 1) << 32;
 }
 
+static inline uint64_t sm_hint_word(struct pc_keyhash h, int cls, uint32_t way)
+{
+	return sm_hint_check(h) | (uint64_t)(cls & 0xff) << 8 | (way & 0xff);
+}
+
 /* Whether gets of class c of lay read by prediction, and so take hints. */
 static inline bool sm_hinted_class(const struct sm_layout *lay, int c)
 {
 	return lay->cls[c].policy == PC_READ_AUTO || lay->cls[c].policy == PC_READ_PREDICT;
 }
 
-/* The way key was last seen in, in class cls, or -1. */
-static inline int sm_hint_get(struct slotmap *sm, struct pc_keyhash h, int cls)
+/* The way key was last seen in, in class cls of lay, or -1 (none, or a class that
+ * takes no hints). */
+static inline int sm_hint_get(struct slotmap *sm, const struct sm_layout *lay,
+			      struct pc_keyhash h, int cls)
 {
 	uint64_t *t = __atomic_load_n(&sm->hints, __ATOMIC_ACQUIRE), *set, want = sm_hint_check(h);
 
-	if (!t)
+	if (!t || !sm_hinted_class(lay, cls))
 		return -1;
 	set = sm_hint_set(t, h);
 	for (int i = 0; i < SM_HINT_WAYS; i++) {
@@ -68,14 +75,16 @@ static inline int sm_hint_get(struct slotmap *sm, struct pc_keyhash h, int cls)
 	return -1;
 }
 
-/* Key was seen in way of class cls (written there, or read there through ops): its
- * word, an empty one, or the one its hash picks. */
-static inline void sm_hint_put(struct slotmap *sm, struct pc_keyhash h, int cls, uint32_t way)
+/* Key was seen in way of class cls of lay (written there, or read there through
+ * ops): its word, an empty one, or the one its hash picks. Nothing for a class that
+ * takes no hints. */
+static inline void sm_hint_put(struct slotmap *sm, const struct sm_layout *lay,
+			       struct pc_keyhash h, int cls, uint32_t way)
 {
 	uint64_t *t = __atomic_load_n(&sm->hints, __ATOMIC_ACQUIRE), *set, want = sm_hint_check(h);
 	int at = -1;
 
-	if (!t && !(t = sm_hints_table(sm)))
+	if (!sm_hinted_class(lay, cls) || (!t && !(t = sm_hints_table(sm))))
 		return;
 	set = sm_hint_set(t, h);
 	for (int i = 0; i < SM_HINT_WAYS; i++) {
@@ -90,15 +99,14 @@ static inline void sm_hint_put(struct slotmap *sm, struct pc_keyhash h, int cls,
 	}
 	if (at < 0)
 		at = (int)(h.hi >> 32 & (SM_HINT_WAYS - 1));
-	__atomic_store_n(&set[at], want | (uint64_t)(cls & 0xff) << 8 | (way & 0xff), __ATOMIC_RELAXED);
+	__atomic_store_n(&set[at], sm_hint_word(h, cls, way), __ATOMIC_RELAXED);
 }
 
 /* Key is not in the way its hint names (that slot holds another key, and the index
  * names none): forget the hint, unless a newer one took its word. */
 static inline void sm_hint_drop(struct slotmap *sm, struct pc_keyhash h, int cls, uint32_t way)
 {
-	uint64_t *t = __atomic_load_n(&sm->hints, __ATOMIC_ACQUIRE), *set;
-	uint64_t e = sm_hint_check(h) | (uint64_t)(cls & 0xff) << 8 | (way & 0xff);
+	uint64_t *t = __atomic_load_n(&sm->hints, __ATOMIC_ACQUIRE), *set, e = sm_hint_word(h, cls, way);
 
 	if (!t)
 		return;

@@ -407,7 +407,7 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 			continue;
 		}
 		nremote++;
-		k->hint = sm_hint_get(sm, k->kc.h, k->c0);
+		k->hint = sm_hint_get(sm, k->kc.lay, k->kc.h, k->c0);
 		unhinted += k->hint < 0;
 	}
 	for (size_t i = 0; ndirect && i < n; i++)
@@ -489,8 +489,7 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 			      k->maxlen < read_len(k, k->cand_cls) ? k->maxlen : read_len(k, k->cand_cls));
 		if (v == SLOT_HIT) {
 			k->kc.pg->len = h.payload_len;
-			if (sm_hinted_class(k->kc.lay, k->cand_cls))
-				sm_hint_put(sm, k->kc.h, k->cand_cls, (uint32_t)k->cand_way);
+			sm_hint_put(sm, k->kc.lay, k->kc.h, k->cand_cls, (uint32_t)k->cand_way);
 		}
 		finish(k, v);
 	}

@@ -405,8 +405,8 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 		if (k->kc.state == SM_PENDING && !k->superseded) {
 			k->written = true;
 			k->kc.state = SM_DONE;
-			if (sm_hinted_class(k->kc.lay, k->cls))	/* a get reads it there */
-				sm_hint_put(sm, k->kc.h, k->cls, (uint32_t)k->way);
+			/* a get reads it there */
+			sm_hint_put(sm, k->kc.lay, k->kc.h, k->cls, (uint32_t)k->way);
 		}
 	}
 }
