@@ -13,6 +13,10 @@
  * 3. the share of each phase spent computing checksums.
  * 4. the tiered pool itself (8 host + 64 disk blocks, as in the seed): the latency of
  *    a fetch that promotes 4 blocks, next to the seed's 44 ms.
+ *
+ * 1 and 2 run in rounds, each a raw pass then a pool pass, and every figure is its
+ * best round: the disk's speed here moves between runs a minute apart, and a raw
+ * figure measured once, before the pool's, would decide the ratios by that drift.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -43,7 +47,7 @@ static const struct tool_opt options[] = {
 	{ "--block SIZE", "12288", "Block size (12KiB, 2MiB ...)." },
 	{ "--blocks N", "16384", "Blocks written and read per phase." },
 	{ "--batch N", "64", "Blocks per demote or promote batch." },
-	{ "--rounds N", "3", "Rounds of each phase; the best is reported." },
+	{ "--rounds N", "3", "Rounds, each a raw pass then a pool pass; each figure is its best round." },
 	{ 0 },
 };
 
@@ -66,6 +70,7 @@ static const struct tool_doc doc = {
 		"(checksums, bounce buffers, metadata), as GB/s and as a ratio of raw; promotion in "
 		"write order and in random order.\n"
 		"3. the share of each phase spent computing checksums.\n"
+		"1 and 2 run in interleaved rounds (raw, then pool); each figure is its best round.\n"
 		"4. the tiered pool itself (8 host + 64 disk blocks, as in the KVBM G3 seed): the "
 		"latency of a fetch that promotes 4 blocks.",
 	.opts = options,
@@ -92,18 +97,35 @@ static struct pc_storage *open_file(const struct opts *o, uint64_t bytes)
 	return s;
 }
 
-/* Blocks at random places, o->batch per storage call, as many bytes as the pool
- * phases move. GB/s. */
-static double raw_random_read(const struct opts *o, struct pc_storage *s, uint64_t bytes)
+/* Each figure of a run: the best of its rounds (the rounds interleave raw and pool
+ * passes, so that the machine's drift over a run decides no ratio). */
+enum { RAW_WRITE, RAW_READ, RAW_RANDOM, POOL_PUT, POOL_GET_SEQ, POOL_GET_RANDOM, NR_FIGS };
+
+struct figs {
+	double gbs[NR_FIGS];		/* best GB/s */
+	double sums[NR_FIGS];		/* pool: share of that round spent on checksums */
+	double batch_ms[NR_FIGS];	/* pool: per batch in that round */
+};
+
+static void keep(struct figs *f, int fig, double gbs, double sums, double batch_ms)
 {
-	uint64_t stride = ((uint64_t)o->block + 4095) / 4096 * 4096, nblk = bytes / stride;
-	uint8_t *buf = aligned_alloc(4096, stride * o->batch);
-	struct pc_io *io = calloc(o->batch, sizeof(*io));
-	uint64_t total = (uint64_t)o->blocks * o->rounds;
+	if (gbs <= f->gbs[fig])
+		return;
+	f->gbs[fig] = gbs;
+	f->sums[fig] = sums;
+	f->batch_ms[fig] = batch_ms;
+}
+
+/* Blocks at random places, o->batch per storage call, as many bytes as a pool pass
+ * moves. GB/s. */
+static double raw_random_read(const struct opts *o, struct pc_storage *s, uint8_t *buf,
+			      struct pc_io *io)
+{
+	uint64_t stride = ((uint64_t)o->block + 4095) / 4096 * 4096, nblk = s->bytes / stride;
 	double t0 = tool_now();
 
-	for (uint64_t done = 0; done < total; done += o->batch) {
-		uint32_t n = total - done < o->batch ? (uint32_t)(total - done) : o->batch;
+	for (uint64_t done = 0; done < o->blocks; done += o->batch) {
+		uint32_t n = o->blocks - done < o->batch ? (uint32_t)(o->blocks - done) : o->batch;
 
 		for (uint32_t k = 0; k < n; k++)
 			io[k] = (struct pc_io){ .off = ((uint64_t)rand() % nblk) * stride,
@@ -111,37 +133,29 @@ static double raw_random_read(const struct opts *o, struct pc_storage *s, uint64
 		if (pc_storage_read(s, io, n))
 			tool_die("pctierbench", "raw random read failed");
 	}
-	free(io);
-	free(buf);
-	return (double)total * o->block / (tool_now() - t0) / 1e9;
+	return (double)o->blocks * o->block / (tool_now() - t0) / 1e9;
 }
 
-/* Sequential whole-file write then read, RAW_CHUNK per call, then random block reads
- * of the written file. GB/s into w, r and rnd. */
-static void raw(const struct opts *o, uint64_t bytes, double *w, double *r, double *rnd)
+/* One raw pass: the whole file written then read, RAW_CHUNK per call, then random
+ * block reads of it. */
+static void raw_round(const struct opts *o, struct pc_storage *s, uint8_t *chunk, uint8_t *blocks,
+		      struct pc_io *ios, struct figs *f)
 {
-	struct pc_storage *s = open_file(o, bytes);
-	uint8_t *buf = aligned_alloc(4096, RAW_CHUNK);
-	struct pc_io io = { .buf = buf };
+	struct pc_io io = { .buf = chunk };
 	double t0;
 
-	memset(buf, 0x5a, RAW_CHUNK);
 	for (int pass = 0; pass < 2; pass++) {
 		t0 = tool_now();
-		for (uint64_t off = 0; off < bytes; off += RAW_CHUNK) {
+		for (uint64_t off = 0; off < s->bytes; off += RAW_CHUNK) {
 			io.off = off;
-			io.len = bytes - off < RAW_CHUNK ? bytes - off : RAW_CHUNK;
+			io.len = s->bytes - off < RAW_CHUNK ? s->bytes - off : RAW_CHUNK;
 			if ((pass ? pc_storage_read(s, &io, 1) : pc_storage_write(s, &io, 1)) || io.status)
 				tool_die("pctierbench", "raw %s failed: %s", pass ? "read" : "write",
 					 strerror(-io.status));
 		}
-		*(pass ? r : w) = (double)bytes / (tool_now() - t0) / 1e9;
+		keep(f, pass ? RAW_READ : RAW_WRITE, (double)s->bytes / (tool_now() - t0) / 1e9, 0, 0);
 	}
-	*rnd = raw_random_read(o, s, bytes);
-	if (!s->direct)
-		printf("note: %s has no O_DIRECT here; the page cache flatters every number\n", o->dir);
-	free(buf);
-	pc_storage_close(s);
+	keep(f, RAW_RANDOM, raw_random_read(o, s, blocks, ios), 0, 0);
 }
 
 static void shuffle(uint32_t *v, uint32_t n)
@@ -159,29 +173,19 @@ static struct pc_keyhash key(uint32_t i)
 	return keyhash_of(&i, sizeof(i));
 }
 
-/* The disk pool: put all blocks, get them back in write order and shuffled. */
-static void pool(const struct opts *o, double rw, double rr, double rrand)
+/* One pool pass: put every block, get them back in write order, then shuffled. */
+static void pool_round(const struct opts *o, struct disk_pool *d, uint8_t *host, struct disk_blk *b,
+		       uint32_t *order, struct figs *f)
 {
-	uint64_t bytes = disk_file_bytes(o->blocks, o->block, 4096);
-	struct pc_storage *s = open_file(o, bytes);
-	struct disk_pool *d;
 	uint64_t stride = ((uint64_t)o->block + 4095) / 4096 * 4096;
-	uint8_t *host = aligned_alloc(4096, stride * o->batch);
-	struct disk_blk *b = calloc(o->batch, sizeof(*b));
-	uint32_t *order = malloc(o->blocks * sizeof(*order));
-	struct disk_stats st0, st1;
-	double t0, el, gbs;
-	int ret = disk_open(s, o->blocks, o->block, false, &d);
+	uint32_t batches = (o->blocks + o->batch - 1) / o->batch;
+	static const char *const name[] = { "demote", "promote in write order",
+					    "promote in random order" };
 
-	if (ret)
-		tool_die("pctierbench", "disk pool: %s", strerror(-ret));
-	for (uint32_t i = 0; i < o->batch; i++)
-		for (uint64_t k = 0; k < o->block; k++)
-			host[i * stride + k] = (uint8_t)(k * 31 + i);
-	printf("%-28s %10s %8s %10s %12s\n", "", "GB/s", "vs raw", "checksums", "per batch");
 	for (int phase = 0; phase < 3; phase++) {
-		static const char *const name[] = { "demote (disk_put)", "promote, write order",
-						    "promote, random order" };
+		struct disk_stats st0, st1;
+		double t0, el;
+		int ret;
 
 		for (uint32_t i = 0; i < o->blocks; i++)
 			order[i] = i;
@@ -189,32 +193,75 @@ static void pool(const struct opts *o, double rw, double rr, double rrand)
 			shuffle(order, o->blocks);
 		disk_get_stats(d, &st0);
 		t0 = tool_now();
-		for (uint32_t r = 0; r < o->rounds; r++) {
-			for (uint32_t i = 0; i < o->blocks; i += o->batch) {
-				uint32_t n = o->blocks - i < o->batch ? o->blocks - i : o->batch;
+		for (uint32_t i = 0; i < o->blocks; i += o->batch) {
+			uint32_t n = o->blocks - i < o->batch ? o->blocks - i : o->batch;
 
-				for (uint32_t k = 0; k < n; k++)
-					b[k] = (struct disk_blk){ .key = key(order[i + k]), .data = host + k * stride,
-								  .len = o->block, .cap = o->block };
-				ret = phase ? disk_get(d, b, n, false) : disk_put(d, b, n);
-				if (ret != (int)n)
-					tool_die("pctierbench", "%s: %d of %u blocks (status %d)", name[phase],
-						 ret, n, b[0].status);
-			}
+			for (uint32_t k = 0; k < n; k++)
+				b[k] = (struct disk_blk){ .key = key(order[i + k]), .data = host + k * stride,
+							  .len = o->block, .cap = o->block };
+			ret = phase ? disk_get(d, b, n, false) : disk_put(d, b, n);
+			if (ret != (int)n)
+				tool_die("pctierbench", "%s: %d of %u blocks (status %d)", name[phase], ret, n,
+					 b[0].status);
 		}
 		el = tool_now() - t0;
 		disk_get_stats(d, &st1);
-		gbs = (double)o->blocks * o->rounds * o->block / el / 1e9;
-		printf("%-28s %10.2f %8.2f %9.1f%% %9.2f ms", name[phase], gbs, gbs / (phase ? rr : rw),
-		       100.0 * (double)(st1.sum_ns - st0.sum_ns) / (el * 1e9),
-		       el * 1e3 / ((double)o->rounds * ((o->blocks + o->batch - 1) / o->batch)));
+		keep(f, POOL_PUT + phase, (double)o->blocks * o->block / el / 1e9,
+		     (double)(st1.sum_ns - st0.sum_ns) / (el * 1e9), el * 1e3 / batches);
+	}
+}
+
+/* The rounds, raw then pool in each; the table of the best of each figure. */
+static void measure(const struct opts *o)
+{
+	uint64_t bytes = disk_file_bytes(o->blocks, o->block, 4096);
+	uint64_t stride = ((uint64_t)o->block + 4095) / 4096 * 4096;
+	struct pc_storage *raw = open_file(o, bytes), *s = open_file(o, bytes);
+	uint8_t *chunk = aligned_alloc(4096, RAW_CHUNK), *host = aligned_alloc(4096, stride * o->batch);
+	struct pc_io *ios = calloc(o->batch, sizeof(*ios));
+	struct disk_blk *b = calloc(o->batch, sizeof(*b));
+	uint32_t *order = malloc(o->blocks * sizeof(*order));
+	struct figs f = { .gbs = { 0 } };
+	static const char *const name[] = { "demote (disk_put)", "promote, write order",
+					    "promote, random order" };
+	struct disk_pool *d;
+	int ret;
+
+	if (!chunk || !host || !ios || !b || !order)
+		tool_die("pctierbench", "out of memory");
+	ret = disk_open(s, o->blocks, o->block, false, &d);
+	if (ret)
+		tool_die("pctierbench", "disk pool: %s", strerror(-ret));
+	memset(chunk, 0x5a, RAW_CHUNK);
+	for (uint32_t i = 0; i < o->batch; i++)
+		for (uint64_t k = 0; k < o->block; k++)
+			host[i * stride + k] = (uint8_t)(k * 31 + i);
+	for (uint32_t r = 0; r < o->rounds; r++) {
+		raw_round(o, raw, chunk, host, ios, &f);
+		pool_round(o, d, host, b, order, &f);
+	}
+	if (!raw->direct)
+		printf("note: %s has no O_DIRECT here; the page cache flatters every number\n", o->dir);
+	printf("pctierbench: %u blocks of %u B in batches of %u, %s; the best of %u interleaved rounds\n",
+	       o->blocks, o->block, o->batch, o->dir, o->rounds);
+	printf("%-28s %10.2f\n%-28s %10.2f\n%-28s %10.2f\n", "raw sequential write", f.gbs[RAW_WRITE],
+	       "raw sequential read", f.gbs[RAW_READ], "raw random block reads", f.gbs[RAW_RANDOM]);
+	printf("%-28s %10s %8s %10s %12s\n", "", "GB/s", "vs raw", "checksums", "per batch");
+	for (int phase = 0; phase < 3; phase++) {
+		int fig = POOL_PUT + phase;
+
+		printf("%-28s %10.2f %8.2f %9.1f%% %9.2f ms", name[phase], f.gbs[fig],
+		       f.gbs[fig] / f.gbs[phase ? RAW_READ : RAW_WRITE], 100.0 * f.sums[fig], f.batch_ms[fig]);
 		if (phase == 2)
-			printf("   (%.2f of raw random reads)", gbs / rrand);
+			printf("   (%.2f of raw random reads)", f.gbs[fig] / f.gbs[RAW_RANDOM]);
 		printf("\n");
 	}
 	disk_close(d);
 	pc_storage_close(s);
+	pc_storage_close(raw);
+	free(chunk);
 	free(host);
+	free(ios);
 	free(b);
 	free(order);
 }
@@ -301,7 +348,6 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct opts o = { .dir = NULL, .block = 12288, .blocks = 16384, .batch = 64, .rounds = 3 };
-	double rw, rr, rrand;
 	int c;
 
 	tool_std_flags(&doc, lopts, argc, argv);
@@ -323,11 +369,7 @@ int main(int argc, char **argv)
 	tool_log_to_stderr("pctierbench");
 	pc_log_set_level(PC_LOG_WARN);
 	srand(1);
-	raw(&o, disk_file_bytes(o.blocks, o.block, 4096), &rw, &rr, &rrand);
-	printf("pctierbench: %u blocks of %u B in batches of %u, %s\n", o.blocks, o.block, o.batch, o.dir);
-	printf("%-28s %10.2f\n%-28s %10.2f\n%-28s %10.2f\n", "raw sequential write", rw,
-	       "raw sequential read", rr, "raw random block reads", rrand);
-	pool(&o, rw, rr, rrand);
+	measure(&o);
 	seed_latency(&o);
 	return 0;
 }
