@@ -6,7 +6,9 @@
  * A batch is cut into runs of transfers that follow each other in the file; each run
  * is one vectored I/O. With O_DIRECT all runs of a batch are in flight at once
  * (Linux native AIO), so that blocks scattered over the file are read at the
- * device's queue depth, not one at a time.
+ * device's queue depth, not one at a time. A read_landed batch goes that way even
+ * when it is one run (cut into runs of RUN_MAX transfers), so that the caller's work
+ * on the first runs in (their checksums) overlaps the reads of the others.
  */
 #include <errno.h>
 #include <limits.h>
@@ -27,6 +29,7 @@
 
 #define DIRECT_ALIGN 4096
 #define AIO_DEPTH 128		/* runs in flight per batch */
+#define RUN_MAX 8		/* transfers per AIO run */
 
 /* An AIO context and room for one batch's requests; each call takes one. */
 struct aio_slot {
@@ -35,7 +38,7 @@ struct aio_slot {
 	struct iocb *cbp[AIO_DEPTH];
 	struct io_event ev[AIO_DEPTH];
 	bool done[AIO_DEPTH];
-	struct iovec v[AIO_DEPTH][8];
+	struct iovec v[AIO_DEPTH][RUN_MAX];
 	struct aio_slot *next;
 };
 
@@ -144,6 +147,13 @@ static void set_status(struct pc_io *ios, size_t n, int status)
 		ios[i].status = status;
 }
 
+/* Transfers at..at+k-1 of the caller's batch are in (read_landed's callback). */
+static void land(pc_io_landed_fn landed, void *arg, struct pc_io *ios, size_t at, size_t k)
+{
+	for (size_t j = 0; landed && j < k; j++)
+		landed(arg, ios, at + j);
+}
+
 /* One run, synchronously, from byte `done` on. */
 static void run_sync(int fd, struct pc_io *ios, size_t k, bool write, size_t done)
 {
@@ -224,33 +234,36 @@ static void aio_give(struct posix_storage *ps, struct aio_slot *a)
  * the runs not reaped count as failed.
  */
 static void aio_abandon(struct aio_slot *a, struct pc_io *ios, const size_t *at, const size_t *cnt,
-			long nr, long sent, long got)
+			long nr, long sent, long got, pc_io_landed_fn landed, void *arg)
 {
-	(void)got;
 	pc_warn("disk: io_getevents: %s; abandoning %ld transfer(s)", strerror(errno), sent - got);
 	syscall(SYS_io_destroy, a->ctx);
 	a->ctx = 0;
-	for (long x = 0; x < nr; x++)
-		if (x >= sent || !a->done[x])
-			set_status(ios + at[x], cnt[x], -EIO);
+	for (long x = 0; x < nr; x++) {
+		if (x < sent && a->done[x])
+			continue;
+		set_status(ios + at[x], cnt[x], -EIO);
+		land(landed, arg, ios, at[x], cnt[x]);
+	}
 }
 
 /*
- * Up to AIO_DEPTH runs (of at most 8 transfers) in flight at once. Runs the kernel
- * would not take, or that came back short, finish synchronously. Returns how many
- * transfers it consumed.
+ * Transfers from..n-1: up to AIO_DEPTH runs (of at most RUN_MAX transfers) in
+ * flight at once, each landed as it comes back. Runs the kernel would not take, or
+ * that came back short, finish synchronously. Returns the transfer it stopped
+ * before.
  */
-static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_io *ios, size_t n,
-		       bool write)
+static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_io *ios, size_t from,
+		       size_t n, bool write, pc_io_landed_fn landed, void *arg)
 {
-	size_t at[AIO_DEPTH], len[AIO_DEPTH], cnt[AIO_DEPTH], i = 0;
+	size_t at[AIO_DEPTH], len[AIO_DEPTH], cnt[AIO_DEPTH], i = from;
 	long nr = 0, sent = 0, got = 0;
 
 	while (i < n && nr < AIO_DEPTH) {
 		size_t k = run_of(ios + i, n - i);
 
-		if (k > 8)
-			k = 8;
+		if (k > RUN_MAX)
+			k = RUN_MAX;
 		at[nr] = i;
 		cnt[nr] = k;
 		len[nr] = 0;
@@ -280,7 +293,7 @@ static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_i
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			aio_abandon(a, ios, at, cnt, nr, sent, got);
+			aio_abandon(a, ios, at, cnt, nr, sent, got, landed, arg);
 			return i;
 		}
 		for (long e = 0; e < r; e++) {
@@ -292,32 +305,38 @@ static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_i
 				set_status(ios + at[x], cnt[x], (int)res);
 			else if ((size_t)res < len[x])
 				run_sync(ps->fd, ios + at[x], cnt[x], write, (size_t)res);
+			land(landed, arg, ios, at[x], cnt[x]);
 		}
 		got += r;
 	}
 	/* what the kernel did not take runs here */
-	for (long x = sent; x < nr; x++)
+	for (long x = sent; x < nr; x++) {
 		run_sync(ps->fd, ios + at[x], cnt[x], write, 0);
+		land(landed, arg, ios, at[x], cnt[x]);
+	}
 	return i;
 }
 
-static int posix_rw(struct pc_storage *s, struct pc_io *ios, size_t n, bool write)
+static int posix_rw(struct pc_storage *s, struct pc_io *ios, size_t n, bool write,
+		    pc_io_landed_fn landed, void *arg)
 {
 	struct posix_storage *ps = to_posix(s);
 	struct aio_slot *a = NULL;
 
-	/* several runs on a direct file: in flight together */
-	if (s->direct && n > 1 && run_of(ios, n) < n)
+	/* several runs on a direct file (or one long run landed piece by piece): in
+	 * flight together */
+	if (s->direct && n > 1 && (run_of(ios, n) < n || (landed && n > RUN_MAX)))
 		a = aio_take(ps);
 	for (size_t i = 0; i < n;) {
 		size_t k;
 
 		if (a && a->ctx) {
-			i += aio_wave(ps, a, ios + i, n - i, write);
+			i = aio_wave(ps, a, ios, i, n, write, landed, arg);
 			continue;
 		}
 		k = run_of(ios + i, n - i);
 		run_sync(ps->fd, ios + i, k, write, 0);
+		land(landed, arg, ios, i, k);
 		i += k;
 	}
 	if (a && a->ctx)
@@ -329,12 +348,18 @@ static int posix_rw(struct pc_storage *s, struct pc_io *ios, size_t n, bool writ
 
 static int posix_read(struct pc_storage *s, struct pc_io *ios, size_t n)
 {
-	return posix_rw(s, ios, n, false);
+	return posix_rw(s, ios, n, false, NULL, NULL);
+}
+
+static int posix_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
+			     pc_io_landed_fn landed, void *arg)
+{
+	return posix_rw(s, ios, n, false, landed, arg);
 }
 
 static int posix_write(struct pc_storage *s, struct pc_io *ios, size_t n)
 {
-	return posix_rw(s, ios, n, true);
+	return posix_rw(s, ios, n, true, NULL, NULL);
 }
 
 const struct pc_storage_ops posix_storage_ops = {
@@ -345,4 +370,5 @@ const struct pc_storage_ops posix_storage_ops = {
 	.close = posix_close,
 	.read = posix_read,
 	.write = posix_write,
+	.read_landed = posix_read_landed,
 };

@@ -25,12 +25,24 @@ static int stub_io(struct pc_storage *s, struct pc_io *ios, size_t n)
 	return -EOPNOTSUPP;
 }
 
+/* A backend without read_landed: the whole batch, then every transfer landed. */
+static int stub_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
+			    pc_io_landed_fn landed, void *arg)
+{
+	int ret = s->ops->read(s, ios, n);
+
+	for (size_t i = 0; !ret && i < n; i++)
+		landed(arg, ios, i);
+	return ret;
+}
+
 /* The backend's table over the stubs, as fabric.c does: no slot is ever NULL. */
 static void fill_ops(struct pc_storage_ops *to, const struct pc_storage_ops *from)
 {
 	*to = (struct pc_storage_ops){ .size = sizeof(*to), .name = from->name,
 				       .obj_size = from->obj_size, .open = from->open,
-				       .close = stub_close, .read = stub_io, .write = stub_io };
+				       .close = stub_close, .read = stub_io, .write = stub_io,
+				       .read_landed = stub_read_landed };
 #define TAKE(slot)                                                                        \
 	do {                                                                              \
 		if (from->size >= offsetof(struct pc_storage_ops, slot) + sizeof(from->slot) && \
@@ -40,6 +52,7 @@ static void fill_ops(struct pc_storage_ops *to, const struct pc_storage_ops *fro
 	TAKE(close);
 	TAKE(read);
 	TAKE(write);
+	TAKE(read_landed);
 #undef TAKE
 }
 
@@ -87,7 +100,8 @@ static int check(const struct pc_storage *s, const struct pc_io *ios, size_t n)
 	return 0;
 }
 
-static int run(struct pc_storage *s, bool write, struct pc_io *ios, size_t n)
+static int run(struct pc_storage *s, bool write, struct pc_io *ios, size_t n,
+	       pc_io_landed_fn landed, void *arg)
 {
 	int ret = check(s, ios, n);
 
@@ -95,15 +109,25 @@ static int run(struct pc_storage *s, bool write, struct pc_io *ios, size_t n)
 		return ret;
 	for (size_t i = 0; i < n; i++)
 		ios[i].status = 0;
+	if (landed)
+		return s->ops->read_landed(s, ios, n, landed, arg);
 	return write ? s->ops->write(s, ios, n) : s->ops->read(s, ios, n);
 }
 
 int pc_storage_read(struct pc_storage *s, struct pc_io *ios, size_t n)
 {
-	return run(s, false, ios, n);
+	return run(s, false, ios, n, NULL, NULL);
 }
 
 int pc_storage_write(struct pc_storage *s, struct pc_io *ios, size_t n)
 {
-	return run(s, true, ios, n);
+	return run(s, true, ios, n, NULL, NULL);
+}
+
+int pc_storage_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
+			   pc_io_landed_fn landed, void *arg)
+{
+	if (!landed)
+		return -EINVAL;
+	return run(s, false, ios, n, landed, arg);
 }

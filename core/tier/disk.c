@@ -175,22 +175,56 @@ static int io_setup(struct disk_pool *d, struct disk_blk *b, const uint32_t *blk
 	return 0;
 }
 
-/* Transfers of the blocks that have one, packed, in one storage call. */
-static int io_run(struct disk_pool *d, struct pc_io *io, const uint32_t *blk, size_t n, bool write)
+/* A read batch's blocks as their transfers land (pc_storage_read_landed). */
+struct landing {
+	struct disk_pool *d;
+	struct disk_blk *b;		/* the batch */
+	const size_t *at;		/* packed transfer -> its block in the batch */
+	uint64_t sum_ns;
+};
+
+/* A block read back is in: out of its bounce buffer and checked against its sum
+ * while the batch's other reads are in flight. A bad copy's transfer gets -EBADMSG. */
+static void block_landed(void *arg, struct pc_io *ios, size_t k)
 {
-	struct pc_io *packed = malloc((n ? n : 1) * sizeof(*packed));
-	size_t k = 0;
+	struct landing *l = arg;
+	struct disk_blk *b = &l->b[l->at[k]];
+	uint64_t t0;
+
+	if (ios[k].status || l->d->payload_free)
+		return;
+	t0 = pc_env_now(l->d->env);
+	if (ios[k].buf != b->data)
+		memcpy(b->data, ios[k].buf, b->len);
+	if (disk_sum(b->key, b->data, b->len) != b->sum)
+		ios[k].status = -EBADMSG;
+	l->sum_ns += pc_env_now(l->d->env) - t0;
+}
+
+/* Transfers of the blocks that have one, packed, in one storage call; a read (b
+ * given) verifies each block as it lands. */
+static int io_run(struct disk_pool *d, struct pc_io *io, const uint32_t *blk, size_t n, bool write,
+		  struct disk_blk *b)
+{
+	struct pc_io *packed = malloc((n ? n : 1) * (sizeof(*packed) + sizeof(size_t)));
+	struct landing l = { .d = d, .b = b };
+	size_t *at, k = 0;
 	uint64_t t0;
 	int ret;
 
 	if (!packed)
 		return -ENOMEM;
+	l.at = at = (size_t *)(packed + (n ? n : 1));
 	for (size_t i = 0; i < n; i++)
-		if (blk[i] != NONE)
+		if (blk[i] != NONE) {
+			at[k] = i;
 			packed[k++] = io[i];
+		}
 	t0 = pc_env_now(d->env);
-	ret = k ? (write ? pc_storage_write(d->stg, packed, k) : pc_storage_read(d->stg, packed, k)) : 0;
-	stat_add(&d->stats.io_ns, pc_env_now(d->env) - t0);
+	ret = !k ? 0 : write ? pc_storage_write(d->stg, packed, k) :
+	      pc_storage_read_landed(d->stg, packed, k, block_landed, &l);
+	stat_add(&d->stats.io_ns, pc_env_now(d->env) - t0 - l.sum_ns);
+	stat_add(&d->stats.sum_ns, l.sum_ns);
 	k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (blk[i] != NONE)
@@ -249,7 +283,7 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 			memset((uint8_t *)io[i].buf + b[i].len, 0, io[i].len - b[i].len);
 		}
 	if (!ret)
-		ret = io_run(d, io, blk, n, true);
+		ret = io_run(d, io, blk, n, true, NULL);
 
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < n; i++) {
@@ -290,7 +324,6 @@ int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take)
 	struct pc_io *io = calloc(n ? n : 1, sizeof(*io));
 	uint8_t *bounce = NULL;
 	int got = 0, ret;
-	uint64_t t0;
 
 	if (!blk || !io) {
 		ret = -ENOMEM;
@@ -323,19 +356,10 @@ int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take)
 
 	ret = io_setup(d, b, blk, n, io, &bounce);
 	if (!ret)
-		ret = io_run(d, io, blk, n, false);
-	t0 = pc_env_now(d->env);
-	for (size_t i = 0; !ret && i < n; i++) {
-		if (blk[i] == NONE || (b[i].status = io[i].status))
-			continue;
-		if (d->payload_free)
-			continue;
-		if (io[i].buf != b[i].data)
-			memcpy(b[i].data, io[i].buf, b[i].len);
-		if (disk_sum(b[i].key, b[i].data, b[i].len) != b[i].sum)
-			b[i].status = -EBADMSG;
-	}
-	stat_add(&d->stats.sum_ns, pc_env_now(d->env) - t0);
+		ret = io_run(d, io, blk, n, false, b);	/* verified as they land */
+	for (size_t i = 0; !ret && i < n; i++)
+		if (blk[i] != NONE)
+			b[i].status = io[i].status;
 
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < n; i++) {

@@ -498,6 +498,18 @@ static int shim_write(struct pc_storage *s, struct pc_io *ios, size_t n)
 	return shim_io(s, true, ios, n);
 }
 
+/* The faults as for read (the inner table's read_landed would pass them by), then
+ * every transfer landed. */
+static int shim_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
+			    pc_io_landed_fn landed, void *arg)
+{
+	int ret = shim_io(s, false, ios, n);
+
+	for (size_t i = 0; !ret && i < n; i++)
+		landed(arg, ios, i);
+	return ret;
+}
+
 int fault_wrap_storage(struct fault *ft, struct pc_storage *s)
 {
 	struct wrap *w;
@@ -510,6 +522,7 @@ int fault_wrap_storage(struct fault *ft, struct pc_storage *s)
 				    .storage_ops = *s->ops };
 		w->storage_ops.read = shim_read;
 		w->storage_ops.write = shim_write;
+		w->storage_ops.read_landed = shim_read_landed;
 		s->ops = &w->storage_ops;
 	}
 	pthread_mutex_unlock(&wraps_lock);

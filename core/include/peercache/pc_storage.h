@@ -34,6 +34,11 @@ struct pc_io {
 	int status;		/* out: 0, or -errno for this transfer */
 };
 
+/* A transfer of a read_landed batch is in: its bytes are in ios[i].buf, or its
+ * error in ios[i].status. Called once per transfer, in any order, on the calling
+ * thread, before the read returns. */
+typedef void (*pc_io_landed_fn)(void *arg, struct pc_io *ios, size_t i);
+
 struct pc_storage_params {
 	uint32_t size;		/* sizeof(struct pc_storage_params) */
 	const char *dir;	/* directory that holds the unlinked file */
@@ -53,6 +58,12 @@ struct pc_storage_ops {
 	/* Run every transfer; 0 when all were attempted (see each status), or -errno. */
 	int (*read)(struct pc_storage *s, struct pc_io *ios, size_t n);
 	int (*write)(struct pc_storage *s, struct pc_io *ios, size_t n);
+	/* read, calling landed for each transfer as it lands, so that the caller works on
+	 * one (a checksum) while the others are in flight. Optional: without it the core
+	 * runs read, then calls landed for every transfer. On -errno, landed may have
+	 * run for some transfers. */
+	int (*read_landed)(struct pc_storage *s, struct pc_io *ios, size_t n,
+			   pc_io_landed_fn landed, void *arg);
 };
 
 /* The base every storage backend embeds first. */
@@ -77,6 +88,8 @@ PC_API void pc_storage_close(struct pc_storage *s);
 /* Batched I/O: arguments checked, statuses cleared, then the backend's op. */
 PC_API int pc_storage_read(struct pc_storage *s, struct pc_io *ios, size_t n);
 PC_API int pc_storage_write(struct pc_storage *s, struct pc_io *ios, size_t n);
+PC_API int pc_storage_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
+				  pc_io_landed_fn landed, void *arg);
 
 #ifdef __cplusplus
 }

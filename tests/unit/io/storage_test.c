@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,8 +268,102 @@ static void test_adjacent_transfers(void)
 	pc_storage_close(s);
 }
 
+/* read_landed: each transfer landed once, its bytes in place when it is. */
+struct landed_log {
+	int times[40];
+	int early;			/* landed before its bytes were in */
+	int errs;			/* landed with an error status */
+};
+
+static void note_landed(void *arg, struct pc_io *ios, size_t i)
+{
+	struct landed_log *l = arg;
+	const uint8_t *b = ios[i].buf;
+
+	l->times[i]++;
+	if (ios[i].status)
+		l->errs++;
+	else if (b[0] != (uint8_t)(ios[i].off / 4096) || b[ios[i].len - 1] != (uint8_t)(ios[i].off / 4096))
+		l->early++;
+}
+
+static void check_landed(struct pc_storage *s, const uint64_t *blk, size_t n, uint8_t *rd)
+{
+	struct pc_io r[40];
+	struct landed_log l = { .early = 0 };
+
+	memset(rd, 0xee, n * 4096);
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct pc_io){ .off = blk[i] * 4096, .buf = rd + i * 4096, .len = 4096 };
+	CU_ASSERT_EQUAL(pc_storage_read_landed(s, r, n, note_landed, &l), 0);
+	for (size_t i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(l.times[i], 1);
+		CU_ASSERT_EQUAL(r[i].status, 0);
+	}
+	CU_ASSERT_EQUAL(l.early, 0);
+	CU_ASSERT_EQUAL(l.errs, 0);
+}
+
+static void test_read_landed(void)
+{
+	struct pc_storage_params p = { .size = sizeof(p), .dir = pc_test_tmpdir(), .bytes = 1 << 20, .direct = true };
+	struct pc_storage_ops bare = { .size = offsetof(struct pc_storage_ops, read_landed) };
+	struct pc_storage *s = NULL, *old = NULL;
+	uint8_t *wr = aligned_alloc(4096, 64 * 4096), *rd = aligned_alloc(4096, 40 * 4096);
+	struct pc_io w = { .off = 0, .buf = wr, .len = 64 * 4096 }, one = { .buf = rd, .len = 4096 };
+	uint64_t run[40], scattered[12], single[1] = { 7 };
+	struct landed_log l = { .early = 0 };
+	struct fault *ft = fault_new();
+
+	CU_ASSERT_EQUAL_FATAL(pc_storage_open("posix", &p, &s), 0);
+	for (int i = 0; i < 64; i++)
+		memset(wr + i * 4096, i, 4096);		/* block i holds byte i */
+	CU_ASSERT_EQUAL_FATAL(pc_storage_write(s, &w, 1), 0);
+	for (int i = 0; i < 40; i++)
+		run[i] = (uint64_t)i + 3;		/* one run, longer than an AIO run */
+	for (int i = 0; i < 12; i++)
+		scattered[i] = (uint64_t)(i * 5 + 1);	/* no two adjacent */
+	check_landed(s, run, 40, rd);
+	check_landed(s, scattered, 12, rd);
+	check_landed(s, single, 1, rd);
+	CU_ASSERT_EQUAL(pc_storage_read_landed(s, &one, 1, NULL, NULL), -EINVAL);
+	/* through the fault shim: its faults, then every transfer landed */
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_storage(ft, s), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_READ, .nth = 2, .count = 1, .err = -EIO });
+	{
+		struct pc_io r[3];
+
+		for (int i = 0; i < 3; i++)
+			r[i] = (struct pc_io){ .off = (uint64_t)(i + 1) * 4096, .buf = rd + i * 4096, .len = 4096 };
+		CU_ASSERT_EQUAL(pc_storage_read_landed(s, r, 3, note_landed, &l), 0);
+		CU_ASSERT_EQUAL(l.times[0] + l.times[1] + l.times[2], 3);
+		CU_ASSERT_EQUAL(r[1].status, -EIO);
+		CU_ASSERT_EQUAL(l.errs, 1);
+		CU_ASSERT_EQUAL(l.early, 0);
+	}
+	fault_unwrap_storage(s);
+	fault_free(ft);
+	/* a backend whose table predates read_landed: read, then each landed */
+	bare.name = "old";
+	bare.obj_size = s->ops->obj_size;
+	bare.open = s->ops->open;
+	bare.close = s->ops->close;
+	bare.read = s->ops->read;
+	bare.write = s->ops->write;
+	p.env = pc_env_posix();
+	CU_ASSERT_EQUAL_FATAL(pc_storage_open_ops(&bare, &p, &old), 0);
+	CU_ASSERT_EQUAL_FATAL(pc_storage_write(old, &w, 1), 0);
+	check_landed(old, run, 40, rd);
+	check_landed(old, scattered, 12, rd);
+	pc_storage_close(old);
+	pc_storage_close(s);
+	free(wr);
+	free(rd);
+}
+
 static CU_TestInfo tests[] = {
 	{ "adjacent transfers, one vectored I/O", test_adjacent_transfers },
+	{ "read_landed: each transfer once, its bytes in", test_read_landed },
 	{ "unlinked file, O_DIRECT, batched round trip", test_unlinked_direct_roundtrip },
 	{ "buffered I/O", test_buffered },
 	{ "missing or bad directory", test_open_errors },
