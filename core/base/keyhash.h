@@ -14,15 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pc_build.h"
-
 /* Keys, vnode names and virtual checksums are a few bytes: xxh3 inline, where a call
- * into libxxhash (and its dispatcher) cost more than the hash. Pages take the
- * library's dispatched code by name (xxh3_payload). */
-#if PC_HAVE_XXH_DISPATCH
-#define XXH_DISPATCH_DISABLE_REPLACE
-#include <xxh_x86dispatch.h>
-#endif
+ * into libxxhash (and its dispatcher) cost more than the hash. Pages take
+ * payload_hash.h's xxh3_payload. */
 #define XXH_INLINE_ALL
 /* gcc 12 sees the long-input branches of an inlined xxh3 run past a short key buffer
  * that a length check keeps them from: a false -Warray-bounds, located in xxhash.h. */
@@ -47,26 +41,6 @@ static inline struct pc_keyhash keyhash_of(const void *key, size_t len)
 static inline bool keyhash_eq(struct pc_keyhash a, struct pc_keyhash b)
 {
 	return a.lo == b.lo && a.hi == b.hi;
-}
-
-#if PC_HAVE_XXH_DISPATCH
-/* Weak: libxxhash.so has the dispatcher, Debian's libxxhash.a does not, so a program
- * linked statically against libxxhash.a gets a null address here and takes xxh3's
- * inline default (the same hash, slower on pages) instead of failing to link. */
-#pragma weak XXH3_64bits_withSeed_dispatch
-#endif
-
-/* xxh3_64 of a payload. libxxhash's runtime dispatch (AVX2/AVX-512 where the CPU
- * has them) runs several times faster on pages than its SSE2 default. */
-static inline uint64_t xxh3_payload(const void *p, size_t len, uint64_t seed)
-{
-#if PC_HAVE_XXH_DISPATCH
-	if (XXH3_64bits_withSeed_dispatch)
-		return XXH3_64bits_withSeed_dispatch(p, len, seed);
-	return XXH3_64bits_withSeed(p, len, seed);
-#else
-	return XXH3_64bits_withSeed(p, len, seed);
-#endif
 }
 
 /* The ring position of a key. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/payload_hash.h"
 #include "slot.h"
 
 static const char *const verdict_names[SLOT_NR_VERDICTS] = {

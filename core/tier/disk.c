@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/payload_hash.h"
 #include "disk.h"
 
 #define NONE UINT32_MAX

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/payload_hash.h"
 #include "bench_ref.h"
 #include "pcbench_modes.h"
 #include "pcbench_page.h"
@@ -544,6 +545,12 @@ int main(int argc, char **argv)
 	       node ? node : "client", B.keys, B.page, B.batch,
 	       B.any_length ? "gets by capacity" : "gets with the expected length",
 	       cpu >= 0 ? "pinned" : "any", server_cpu >= 0 ? "pinned" : "any");
+	{
+		double sum_gbps;
+		const char *by = xxh3_payload_impl(&sum_gbps);
+
+		printf("pcbench: page checksums by xxh3 (%s), %.2f GB/s on this CPU\n", by, sum_gbps);
+	}
 	/* The ceiling before and after the store's ops; the best of them counts. */
 	if (raw_host)
 		measure_ceiling(raw_host, &B, server_cpu, &ceil, 0);
