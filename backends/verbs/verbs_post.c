@@ -11,6 +11,10 @@
  * when larger than metadata (VERBS_SMALL_COPY); a head (a slot header) is staged
  * unless it lies in op.lreg too.
  *
+ * A READ with a landed() callback is signalled, and told as its completion is
+ * polled (a staged one once its bytes are out of the bounce buffer), so that the
+ * caller's work on it (a page's checksum) runs while the NIC moves the others.
+ *
  * Ops are spread over the connection's rails (the ones up at both ends) by bytes,
  * and what each rail moved is counted in stats.rail_bytes.
  *
@@ -31,6 +35,7 @@ struct vop {
 	uint32_t rail;
 	uint8_t *stage;			/* local's bytes in the bounce buffer, or NULL (lreg) */
 	uint8_t *stage_head;		/* head's bytes in the bounce buffer */
+	bool told;			/* landed() was called */
 };
 
 /* The ops of one peer. */
@@ -257,7 +262,7 @@ static int post_window(struct verbs_fabric *vf, struct vpeer *vp, struct pc_op *
 				.lkey = v->stage ? vp->c->bounce_mr[r]->lkey : verbs_lkey(vf, op->lreg, r) };
 		w->wr_id = from + i;
 		w->next = i + 1 < n ? &wrs[i + 1] : NULL;
-		if (i + 1 == n || (i + 1) % VERBS_SIGNAL_EVERY == 0)
+		if (i + 1 == n || (i + 1) % VERBS_SIGNAL_EVERY == 0 || op->landed)
 			w->send_flags = IBV_SEND_SIGNALED;
 		if (op->kind == PC_OP_CAS) {
 			w->opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
@@ -280,6 +285,25 @@ static int post_window(struct verbs_fabric *vf, struct vpeer *vp, struct pc_op *
 	return 0;
 }
 
+/* A READ's bytes are where the caller wants them: tell it (pc_op.landed). */
+static void tell(struct vop *v, struct pc_op *op)
+{
+	if (op->kind != PC_OP_READ || !op->landed || op->status || v->told)
+		return;
+	v->told = true;
+	op->landed(op->landed_arg, op);
+}
+
+/* The next op of rail r completed with success; an unstaged READ is told now. */
+static void settle_ok(struct vpeer *vp, struct pc_op *ops, uint32_t r)
+{
+	struct vop *v = &vp->v[vp->order[r][vp->done[r]]];
+
+	ops[v->op].status = 0;
+	if (!v->stage && !v->stage_head)
+		tell(v, &ops[v->op]);
+}
+
 /* Drain one rail's completion queue. Returns how many ops it settled. */
 static uint32_t poll_rail(struct verbs_fabric *vf, struct vpeer *vp, struct pc_op *ops, uint32_t r)
 {
@@ -299,11 +323,11 @@ static uint32_t poll_rail(struct verbs_fabric *vf, struct vpeer *vp, struct pc_o
 			if (wc[i].status == IBV_WC_SUCCESS) {
 				/* RC completes in order: everything up to pos succeeded. */
 				for (; vp->done[r] <= pos; vp->done[r]++, settled++)
-					ops[vp->v[vp->order[r][vp->done[r]]].op].status = 0;
+					settle_ok(vp, ops, r);
 				continue;
 			}
 			for (; vp->done[r] < pos; vp->done[r]++, settled++)
-				ops[vp->v[vp->order[r][vp->done[r]]].op].status = 0;
+				settle_ok(vp, ops, r);
 			ops[vp->v[vp->order[r][pos]].op].status = wc_errno(wc[i].status);
 			vp->done[r] = pos + 1;
 			settled++;
@@ -432,6 +456,7 @@ int verbs_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 				memcpy(op->local, vp->v[i].stage, op->len);
 				count_bounce(vf, op->len);
 			}
+			tell(&vp->v[i], op);	/* staged: its bytes are out now */
 		}
 		if (vp->broken && vp->c->up) {
 			pc_dbg("verbs: connection to node %u closed after %s", vp->peer,

@@ -77,12 +77,14 @@ struct pc_op {
 	const struct pc_region *lreg;	/* region holding local, or NULL (backend copes) */
 	uint64_t compare, swap;
 	int status;			/* out: 0 or -errno (-ESTALE: peer restarted) */
-	/* Optional, READs only: a backend that copies the bytes in itself (tcp) calls
-	 * landed(landed_arg, op) once all of this op's bytes are in head and local and
-	 * the op succeeded, on the thread inside post(), before post() returns, so
-	 * that the caller can look at them while they are in cache. The op it passes
-	 * may be a copy. Backends whose bytes a NIC moves do not call it; the caller
-	 * then does that work after post(). */
+	/* Optional, READs only: the backend calls landed(landed_arg, op) once all of
+	 * this op's bytes are in head and local and the op succeeded, on the thread
+	 * inside post(), before post() returns, so that the caller works on them while
+	 * the batch's other ops are still moving: a backend that copies the bytes in
+	 * itself (tcp) as it copies them (they are in cache), a NIC's (verbs) as it
+	 * polls the op's completion. The op it passes may be a copy. A backend that
+	 * does not call it (the simulator's, which moves no bytes in time) leaves that
+	 * work to the caller after post(). */
 	void (*landed)(void *landed_arg, const struct pc_op *op);
 	void *landed_arg;
 	/* Optional, WRITEs only: prepare(prepare_arg, op) fills in the last of the
