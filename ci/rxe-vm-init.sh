@@ -66,33 +66,49 @@ echo "VM: ---- 3. perftest next to pcbench on rxe0"
 run_perf() {  # tool args...: server and client on the same rxe0
 	t=$1; shift
 	timeout 120 $t -d rxe0 -F "$@" > /tmp/$t.srv 2>&1 &
+	srv=$!
 	i=0; while ! netstat -ltn 2>/dev/null | grep -q ':18515 '; do i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.1; done
 	timeout 120 $t -d rxe0 -F "$@" 127.0.0.1 > /tmp/$t.cli 2>&1 || {
 		echo "VM: $t failed:"; tail -5 /tmp/$t.cli /tmp/$t.srv; fail perftest; }
-	wait
+	wait $srv	# not pcd's
 	grep -E '^ *[0-9]+ +[0-9]+' /tmp/$t.cli | tail -2 | sed "s/^/VM: $t: /"
 }
-# bandwidth at 12 and 64 KiB; latency as one READ in flight at a time (ib_read_lat's
-# cycle counter reads 0 MHz under TCG and prints inf, so its message rate is used)
-run_perf ib_read_bw -n 2000 -s 12288
-run_perf ib_read_bw -n 500 -s 65536
+# perftest's average GB/s of its last run (the BW average column, MB/s)
+perf_gbps() { grep -E '^ *[0-9]+ +[0-9]+' /tmp/$1.cli | tail -1 | awk '{printf "%.4f", $4 / 1000}'; }
+# latency as one READ in flight at a time (ib_read_lat's cycle counter reads 0 MHz
+# under TCG and prints inf, so its message rate is used); bandwidth below, READs and
+# WRITEs of each page size right before each pcbench run of that size, whose get and
+# set are given as ratios to them (the VM's speed drifts over a run)
 run_perf ib_read_bw -n 2000 -s 12288 -t 1 -o 1
+# room for every page of both sizes (no evictions: a get that misses moves nothing)
 cat > /tmp/rxe.yaml <<YAML
 name: rxe
-store: {protocol: rxe, fallback: none, slot_size_classes: [16KiB, 64KiB], global_segment_size: 64MiB, timeout_ms: 5000}
+store: {protocol: rxe, fallback: none, slot_size_classes: [16KiB, 64KiB], global_segment_size: 256MiB, timeout_ms: 5000}
 nodes:
   - {name: n0, address: 127.0.0.1, port: 31998, rails: [{device: rxe0}]}
 YAML
 pcd --topology /tmp/rxe.yaml --node n0 2> /tmp/pcd.log &
+pcd=$!
 i=0; while ! grep -q "serving on" /tmp/pcd.log; do i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.1; done
-for spec in "12KiB 64 auto" "12KiB 64 predict" "64KiB 64 auto" "64KiB 64 predict" "12KiB 1 auto"; do
+for spec in "12KiB 64 auto 12288" "12KiB 64 predict 12288" "64KiB 64 auto 65536" "64KiB 64 predict 65536" \
+	    "12KiB 1 auto -"; do
 	set -- $spec
+	if [ "$4" != - ]; then
+		run_perf ib_read_bw -n 2000 -s $4
+		r=$(perf_gbps ib_read_bw)
+		run_perf ib_write_bw -n 2000 -s $4
+		w=$(perf_gbps ib_write_bw)
+	fi
 	echo "VM: pcbench over rxe: $1 pages, batch $2, read policy $3"
 	timeout 120 pcbench --topology /tmp/rxe.yaml --page-size $1 --batch $2 --keys 512 --iters 2 \
-		--ops set,get --no-raw-tcp --prefix "p$1$2$3" --set store.slot_read_policy=$3 2>&1 \
-		| grep -E '^(set|get|verify)' | sed 's/^/VM:   /' || fail pcbench
+		--ops set,get --no-raw-tcp --prefix "p$1$2$3" --set store.slot_read_policy=$3 > /tmp/pcbench.log 2>&1 \
+		|| { tail -5 /tmp/pcbench.log; fail pcbench; }
+	grep -E '^(set|get|verify)|page checksums' /tmp/pcbench.log | sed 's/^/VM:   /'
+	[ "$4" = - ] && continue
+	sed -n 's/^summary .*get_gbps=\([0-9.]*\).*set_gbps=\([0-9.]*\).*/\1 \2/p' /tmp/pcbench.log |
+		awk -v r="$r" -v w="$w" '{ printf "VM:   get / ib_read_bw %.2f (%.4f / %s GB/s), set / ib_write_bw %.2f (%.4f / %s GB/s)\n", $1 / r, $1, r, $2 / w, $2, w }'
 done
-kill %1 2>/dev/null; wait
+kill $pcd 2>/dev/null; wait $pcd
 
 fi
 if want 4; then

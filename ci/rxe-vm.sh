@@ -8,7 +8,8 @@
 #   2. e2e_test pcd rxe    the e2e suite across processes over rxe, in slotmap and
 #                          in p2p mode, and
 #      tier_e2e_test         the tiered pool's smoke runs over rxe
-#   3. ib_read_bw (bandwidth, and one READ in flight) next to pcbench over rxe
+#   3. ib_read_bw and ib_write_bw (bandwidth; one READ in flight) next to pcbench
+#      over rxe, with its get and set as ratios to them
 #   4. pcdemo: three node processes over rxe, in slotmap and in p2p mode
 #   5. torture_test over rxe: writers and verifying readers, peers stopped and killed
 #   6. verbs_test on two rails (rxe1 and rxe2 on two dummy netdevs), and again as
