@@ -12,8 +12,9 @@
 # peer per op counting. Each size runs PC_BENCH_ROUNDS times (3); the page gives
 # each ratio's range over the rounds, each ratio taken within one run.
 # Then the disk tier (pctierbench, against raw sequential I/O of the same
-# directory), slotmap against p2p (pcbench --mode both), and the simulator's
-# hit-rate mode against a bare model of its cache (pcsimbench), as they print.
+# directory), verbs over Soft-RoCE in the VM against perftest (ci/rxe-vm.sh, step
+# 3), slotmap against p2p (pcbench --mode both), and the simulator's hit-rate mode
+# against a bare model of its cache (pcsimbench), as they print.
 #
 #   ci/bench.sh              the whole run (about 20 minutes on 2 cores)
 #   PC_BENCH_ROUNDS=1 PC_BENCH_SIZES=256KiB PC_BENCH_ONLY=tcp ci/bench.sh
@@ -148,6 +149,17 @@ if [ "$ONLY" = all ]; then
 		echo "### disk tier: 2 MiB blocks (Llama-3.1-8B pages)"
 		echo '```'
 		./build/tools/pctierbench --dir "${PC_BENCH_DISK_DIR:-/var/tmp}" --block 2MiB --blocks 512 --batch 16 --rounds 2
+		echo '```'
+		# Verbs over Soft-RoCE in the QEMU VM (ci/rxe-vm.sh, step 3): pcbench's get
+		# and set against ib_read_bw and ib_write_bw of the same page size, run
+		# right before it in the same VM.
+		echo "### verbs over Soft-RoCE (rxe in a QEMU TCG VM), against perftest"
+		echo '```'
+		if PC_RXE_STEPS=3 ./ci/rxe-vm.sh build >"$TMP/rxe.log" 2>&1; then
+			grep -E '^VM: (ib_|pcbench)|^VM:   ' "$TMP/rxe.log" | sed 's/^VM: *//'
+		else
+			echo "the rxe VM did not run: $(tail -1 "$TMP/rxe.log")"
+		fi
 		echo '```'
 		# The two modes on the same workloads, each on a 3-node cluster of its own.
 		echo "### slotmap against p2p, 12 KiB pages"

@@ -12,6 +12,7 @@ Not for: measuring (ci/bench.sh and the tools do that).
 import argparse
 import datetime
 import os
+import re
 import platform
 import statistics
 import subprocess
@@ -156,6 +157,33 @@ plot '%s' using 2:xtic(1) title 'peercache slotmap' lw 2 pt 7, \\
     os.unlink(data)
 
 
+def other_targets(other):
+    """The tier's and the rxe VM's targets, from the lines pctierbench and
+    ci/rxe-vm.sh printed: (title, bound, worst ratio or None, where)."""
+    tier, rxe_get, rxe_set, block, rxe_page = [], [], [], "?", "?"
+    for line in other.splitlines():
+        m = re.match(r"pctierbench: \d+ blocks of (\d+) B", line)
+        if m:
+            block = kib(int(m.group(1)))
+        m = re.match(r"(demote|promote, write order|promote, random order)( \(disk_put\))?\s+[\d.]+\s+([\d.]+)", line)
+        if m:
+            tier.append((float(m.group(3)), "%s, %s blocks" % (m.group(1), block)))
+        m = re.match(r"pcbench over rxe: (\S+) pages, batch (\d+), read policy (\S+)", line)
+        if m:
+            rxe_page = "%s, batch %s, %s" % (m.group(1).replace("KiB", " KiB"), m.group(2), m.group(3))
+        m = re.match(r"\s*get / ib_read_bw ([\d.]+) .*set / ib_write_bw ([\d.]+)", line)
+        if m:
+            rxe_get.append((float(m.group(1)), rxe_page))
+            rxe_set.append((float(m.group(2)), rxe_page))
+    rows = []
+    for title, bound, vals in (("tier demote and promote >= 0.8x raw sequential O_DIRECT", 0.8, tier),
+                               ("rxe VM: get >= 0.9x ib_read_bw of the page size", 0.9, rxe_get),
+                               ("rxe VM: set >= 0.9x ib_write_bw of the page size", 0.9, rxe_set)):
+        worst = min(vals) if vals else (None, "")
+        rows.append((title, bound, worst[0], worst[1]))
+    return rows
+
+
 def write(args, runs, other):
     ws = by_page(runs, "ws")
     occ = by_page(runs, "occ80")
@@ -266,6 +294,11 @@ def write(args, runs, other):
         worst, wr = (min if above else max)(vals, key=lambda x: x[0])
         met = worst >= bound if above else worst <= bound
         w("| %s | %.2f (%s, %s) | %s |" % (title, worst, kib(wr["page"]), wr["label"], "yes" if met else "no"))
+    for title, bound, worst, where in other_targets(other):
+        if worst is None:
+            w("| %s | not measured | - |" % title)
+        else:
+            w("| %s | %.2f (%s) | %s |" % (title, worst, where, "yes" if worst >= bound else "no"))
     w("")
     if other.strip():
         w("## Other benchmarks, as they printed")
