@@ -148,7 +148,7 @@ if [ "$ONLY" = all ]; then
 		echo '```'
 		echo "### disk tier: 2 MiB blocks (Llama-3.1-8B pages)"
 		echo '```'
-		./build/tools/pctierbench --dir "${PC_BENCH_DISK_DIR:-/var/tmp}" --block 2MiB --blocks 512 --batch 16 --rounds 2
+		./build/tools/pctierbench --dir "${PC_BENCH_DISK_DIR:-/var/tmp}" --block 2MiB --blocks 512 --batch 16 --rounds 4
 		echo '```'
 		# Verbs over Soft-RoCE in the QEMU VM (ci/rxe-vm.sh, step 3): pcbench's get
 		# and set against ib_read_bw and ib_write_bw of the same page size, run
