@@ -2,6 +2,11 @@
  * payload_hash.c - the pick of payload_hash.h: each implementation hashes one probe
  * a few times, the fastest (best of its runs) takes every later call. One that
  * disagrees with the scalar code on the probe is never taken.
+ *
+ * The probe is timed with the host's clock, not the env's: it measures this CPU,
+ * which a simulated clock cannot (no simulated time passes while code runs), and
+ * the pick changes no value, so a simulation's results do not depend on it. Log
+ * timestamps (log.c) are the only other real clock in core/.
  */
 #include <pthread.h>
 #include <stdlib.h>
