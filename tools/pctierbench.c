@@ -14,9 +14,10 @@
  * 4. the tiered pool itself (8 host + 64 disk blocks, as in the seed): the latency of
  *    a fetch that promotes 4 blocks, next to the seed's 44 ms.
  *
- * 1 and 2 run in rounds, each a raw pass then a pool pass, and every figure is its
- * best round: the disk's speed here moves between runs a minute apart, and a raw
- * figure measured once, before the pool's, would decide the ratios by that drift.
+ * 1 and 2 run in rounds, each a raw pass then a pool pass; a figure is its best
+ * round, a ratio the median of the rounds' own ratios: the disk's speed here moves
+ * between runs a minute apart, and a raw figure measured once, before the pool's (or
+ * the one fast round of either), would decide the ratios by that drift.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,7 +48,8 @@ static const struct tool_opt options[] = {
 	{ "--block SIZE", "12288", "Block size (12KiB, 2MiB ...)." },
 	{ "--blocks N", "16384", "Blocks written and read per phase." },
 	{ "--batch N", "64", "Blocks per demote or promote batch." },
-	{ "--rounds N", "3", "Rounds, each a raw pass then a pool pass; each figure is its best round." },
+	{ "--rounds N", "3", "Rounds, each a raw pass then a pool pass; a figure is its best round, a "
+			    "ratio the median of the rounds' own." },
 	{ 0 },
 };
 
@@ -70,7 +72,8 @@ static const struct tool_doc doc = {
 		"(checksums, bounce buffers, metadata), as GB/s and as a ratio of raw; promotion in "
 		"write order and in random order.\n"
 		"3. the share of each phase spent computing checksums.\n"
-		"1 and 2 run in interleaved rounds (raw, then pool); each figure is its best round.\n"
+		"1 and 2 run in interleaved rounds (raw, then pool); a figure is its best round, a ratio "
+		"the median of the rounds' own ratios.\n"
 		"4. the tiered pool itself (8 host + 64 disk blocks, as in the KVBM G3 seed): the "
 		"latency of a fetch that promotes 4 blocks.",
 	.opts = options,
@@ -97,23 +100,49 @@ static struct pc_storage *open_file(const struct opts *o, uint64_t bytes)
 	return s;
 }
 
-/* Each figure of a run: the best of its rounds (the rounds interleave raw and pool
- * passes, so that the machine's drift over a run decides no ratio). */
+/* Each figure of each round; a figure is printed as its best round, a ratio as the
+ * median of the rounds' own ratios (raw and pool passes of a round run back to back:
+ * the disk's drift over a run, or one fast round of the raw file, decides none). */
 enum { RAW_WRITE, RAW_READ, RAW_RANDOM, POOL_PUT, POOL_GET_SEQ, POOL_GET_RANDOM, NR_FIGS };
 
 struct figs {
-	double gbs[NR_FIGS];		/* best GB/s */
-	double sums[NR_FIGS];		/* pool: share of that round spent on checksums */
-	double batch_ms[NR_FIGS];	/* pool: per batch in that round */
+	uint32_t rounds, r;		/* rounds in all; the one running */
+	double *gbs;			/* [fig * rounds + round] */
+	double best[NR_FIGS];
+	double sums[NR_FIGS];		/* pool: share of its best round spent on checksums */
+	double batch_ms[NR_FIGS];	/* pool: per batch in its best round */
 };
 
 static void keep(struct figs *f, int fig, double gbs, double sums, double batch_ms)
 {
-	if (gbs <= f->gbs[fig])
+	f->gbs[fig * f->rounds + f->r] = gbs;
+	if (gbs <= f->best[fig])
 		return;
-	f->gbs[fig] = gbs;
+	f->best[fig] = gbs;
 	f->sums[fig] = sums;
 	f->batch_ms[fig] = batch_ms;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median over the rounds of fig / ref within each round. */
+static double median_ratio(const struct figs *f, int fig, int ref)
+{
+	double *v = malloc(f->rounds * sizeof(*v)), m;
+
+	if (!v)
+		tool_die("pctierbench", "out of memory");
+	for (uint32_t r = 0; r < f->rounds; r++)
+		v[r] = f->gbs[fig * f->rounds + r] / f->gbs[ref * f->rounds + r];
+	qsort(v, f->rounds, sizeof(v[0]), cmp_double);
+	m = f->rounds % 2 ? v[f->rounds / 2] : (v[f->rounds / 2 - 1] + v[f->rounds / 2]) / 2;
+	free(v);
+	return m;
 }
 
 /* Blocks at random places, o->batch per storage call, as many bytes as a pool pass
@@ -221,13 +250,13 @@ static void measure(const struct opts *o)
 	struct pc_io *ios = calloc(o->batch, sizeof(*ios));
 	struct disk_blk *b = calloc(o->batch, sizeof(*b));
 	uint32_t *order = malloc(o->blocks * sizeof(*order));
-	struct figs f = { .gbs = { 0 } };
+	struct figs f = { .rounds = o->rounds, .gbs = calloc((size_t)NR_FIGS * o->rounds, sizeof(double)) };
 	static const char *const name[] = { "demote (disk_put)", "promote, write order",
 					    "promote, random order" };
 	struct disk_pool *d;
 	int ret;
 
-	if (!chunk || !host || !ios || !b || !order)
+	if (!chunk || !host || !ios || !b || !order || !f.gbs)
 		tool_die("pctierbench", "out of memory");
 	ret = disk_open(s, o->blocks, o->block, false, &d);
 	if (ret)
@@ -236,24 +265,25 @@ static void measure(const struct opts *o)
 	for (uint32_t i = 0; i < o->batch; i++)
 		for (uint64_t k = 0; k < o->block; k++)
 			host[i * stride + k] = (uint8_t)(k * 31 + i);
-	for (uint32_t r = 0; r < o->rounds; r++) {
+	for (f.r = 0; f.r < o->rounds; f.r++) {
 		raw_round(o, raw, chunk, host, ios, &f);
 		pool_round(o, d, host, b, order, &f);
 	}
 	if (!raw->direct)
 		printf("note: %s has no O_DIRECT here; the page cache flatters every number\n", o->dir);
-	printf("pctierbench: %u blocks of %u B in batches of %u, %s; the best of %u interleaved rounds\n",
-	       o->blocks, o->block, o->batch, o->dir, o->rounds);
-	printf("%-28s %10.2f\n%-28s %10.2f\n%-28s %10.2f\n", "raw sequential write", f.gbs[RAW_WRITE],
-	       "raw sequential read", f.gbs[RAW_READ], "raw random block reads", f.gbs[RAW_RANDOM]);
+	printf("pctierbench: %u blocks of %u B in batches of %u, %s; %u interleaved rounds: GB/s of the best, "
+	       "vs raw the median of the rounds' own ratios\n", o->blocks, o->block, o->batch, o->dir, o->rounds);
+	printf("%-28s %10.2f\n%-28s %10.2f\n%-28s %10.2f\n", "raw sequential write", f.best[RAW_WRITE],
+	       "raw sequential read", f.best[RAW_READ], "raw random block reads", f.best[RAW_RANDOM]);
 	printf("%-28s %10s %8s %10s %12s\n", "", "GB/s", "vs raw", "checksums", "per batch");
 	for (int phase = 0; phase < 3; phase++) {
 		int fig = POOL_PUT + phase;
 
-		printf("%-28s %10.2f %8.2f %9.1f%% %9.2f ms", name[phase], f.gbs[fig],
-		       f.gbs[fig] / f.gbs[phase ? RAW_READ : RAW_WRITE], 100.0 * f.sums[fig], f.batch_ms[fig]);
+		printf("%-28s %10.2f %8.2f %9.1f%% %9.2f ms", name[phase], f.best[fig],
+		       median_ratio(&f, fig, phase ? RAW_READ : RAW_WRITE), 100.0 * f.sums[fig],
+		       f.batch_ms[fig]);
 		if (phase == 2)
-			printf("   (%.2f of raw random reads)", f.gbs[fig] / f.gbs[RAW_RANDOM]);
+			printf("   (%.2f of raw random reads)", median_ratio(&f, fig, RAW_RANDOM));
 		printf("\n");
 	}
 	disk_close(d);
@@ -264,6 +294,7 @@ static void measure(const struct opts *o)
 	free(ios);
 	free(b);
 	free(order);
+	free(f.gbs);
 }
 
 /* The seed's peer: 8 host + 64 disk blocks; fetching 4 disk-resident blocks demotes
