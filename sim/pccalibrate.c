@@ -339,6 +339,8 @@ int main(int argc, char **argv)
 	} else if (calibrate(st, t, path, node, self, model, out, reps, pages, npages, batches,
 			     nbatches)) {
 		pc_store_close(st);
+		pc_topology_free(model);
+		pc_topology_free(t);
 		return 1;
 	}
 	/* Each run's workloads get keys of their own: pages an earlier run left in the
