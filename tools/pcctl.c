@@ -9,7 +9,8 @@
  * HOST:PORT is any node of the cluster (store.discovery_addr). status prints one
  * line per node as that node sees it, `NAME ADDRESS:PORT up|down|left
  * incarnation=N silent_ms=N`, then the generation of its view. drain asks NAME to
- * leave: it takes itself out of its ring and tells the others (a pcd then stops);
+ * leave: it takes itself out of its ring and tells the others (a pcd then stops;
+ * one that stops before its answer arrives counts once HOST:PORT sees it left);
  * join asks it to come back. A cluster with a secret needs it (--secret-file, or
  * $PEERCACHE_SECRET_FILE). pcctl connects as a tool: it may ask for views and drain
  * or join the node it asks, nothing else. Exit code 0; 1 when the cluster or the
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <peercache/pc_fabric.h>
 
@@ -66,7 +68,8 @@ static const struct tool_doc doc = {
 		"status prints one line per node as the asked node sees it, 'NAME ADDRESS:PORT "
 		"up|down|left incarnation=N silent_ms=N', then the generation of its view. drain "
 		"asks NAME to leave: it takes itself out of its ring and tells the others (a pcd "
-		"then stops); join asks it to come back. pcctl connects as a tool: it may ask for "
+		"then stops; one that stops before its answer arrives counts once the asked node "
+		"sees it left); join asks it to come back. pcctl connects as a tool: it may ask for "
 		"views and drain or join the node it asks, nothing else.\n\n"
 		"stats fetches /metrics and /readyz of each node (pcd --metrics-addr, or "
 		"store.metrics) and prints one row per node: readiness, what it served, its "
@@ -165,9 +168,32 @@ static int status(const struct view *v)
 	return 0;
 }
 
+/* Whether the node at `disc` (HOST, PORT) sees node index i as left, within
+ * timeout_ms: a drained node may stop before its answer reaches us. */
+static bool seen_left(const char *host, const char *port, uint32_t i, uint32_t timeout_ms)
+{
+	for (uint32_t waited = 0; waited <= timeout_ms; waited += 100) {
+		struct pc_topology *t;
+		struct pc_fabric *f = tool_fabric(host, port, timeout_ms, &t);
+		struct view v = { .nodes = NULL };
+		bool left = !ask_view(f, 0, &v) && i < v.hdr.nr && v.nodes[i].state == PROTO_LEFT;
+
+		free(v.nodes);
+		pc_fabric_close(f);
+		pc_topology_free(t);
+		if (left)
+			return true;
+		usleep(100 * 1000);
+	}
+	return false;
+}
+
 /* Ask node name (as the view lists it) to join or leave: it changes its own ring
- * and tells the others. 0, or 1 when it cannot be reached or refuses. */
-static int set_member(const struct view *v, const char *name, bool member, uint32_t timeout_ms)
+ * and tells the others. A leave whose connection breaks before the answer (the node
+ * drained and stopped first) counts when the node at host:port then sees it left.
+ * 0, or 1 when it cannot be reached or refuses. */
+static int set_member(const struct view *v, const char *name, bool member, uint32_t timeout_ms,
+		      const char *host, const char *port_of_disc)
 {
 	const struct proto_view_node *e = NULL;
 	struct proto_member m = { .member = member };
@@ -191,6 +217,9 @@ static int set_member(const struct view *v, const char *name, bool member, uint3
 	pc_msg_free(&r.resp);
 	pc_fabric_close(f);
 	pc_topology_free(t);
+	if (!member && (ret == -ECONNRESET || ret == -EPIPE || ret == -ECONNABORTED) &&
+	    seen_left(host, port_of_disc, m.node, timeout_ms))
+		ret = 0;
 	if (ret) {
 		fprintf(stderr, "pcctl: %s (%.*s:%u) did not %s: %s\n", name,
 			(int)strnlen(e->address, sizeof(e->address)), e->address, e->port,
@@ -263,7 +292,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "status"))
 		ret = status(&v);
 	else
-		ret = set_member(&v, argv[optind + 1], !strcmp(cmd, "join"), timeout_ms);
+		ret = set_member(&v, argv[optind + 1], !strcmp(cmd, "join"), timeout_ms, host, colon + 1);
 	free(v.nodes);
 	return ret;
 }
