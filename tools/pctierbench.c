@@ -15,9 +15,9 @@
  *    a fetch that promotes 4 blocks, next to the seed's 44 ms.
  *
  * 1 and 2 run in rounds, each a raw pass then a pool pass; a figure is its best
- * round, a ratio the median of the rounds' own ratios: the disk's speed here moves
- * between runs a minute apart, and a raw figure measured once, before the pool's (or
- * the one fast round of either), would decide the ratios by that drift.
+ * round, a ratio the median of the rounds' own ratios: a shared disk's speed can move
+ * within a minute, and a raw figure measured once, before the pool's (or the one fast
+ * round of either), would decide the ratios by that drift.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -109,9 +109,9 @@ static void show(const char *path)
  * the "; bounds" line) runs once more: this machine's speed can move by tens of
  * percent between the measurements a prediction is made from and the replays it is
  * checked on, seconds later, and that is not the model's error. So does a run whose
- * measurements fit no model (an ASan build's timings, mostly its own checks, once
- * left the network's rate at zero). A model that is wrong misses twice. Returns the
- * last exit code.
+ * measurements fit no model (an ASan build's timings are mostly its own checks, and
+ * can leave no rate to fit). A model that is wrong misses twice. Returns the last
+ * exit code.
  */
 static int run_calibration(const char *cmd, const char *T, const char *name)
 {
