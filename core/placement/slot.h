@@ -186,16 +186,14 @@ static inline bool slot_header_empty(const struct slot_header *h)
 }
 
 /* The checksum of a page that is not stored (payload-free mode): a mix of key and
- * length (splitmix64's finalizer). There are no bytes to hash, and it never leaves
- * the process; a simulator lookup cannot afford a real hash here. */
+ * length in which a change to any one of the three changes the sum (each step is a
+ * bijection of the field it takes in). There are no bytes to hash, and it never
+ * leaves the process; a simulator lookup cannot afford a real hash here. */
 static inline uint64_t slot_checksum_virtual(struct pc_keyhash key, uint32_t len)
 {
-	uint64_t x = key.lo ^ (key.hi * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)len << 32 | len) ^
-		     0x5643484b53554d31ULL;
+	uint64_t x = (key.lo ^ ((uint64_t)len << 32 | len)) * 0x9E3779B97F4A7C15ULL;
 
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-	return x ^ (x >> 31);
+	return x ^ (x >> 29) ^ key.hi ^ 0x5643484b53554d31ULL;
 }
 
 /* The header half of the gate (exists and header-first reads use it alone).
@@ -248,18 +246,23 @@ static inline enum slot_verdict slot_matches_sum(const struct slot_header *h, ui
 
 /* ------------------------------------------------------------------ geometry */
 
+/* The fields a key's lookup reads come first, in 64 bytes: a geometry that starts a
+ * cache line (struct sm_class) costs a lookup one line. */
 struct slot_geometry {
 	uint32_t class_id;
 	uint32_t ways;
 	uint64_t page_bytes;		/* largest payload of the class */
 	uint64_t stride;		/* header + page, rounded up to 64 */
 	uint64_t nr_buckets;
-	uint64_t bytes;			/* the slots: nr_buckets x ways x stride */
 	uint64_t index_stride;		/* one bucket's tags, rounded up to 64 */
-	uint64_t index_bytes;		/* nr_buckets x index_stride, after the slots */
 	uint64_t mem_stride;		/* a slot in memory: stride, or the header alone */
-	uint64_t mem_bytes;		/* nr_buckets x ways x mem_stride */
+	uint64_t mem_bytes;		/* nr_buckets x ways x mem_stride: the index follows */
+	uint64_t bytes;			/* the slots: nr_buckets x ways x stride */
+	uint64_t index_bytes;		/* nr_buckets x index_stride, after the slots */
 };
+
+_Static_assert(offsetof(struct slot_geometry, mem_bytes) + sizeof(uint64_t) <= 64,
+	       "slot_geometry: a lookup's fields must fit one cache line");
 
 /* Fill g for one class. nr_buckets 0 derives it from segment_bytes (the seed's
  * slot_num_buckets = 0). -EINVAL when the geometry is empty or ways is out of range. */
@@ -292,9 +295,14 @@ static inline uint64_t slot_region_bytes(const struct slot_geometry *g)
 	return g->mem_bytes + g->index_bytes;
 }
 
+static inline uint64_t slot_bucket_among(uint64_t nr_buckets, struct pc_keyhash h)
+{
+	return fastrange64(h.lo, nr_buckets);
+}
+
 static inline uint64_t slot_bucket_of(const struct slot_geometry *g, struct pc_keyhash h)
 {
-	return fastrange64(h.lo, g->nr_buckets);
+	return slot_bucket_among(g->nr_buckets, h);
 }
 
 /* The way a writer puts a key when it can; readers look there first. fastrange uses
@@ -395,6 +403,71 @@ static inline uint64_t slot_next_stamp(const struct slot_header *hdrs, uint32_t 
 		if (!slot_header_empty(&hdrs[w]) && hdrs[w].stamp >= s)
 			s = hdrs[w].stamp == UINT64_MAX ? UINT64_MAX : hdrs[w].stamp + 1;
 	return s;
+}
+
+/* What slot_choose_local found in a bucket. */
+struct slot_choice {
+	int way;			/* -ENOSPC: none */
+	bool evicts;			/* it displaces another key */
+	uint64_t seq;			/* the way's seq as read: the claim's expected value */
+	uint64_t stamp;			/* slot_next_stamp of the bucket */
+};
+
+/*
+ * For a bucket in local memory (way x at way0 + x * stride): slot_pick_way and
+ * slot_next_stamp in one pass over the headers in place, each header read as
+ * slot_header_peek reads it, and before them the batch's own copy of the key: a
+ * way in reserved_mask (taken earlier in the batch) that holds key is taken again
+ * (the last such), never evicting. One pass instead of a copy of every header and
+ * two passes over the copies: the simulator's fill runs this for a third of its
+ * lookups.
+ */
+static inline struct slot_choice slot_choose_local(const uint8_t *way0, uint64_t stride,
+						   uint32_t ways, struct pc_keyhash key,
+						   uint32_t predicted, uint64_t reserved_mask,
+						   uint64_t now)
+{
+	uint64_t seqs[SLOT_MAX_WAYS], oldest_stamp = 0, s = now;
+	int again = -1, same = -1, empty = -1, oldest = -1;
+	struct slot_choice c = { .way = -ENOSPC };
+
+	for (uint32_t w = 0; w < ways; w++) {
+		const uint8_t *p = way0 + w * stride;
+		struct pc_keyhash k;
+		uint64_t stamp;
+		bool is_empty, is_key;
+
+		seqs[w] = __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_ACQUIRE);
+		is_empty = (slot_get64(p + 8) & 0xffffffffffffULL) !=
+			   (SLOT_MAGIC | (uint64_t)SLOT_VERSION << 32);
+		k.lo = slot_get64(p + 16);
+		k.hi = slot_get64(p + 24);
+		stamp = slot_get64(p + 48);
+		is_key = keyhash_eq(k, key);
+		if (!is_empty && stamp >= s)
+			s = stamp == UINT64_MAX ? UINT64_MAX : stamp + 1;
+		if (reserved_mask >> w & 1) {
+			again = is_key ? (int)w : again;
+			continue;
+		}
+		if (is_empty) {
+			if (empty < 0 || w == predicted)
+				empty = (int)w;
+		} else if (is_key) {
+			same = same < 0 ? (int)w : same;
+		} else if (oldest < 0 || stamp < oldest_stamp) {
+			oldest = (int)w;
+			oldest_stamp = stamp;
+		}
+	}
+	c.stamp = s;
+	c.way = again >= 0 ? again : same >= 0 ? same : empty >= 0 ? empty : oldest;
+	c.evicts = again < 0 && same < 0 && empty < 0 && oldest >= 0;
+	if (c.way >= 0)
+		c.seq = seqs[c.way];
+	else
+		c.way = -ENOSPC;
+	return c;
 }
 
 /* The header a writer puts in front of a page (page NULL with len > 0: a payload-free

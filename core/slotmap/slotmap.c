@@ -92,6 +92,7 @@ static void sm_close(struct store_mode *m)
 		free(l);
 	}
 	free(sm->layouts);
+	free(sm->near);
 	sm_hints_free(sm);
 	pthread_mutex_destroy(&sm->lock);
 	pthread_mutex_destroy(&sm->direct_lock);
@@ -112,7 +113,10 @@ static int sm_open(struct store_svc *st, struct store_mode **out, char *err, siz
 	pthread_mutex_init(&sm->lock, NULL);
 	pthread_mutex_init(&sm->direct_lock, NULL);
 	sm->layouts = calloc(st->topo->nr_nodes, sizeof(*sm->layouts));
-	if (!sm->layouts || sm_claims_open(sm)) {
+	sm->near = aligned_alloc(64, (st->topo->nr_nodes * sizeof(*sm->near) + 63) & ~(size_t)63);
+	if (sm->near)
+		memset(sm->near, 0, st->topo->nr_nodes * sizeof(*sm->near));
+	if (!sm->layouts || !sm->near || sm_claims_open(sm)) {
 		sm_close(&sm->base);
 		return -ENOMEM;
 	}

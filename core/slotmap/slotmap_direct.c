@@ -31,3 +31,63 @@ uint8_t *sm_direct_fill(struct slotmap *sm, uint64_t epoch, const struct sm_layo
 	pthread_mutex_unlock(&sm->direct_lock);
 	return p;
 }
+
+/* An entry's writer holds direct_lock; seq is odd while the fields change. */
+static void near_store(struct sm_near *e, const struct sm_near *v)
+{
+	uint64_t s = e->seq;
+
+	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&e->epoch, v->epoch, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->cl, v->cl, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->mem, v->mem, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->index, v->index, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->nr_buckets, v->nr_buckets, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->page_bytes, v->page_bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->mem_stride, v->mem_stride, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->index_stride, v->index_stride, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->ways, v->ways, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
+}
+
+bool sm_near_fill(struct slotmap *sm, uint64_t epoch, uint32_t node)
+{
+	const struct sm_layout *lay = sm_layout_of(sm, node);
+	struct sm_near *e = &sm->near[node], v;
+	uint8_t *mem = NULL;
+
+	if (!lay)
+		return false;	/* not known yet: nothing to keep */
+	v = (struct sm_near){ .epoch = lay == sm->own ? SM_NEAR_OWN : epoch };
+	if (lay->nr_classes == 1 && !lay->spill && !slot_has_payload(&lay->cls[0].g))
+		mem = sm_direct(sm, epoch, lay, 0);
+	if (mem) {
+		const struct slot_geometry *g = &lay->cls[0].g;
+
+		v.cl = &lay->cls[0];
+		v.mem = mem;
+		v.index = mem + slot_index_offset(g, 0);
+		v.nr_buckets = g->nr_buckets;
+		v.page_bytes = (uint32_t)g->page_bytes;	/* slot_geometry_init: <= 4 GiB */
+		v.mem_stride = (uint32_t)g->mem_stride;	/* a header */
+		v.index_stride = (uint32_t)g->index_stride;
+		v.ways = g->ways;
+	}
+	pthread_mutex_lock(&sm->direct_lock);
+	/* Not for a layout dropped meanwhile, nor over a newer epoch's entry (as the
+	 * direct cache: the newer stands for this pass too). */
+	if (sm_layout_of(sm, node) == lay && (e->epoch <= v.epoch || e->epoch == SM_NEAR_OWN))
+		near_store(e, &v);
+	pthread_mutex_unlock(&sm->direct_lock);
+	return mem;
+}
+
+void sm_near_drop(struct slotmap *sm, uint32_t node)
+{
+	static const struct sm_near none;
+
+	pthread_mutex_lock(&sm->direct_lock);
+	near_store(&sm->near[node], &none);
+	pthread_mutex_unlock(&sm->direct_lock);
+}

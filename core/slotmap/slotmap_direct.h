@@ -49,4 +49,46 @@ static inline uint8_t *sm_direct(struct slotmap *sm, uint64_t epoch, const struc
 	return sm_direct_fill(sm, epoch, lay, c);
 }
 
+/* Make node's entry stand for this epoch (when its layout is known); false when
+ * the node's keys are not in place now (struct sm_near's cl NULL). */
+bool sm_near_fill(struct slotmap *sm, uint64_t epoch, uint32_t node);
+
+/* Forget node's entry: its layout was dropped. */
+void sm_near_drop(struct slotmap *sm, uint32_t node);
+
+/*
+ * sm_direct for a key whose owner is node, from the node's entry (struct sm_near)
+ * rather than its layout: true and *out the entry when the layout has exactly one
+ * class, of header-only slots, no disk under it, and this node addresses that
+ * memory; false otherwise (a node whose layout is not known yet, several classes,
+ * payloads, a spill, no mapping: the caller reads the layout). The copy is checked
+ * whole after it is read (the seqlock), and the entry made anew when it stands for
+ * another epoch.
+ */
+static inline bool sm_near_read(const struct sm_near *e, uint64_t epoch, struct sm_near *out)
+{
+	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+
+	out->epoch = __atomic_load_n(&e->epoch, __ATOMIC_RELAXED);
+	out->cl = __atomic_load_n(&e->cl, __ATOMIC_RELAXED);
+	out->mem = __atomic_load_n(&e->mem, __ATOMIC_RELAXED);
+	out->index = __atomic_load_n(&e->index, __ATOMIC_RELAXED);
+	out->nr_buckets = __atomic_load_n(&e->nr_buckets, __ATOMIC_RELAXED);
+	out->page_bytes = __atomic_load_n(&e->page_bytes, __ATOMIC_RELAXED);
+	out->mem_stride = __atomic_load_n(&e->mem_stride, __ATOMIC_RELAXED);
+	out->index_stride = __atomic_load_n(&e->index_stride, __ATOMIC_RELAXED);
+	out->ways = __atomic_load_n(&e->ways, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return !(s & 1) && __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == s &&
+	       (out->epoch == epoch || out->epoch == SM_NEAR_OWN);
+}
+
+static inline bool sm_near(struct slotmap *sm, uint64_t epoch, uint32_t node, struct sm_near *out)
+{
+	if (sm_near_read(&sm->near[node], epoch, out))
+		return out->cl;
+	return sm_near_fill(sm, epoch, node) && sm_near_read(&sm->near[node], epoch, out) &&
+	       out->cl;
+}
+
 #endif

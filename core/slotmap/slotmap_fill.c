@@ -24,27 +24,68 @@
 struct fkey {
 	struct pc_keyhash h;
 	uint32_t owner;
-	const struct sm_layout *lay;	/* the owner's */
-	const struct sm_class *cl;	/* the owner's class that holds it */
-	uint8_t *mem;			/* that class's memory, addressed here */
-	uint64_t bucket;
-	uint8_t *slot;			/* the tagged way, when the index named one */
 	uint32_t len;			/* the length given: what a miss is stored with */
+	const struct sm_class *cl;	/* the owner's class that holds it */
+	uint8_t *way0;			/* its bucket's first slot, addressed here */
+	uint8_t *index;			/* and the bucket's tags */
+	uint8_t *slot;			/* the tagged way, when the index named one */
+	uint32_t ways, mem_stride;	/* of cl->g: the sweeps do not read it */
 };
+
+/* A request's keys up to this many are on the stack, which is warm whichever store
+ * runs (a store's arena is cold when the simulator's nodes take turns). */
+#define FILL_STACK_KEYS 64
 
 /* A bucket the fill has written, with the ways it took (slot_pick_way's reserved
  * mask: a batch's keys never evict each other). */
 struct fbucket {
-	const uint8_t *mem;
-	uint64_t bucket;
+	const uint8_t *way0;
 	uint64_t reserved;
 };
 
-/* Sweeps 1 to 4, each prefetching what the next one reads, so that a request's
- * cache misses overlap (at hundreds of nodes a key's ring entry, its owner's layout
- * and the layout's class are each a miss): every key's hash, then its owner, then
- * the owner's layout, then class, memory and bucket (the index block prefetched).
- * False when a key is not the plain case: nothing decided. */
+/* The key's bucket in a class's slots (mem) and index. */
+static void fill_at(struct fkey *k, uint8_t *mem, uint8_t *index, uint64_t bucket,
+		    uint32_t index_stride, uint32_t ways, uint32_t mem_stride)
+{
+	k->way0 = mem + bucket * ways * mem_stride;
+	k->index = index + bucket * index_stride;
+	k->ways = ways;
+	k->mem_stride = mem_stride;
+	__builtin_prefetch(k->index);
+}
+
+/* Key k's class, memory and bucket from its owner's layout (a layout of several
+ * classes, not in the owner's sm_near entry); false when the key is not the plain
+ * case. */
+static bool fill_class(struct slotmap *sm, uint64_t epoch, struct fkey *k, uint64_t cap)
+{
+	const struct sm_layout *lay = sm_layout_of(sm, k->owner);
+	const struct slot_geometry *g;
+	uint8_t *mem;
+	int c;
+
+	if (!lay || lay->spill || (lay->nr_classes > 1 && !k->len))
+		return false;
+	/* with its length given, a page is in exactly one class, read and written */
+	c = lay->nr_classes == 1 ? 0 : sm_class_for(lay, k->len);
+	if (c < 0)
+		return false;
+	g = &lay->cls[c].g;
+	k->cl = &lay->cls[c];
+	mem = sm_direct(sm, epoch, lay, c);
+	/* header-only slots (mem_stride is a header's 64 bytes) */
+	if (!mem || slot_has_payload(g) || g->page_bytes < (k->len ? k->len : cap))
+		return false;
+	fill_at(k, mem, mem + slot_index_offset(g, 0), slot_bucket_of(g, k->h),
+		(uint32_t)g->index_stride, g->ways, (uint32_t)g->mem_stride);
+	return true;
+}
+
+/* Sweeps 1 to 3, each prefetching what the next one reads, so that a request's
+ * cache misses overlap (at hundreds of nodes a key's ring entry and its owner's
+ * entry are each a miss): every key's hash, then its owner, then the owner's class,
+ * memory and the key's bucket (sm_near; the index block prefetched). False when a
+ * key is not the plain case: nothing decided. */
 static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_page *pages,
 		      size_t n)
 {
@@ -57,6 +98,7 @@ static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_pag
 		if ((!pg->key && pg->key_len) || pg->len > pg->cap || pg->len > UINT32_MAX)
 			return false;
 		keys[i].h = keyhash_of(pg->key, pg->key_len);
+		keys[i].len = (uint32_t)pg->len;
 		ring_prefetch(r, keys[i].h);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -65,38 +107,23 @@ static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_pag
 		if (owner == RING_NONE)
 			return false;
 		keys[i].owner = owner;
-		__builtin_prefetch(&sm->layouts[owner]);
+		__builtin_prefetch(&sm->near[owner]);
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct sm_layout *lay = sm_layout_of(sm, keys[i].owner);
-
-		if (!lay)
-			return false;
-		keys[i].lay = lay;
-		/* its head and first classes, without reading it (that would be the miss) */
-		for (size_t off = 0; off < sizeof(*lay) + 2 * sizeof(lay->cls[0]); off += 64)
-			__builtin_prefetch((const char *)lay + off);
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct pc_page *pg = &pages[i];
 		struct fkey *k = &keys[i];
-		const struct sm_layout *lay = k->lay;
-		int c;
+		struct sm_near e;
 
-		if (lay->spill || (lay->nr_classes > 1 && !pg->len))
-			return false;
-		/* with its length given, a page is in exactly one class, read and written */
-		c = lay->nr_classes == 1 ? 0 : sm_class_for(lay, pg->len);
-		if (c < 0 || slot_has_payload(&lay->cls[c].g) ||
-		    lay->cls[c].g.page_bytes < (pg->len ? pg->len : pg->cap))
-			return false;
-		k->mem = sm_direct(sm, epoch, lay, c);
-		if (!k->mem)
-			return false;
-		k->cl = &lay->cls[c];
-		k->len = (uint32_t)pg->len;
-		k->bucket = slot_bucket_of(&k->cl->g, k->h);
-		__builtin_prefetch(k->mem + slot_index_offset(&k->cl->g, k->bucket));
+		if (!sm_near(sm, epoch, k->owner, &e)) {
+			if (!fill_class(sm, epoch, k, pages[i].cap))
+				return false;
+		} else {
+			if (e.page_bytes < (k->len ? k->len : pages[i].cap))
+				return false;
+			k->cl = e.cl;
+			fill_at(k, e.mem, e.index, slot_bucket_among(e.nr_buckets, k->h),
+				e.index_stride, e.ways, e.mem_stride);
+		}
+		__builtin_prefetch(&k->cl->g);	/* the gate's, two sweeps on */
 	}
 	return true;
 }
@@ -116,15 +143,15 @@ struct fbuckets {
 /* The bucket's entry, made if new. */
 static struct fbucket *fill_bucket(struct fbuckets *t, const struct fkey *k)
 {
-	uint64_t h = (k->bucket * 0x9E3779B97F4A7C15ULL) ^ (uintptr_t)k->mem;
+	uint64_t h = ((uintptr_t)k->way0 >> 6) * 0x9E3779B97F4A7C15ULL;
 	uint64_t *word = &t->seen[h >> 62], bit = 1ULL << (h >> 56 & 63);
 
 	if (*word & bit)
 		for (size_t i = t->n; i--;)
-			if (t->v[i].mem == k->mem && t->v[i].bucket == k->bucket)
+			if (t->v[i].way0 == k->way0)
 				return &t->v[i];
 	*word |= bit;
-	t->v[t->n] = (struct fbucket){ .mem = k->mem, .bucket = k->bucket };
+	t->v[t->n] = (struct fbucket){ .way0 = k->way0 };
 	return &t->v[t->n++];
 }
 
@@ -134,36 +161,26 @@ static int fill_one(uint64_t now, uint64_t claim, struct fbucket *b, const struc
 		    bool *evicts)
 {
 	const struct slot_geometry *g = &k->cl->g;
-	uint8_t *way0 = k->mem + slot_offset(g, k->bucket, 0);
-	uint32_t *tags = (uint32_t *)(k->mem + slot_index_offset(g, k->bucket));
-	struct slot_header hdrs[SLOT_MAX_WAYS];
-	int w = -1;
+	struct slot_choice c = slot_choose_local(k->way0, k->mem_stride, k->ways, k->h,
+						 slot_predicted_way(g, k->h), b->reserved, now);
 	int ret;
 
 	*evicts = false;
-	for (uint32_t x = 0; x < g->ways; x++)
-		slot_header_peek(way0 + x * g->mem_stride, &hdrs[x]);
-	/* a copy of the key earlier in the batch took a way: the later page goes there */
-	for (uint32_t x = 0; b->reserved && x < g->ways; x++)
-		if (b->reserved >> x & 1 && keyhash_eq(hdrs[x].key, k->h))
-			w = (int)x;
-	if (w < 0)
-		w = slot_pick_way(hdrs, g->ways, k->h, slot_predicted_way(g, k->h), b->reserved,
-				  evicts);
-	if (w < 0)
-		return w;
+	if (c.way < 0)
+		return c.way;
 	/* A slot being written: nothing else runs meanwhile here, so a claim left by a
 	 * writer that died; a set would wait it out, this gives the key up. */
-	if (hdrs[w].seq & 1)
+	if (c.seq & 1)
 		return -EBUSY;
-	ret = slot_write_local_at(way0 + (uint64_t)w * g->mem_stride, g, k->h, NULL, k->len,
-				  slot_next_stamp(hdrs, g->ways, now), hdrs[w].seq,
-				  slot_claim_word(hdrs[w].seq, slot_claim_claimer(claim),
+	ret = slot_write_local_at(k->way0 + (uint64_t)c.way * k->mem_stride, g, k->h, NULL, k->len,
+				  c.stamp, c.seq,
+				  slot_claim_word(c.seq, slot_claim_claimer(claim),
 						  slot_claim_deadline(claim)),
-				  &tags[w]);
+				  (uint32_t *)(void *)k->index + c.way);
 	if (ret)
 		return ret;
-	b->reserved |= 1ULL << w;
+	b->reserved |= 1ULL << c.way;
+	*evicts = c.evicts;
 	return 0;
 }
 
@@ -208,9 +225,11 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 {
 	struct slotmap *sm = sm_of(m);
 	struct store_svc *st = sm->st;
-	struct arena *a;
-	struct fkey *keys;
-	struct fbucket *t;
+	struct fkey stack_keys[FILL_STACK_KEYS];
+	struct fbucket stack_t[FILL_STACK_KEYS];
+	struct arena *a = NULL;
+	struct fkey *keys = stack_keys;
+	struct fbucket *t = stack_t;
 	struct sm_get_tally tally = { .unreachable = 0 };
 	uint64_t bytes = 0;
 	size_t miss_from = n;
@@ -218,23 +237,21 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 	*filled = 0;
 	if (!sm->payload_free || __atomic_load_n(&sm->any_spill, __ATOMIC_RELAXED))
 		return -EAGAIN;
-	a = arena_take(&st->arenas);
-	keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
-	t = keys ? arena_alloc(a, n * sizeof(*t)) : NULL;
+	if (n > FILL_STACK_KEYS) {
+		a = arena_take(&st->arenas);
+		keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
+		t = keys ? arena_alloc(a, n * sizeof(*t)) : NULL;
+	}
 	if (!t || !fill_plan(sm, keys, pages, n)) {
 		arena_give(&st->arenas, a);
 		return t ? -EAGAIN : -ENOMEM;
 	}
-	/* sweep 5: the first way whose tag names the key, prefetched; 6: the gate on it */
+	/* sweep 4: the first way whose tag names the key, prefetched; 5: the gate on it */
 	for (size_t i = 0; i < n; i++) {
 		struct fkey *k = &keys[i];
-		const struct slot_geometry *g = &k->cl->g;
-		uint64_t match = slot_tag_match(k->mem + slot_index_offset(g, k->bucket), g->ways,
-						slot_tag(k->h));
+		uint64_t match = slot_tag_match(k->index, k->ways, slot_tag(k->h));
 
-		bytes += g->index_stride;
-		k->slot = match ? k->mem + slot_offset(g, k->bucket, (uint32_t)__builtin_ctzll(match)) :
-				  NULL;
+		k->slot = match ? k->way0 + (uint64_t)__builtin_ctzll(match) * k->mem_stride : NULL;
 		if (k->slot)
 			__builtin_prefetch(k->slot);
 	}
@@ -248,6 +265,7 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 		uint32_t len = 0;
 		int v = SLOT_MISS_ABSENT;
 
+		bytes += k->cl->g.index_stride;
 		if (k->slot) {
 			v = slot_read_local(k->slot, k->h, k->len, max, NULL, &len);
 			v = v == SLOT_MISS_ABSENT ? SLOT_MISS_OTHER_KEY : v;
@@ -266,8 +284,8 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 		}
 		/* a key the fill will write: its bucket's headers, while the gates go on */
 		if (v != SLOT_HIT || (prefix && miss_from < n))
-			for (uint32_t x = 0; x < k->cl->g.ways; x++)
-				__builtin_prefetch(k->mem + slot_offset(&k->cl->g, k->bucket, x));
+			for (uint32_t x = 0; x < k->ways; x++)
+				__builtin_prefetch(k->way0 + x * k->mem_stride);
 	}
 	if (tally.hit_bytes)	/* the copies a get in place would make, charged once */
 		pc_env_copy(st->env, tally.hit_bytes);

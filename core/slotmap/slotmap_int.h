@@ -34,8 +34,8 @@ struct sm_layout {
 	uint32_t nr_classes;
 	bool spill;			/* the node spills to disk: ask it about misses */
 	struct sm_layout *retired_next;
-	struct sm_class {
-		struct slot_geometry g;
+	struct sm_class {		/* each starts a cache line, its geometry first */
+		_Alignas(64) struct slot_geometry g;
 		uint64_t base;
 		uint32_t rkey;
 		int policy;		/* read policy; auto only for mid-size classes */
@@ -46,11 +46,43 @@ struct sm_layout {
 	} cls[];
 };
 
-/* A layout of n classes, zeroed; NULL on ENOMEM. */
+/* A layout of n classes, zeroed, at a cache line; NULL on ENOMEM. */
 static inline struct sm_layout *sm_layout_new(uint32_t n)
 {
-	return calloc(1, sizeof(struct sm_layout) + n * sizeof(struct sm_class));
+	size_t bytes = sizeof(struct sm_layout) + n * sizeof(struct sm_class);
+	struct sm_layout *lay = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+
+	if (lay)
+		memset(lay, 0, bytes);
+	return lay;
 }
+
+/*
+ * A node's one class of header-only slots (the simulator's payload-free mode) in
+ * place, kept per node for keys served in place (slotmap_fill.c, sm_near): a
+ * request's keys spread over every node, and reading
+ * each key's layout for its class, memory and bucket (the pointer, the layout's
+ * head, the class, the direct cache: four cache lines one after the other) was a
+ * large share of a simulated lookup. An entry is one cache line with what a key's
+ * bucket needs; it stands for the layout it was made from, until sm_drop_layout
+ * drops it, and for one map epoch; a seqlock makes it whole to readers.
+ */
+struct sm_near {
+	_Alignas(64) uint64_t seq;	/* odd while written */
+	uint64_t epoch;			/* the map epoch; SM_NEAR_OWN: this node's own */
+	const struct sm_class *cl;	/* NULL: not one class in place (use the layout) */
+	uint8_t *mem;			/* the class's slots as this node addresses them */
+	uint8_t *index;			/* and its index */
+	uint64_t nr_buckets;		/* of cl->g, as the fields below */
+	uint32_t page_bytes;
+	uint32_t mem_stride;
+	uint32_t index_stride;
+	uint32_t ways;
+};
+
+_Static_assert(sizeof(struct sm_near) == 64, "sm_near: one cache line");
+
+#define SM_NEAR_OWN UINT64_MAX
 
 struct slotmap {
 	struct store_mode base;		/* first: the store calls the mode through it */
@@ -60,6 +92,7 @@ struct slotmap {
 	uint8_t *mem[PC_MAX_CLASSES];
 	struct pc_region reg[PC_MAX_CLASSES];
 	struct sm_layout **layouts;	/* per node; NULL until fetched */
+	struct sm_near *near;		/* per node (slotmap_direct.h) */
 	pthread_mutex_t lock;		/* fetch and retire */
 	pthread_mutex_t direct_lock;	/* sm_direct_fill */
 	struct sm_layout *retired;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "slotmap_direct.h"
 #include "slotmap_layout.h"
 
 /* What a class's read policy is known to be from its geometry alone; auto classes
@@ -145,6 +146,7 @@ void sm_drop_layout(struct slotmap *sm, const struct sm_layout *lay)
 					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		cur->retired_next = sm->retired;
 		sm->retired = cur;
+		sm_near_drop(sm, lay->node);
 		pc_info("node %s restarted; re-reading its slot layout",
 			sm->st->topo->nodes[lay->node].name);
 	}
