@@ -51,7 +51,7 @@ int slot_geometry_init(struct slot_geometry *g, uint32_t class_id, uint64_t page
 	g->ways = ways;
 	g->page_bytes = page_bytes;
 	g->stride = (SLOT_HEADER_BYTES + page_bytes + 63) & ~63ULL;
-	g->index_stride = ((uint64_t)ways * SLOT_TAG_BYTES + 63) & ~63ULL;
+	g->index_stride = slot_index_stride(ways);
 	/* Derived bucket counts size the slots alone, as the seed's log line reports
 	 * them; the index is a small addition (64 B per bucket up to 16 ways). */
 	g->nr_buckets = nr_buckets ? nr_buckets : segment_bytes / ((uint64_t)ways * g->stride);

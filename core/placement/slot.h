@@ -295,6 +295,12 @@ static inline uint64_t slot_region_bytes(const struct slot_geometry *g)
 	return g->mem_bytes + g->index_bytes;
 }
 
+/* One bucket's tags, rounded up to 64 bytes. */
+static inline uint64_t slot_index_stride(uint32_t ways)
+{
+	return ((uint64_t)ways * SLOT_TAG_BYTES + 63) & ~63ULL;
+}
+
 static inline uint64_t slot_bucket_among(uint64_t nr_buckets, struct pc_keyhash h)
 {
 	return fastrange64(h.lo, nr_buckets);

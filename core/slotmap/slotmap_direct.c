@@ -45,7 +45,6 @@ static void near_store(struct sm_near *e, const struct sm_near *v)
 	__atomic_store_n(&e->index, v->index, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->nr_buckets, v->nr_buckets, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->page_bytes, v->page_bytes, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->mem_stride, v->mem_stride, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->index_stride, v->index_stride, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->ways, v->ways, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
@@ -70,7 +69,6 @@ bool sm_near_fill(struct slotmap *sm, uint64_t epoch, uint32_t node)
 		v.index = mem + slot_index_offset(g, 0);
 		v.nr_buckets = g->nr_buckets;
 		v.page_bytes = (uint32_t)g->page_bytes;	/* slot_geometry_init: <= 4 GiB */
-		v.mem_stride = (uint32_t)g->mem_stride;	/* a header */
 		v.index_stride = (uint32_t)g->index_stride;
 		v.ways = g->ways;
 	}

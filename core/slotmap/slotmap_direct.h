@@ -75,7 +75,6 @@ static inline bool sm_near_read(const struct sm_near *e, uint64_t epoch, struct 
 	out->index = __atomic_load_n(&e->index, __ATOMIC_RELAXED);
 	out->nr_buckets = __atomic_load_n(&e->nr_buckets, __ATOMIC_RELAXED);
 	out->page_bytes = __atomic_load_n(&e->page_bytes, __ATOMIC_RELAXED);
-	out->mem_stride = __atomic_load_n(&e->mem_stride, __ATOMIC_RELAXED);
 	out->index_stride = __atomic_load_n(&e->index_stride, __ATOMIC_RELAXED);
 	out->ways = __atomic_load_n(&e->ways, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);

@@ -26,10 +26,11 @@ struct fkey {
 	uint32_t owner;
 	uint32_t len;			/* the length given: what a miss is stored with */
 	const struct sm_class *cl;	/* the owner's class that holds it */
-	uint8_t *way0;			/* its bucket's first slot, addressed here */
+	uint8_t *way0;			/* its bucket's first slot header, addressed here */
 	uint8_t *index;			/* and the bucket's tags */
 	uint8_t *slot;			/* the tagged way, when the index named one */
-	uint32_t ways, mem_stride;	/* of cl->g: the sweeps do not read it */
+	uint32_t ways;			/* of cl->g, which the sweeps do not read */
+	uint32_t max;			/* the longest page the gate lets through */
 };
 
 /* A request's keys up to this many are on the stack, which is warm whichever store
@@ -43,14 +44,15 @@ struct fbucket {
 	uint64_t reserved;
 };
 
-/* The key's bucket in a class's slots (mem) and index. */
+/* The key's bucket in a class's header-only slots (mem) and index; page_bytes the
+ * class's, cap the caller's buffer. */
 static void fill_at(struct fkey *k, uint8_t *mem, uint8_t *index, uint64_t bucket,
-		    uint32_t index_stride, uint32_t ways, uint32_t mem_stride)
+		    uint32_t index_stride, uint32_t ways, uint64_t page_bytes, uint64_t cap)
 {
-	k->way0 = mem + bucket * ways * mem_stride;
+	k->way0 = mem + bucket * ways * SLOT_HEADER_BYTES;
 	k->index = index + bucket * index_stride;
 	k->ways = ways;
-	k->mem_stride = mem_stride;
+	k->max = (uint32_t)(cap < page_bytes ? cap : page_bytes);
 	__builtin_prefetch(k->index);
 }
 
@@ -73,11 +75,10 @@ static bool fill_class(struct slotmap *sm, uint64_t epoch, struct fkey *k, uint6
 	g = &lay->cls[c].g;
 	k->cl = &lay->cls[c];
 	mem = sm_direct(sm, epoch, lay, c);
-	/* header-only slots (mem_stride is a header's 64 bytes) */
 	if (!mem || slot_has_payload(g) || g->page_bytes < (k->len ? k->len : cap))
 		return false;
 	fill_at(k, mem, mem + slot_index_offset(g, 0), slot_bucket_of(g, k->h),
-		(uint32_t)g->index_stride, g->ways, (uint32_t)g->mem_stride);
+		(uint32_t)g->index_stride, g->ways, g->page_bytes, cap);
 	return true;
 }
 
@@ -121,9 +122,8 @@ static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_pag
 				return false;
 			k->cl = e.cl;
 			fill_at(k, e.mem, e.index, slot_bucket_among(e.nr_buckets, k->h),
-				e.index_stride, e.ways, e.mem_stride);
+				e.index_stride, e.ways, e.page_bytes, pages[i].cap);
 		}
-		__builtin_prefetch(&k->cl->g);	/* the gate's, two sweeps on */
 	}
 	return true;
 }
@@ -161,7 +161,7 @@ static int fill_one(uint64_t now, uint64_t claim, struct fbucket *b, const struc
 		    bool *evicts)
 {
 	const struct slot_geometry *g = &k->cl->g;
-	struct slot_choice c = slot_choose_local(k->way0, k->mem_stride, k->ways, k->h,
+	struct slot_choice c = slot_choose_local(k->way0, SLOT_HEADER_BYTES, k->ways, k->h,
 						 slot_predicted_way(g, k->h), b->reserved, now);
 	int ret;
 
@@ -172,7 +172,7 @@ static int fill_one(uint64_t now, uint64_t claim, struct fbucket *b, const struc
 	 * writer that died; a set would wait it out, this gives the key up. */
 	if (c.seq & 1)
 		return -EBUSY;
-	ret = slot_write_local_at(k->way0 + (uint64_t)c.way * k->mem_stride, g, k->h, NULL, k->len,
+	ret = slot_write_local_at(k->way0 + (uint64_t)c.way * SLOT_HEADER_BYTES, g, k->h, NULL, k->len,
 				  c.stamp, c.seq,
 				  slot_claim_word(c.seq, slot_claim_claimer(claim),
 						  slot_claim_deadline(claim)),
@@ -251,7 +251,7 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 		struct fkey *k = &keys[i];
 		uint64_t match = slot_tag_match(k->index, k->ways, slot_tag(k->h));
 
-		k->slot = match ? k->way0 + (uint64_t)__builtin_ctzll(match) * k->mem_stride : NULL;
+		k->slot = match ? k->way0 + (uint64_t)__builtin_ctzll(match) * SLOT_HEADER_BYTES : NULL;
 		if (k->slot)
 			__builtin_prefetch(k->slot);
 	}
@@ -260,14 +260,12 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 	for (size_t i = 0; i < n; i++) {
 		struct fkey *k = &keys[i];
 		struct pc_page *pg = &pages[i];
-		uint32_t max = pg->cap < k->cl->g.page_bytes ? (uint32_t)pg->cap :
-							       (uint32_t)k->cl->g.page_bytes;
 		uint32_t len = 0;
 		int v = SLOT_MISS_ABSENT;
 
-		bytes += k->cl->g.index_stride;
+		bytes += slot_index_stride(k->ways);
 		if (k->slot) {
-			v = slot_read_local(k->slot, k->h, k->len, max, NULL, &len);
+			v = slot_read_local(k->slot, k->h, k->len, k->max, NULL, &len);
 			v = v == SLOT_MISS_ABSENT ? SLOT_MISS_OTHER_KEY : v;
 			bytes += SLOT_HEADER_BYTES;
 		}
@@ -283,9 +281,11 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 			miss_from = miss_from == n ? i : miss_from;
 		}
 		/* a key the fill will write: its bucket's headers, while the gates go on */
-		if (v != SLOT_HIT || (prefix && miss_from < n))
+		if (v != SLOT_HIT || (prefix && miss_from < n)) {
 			for (uint32_t x = 0; x < k->ways; x++)
-				__builtin_prefetch(k->way0 + x * k->mem_stride);
+				__builtin_prefetch(k->way0 + x * SLOT_HEADER_BYTES);
+			__builtin_prefetch(&k->cl->g);
+		}
 	}
 	if (tally.hit_bytes)	/* the copies a get in place would make, charged once */
 		pc_env_copy(st->env, tally.hit_bytes);

@@ -73,9 +73,9 @@ struct sm_near {
 	const struct sm_class *cl;	/* NULL: not one class in place (use the layout) */
 	uint8_t *mem;			/* the class's slots as this node addresses them */
 	uint8_t *index;			/* and its index */
-	uint64_t nr_buckets;		/* of cl->g, as the fields below */
+	uint64_t nr_buckets;		/* of cl->g, as the fields below (the slots'
+					 * stride in memory is a header's) */
 	uint32_t page_bytes;
-	uint32_t mem_stride;
 	uint32_t index_stride;
 	uint32_t ways;
 };
