@@ -51,7 +51,8 @@ struct mode_ops {
 	 * lengths in pages, *filled the pages handed to the set. -errno, having done
 	 * nothing, when the mode does not do it in one (-EOPNOTSUPP) or not for these
 	 * pages (-EAGAIN): the caller makes the two batch calls. owners, when not NULL,
-	 * gets each page's owner (its node index on the ring) on success. */
+	 * gets each page's owner (its node index on the ring) on success (in part, or
+	 * not at all, on failure). */
 	int (*lookup_fill)(struct store_mode *m, struct pc_page *pages, size_t n, bool prefix,
 			   size_t *filled, uint32_t *owners);
 	/* A peer's request for this mode; -EOPNOTSUPP for opcodes it does not serve. */

@@ -80,7 +80,7 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
  * simulator without its time model): mode.h's lookup_fill, counted as the batch
  * calls it stands for. The number of hits, or -errno having done nothing: make the
  * two batch calls then. owners: NULL, or n entries for each page's owner (its node
- * index), written on success. */
+ * index), written on success (in part, or not at all, on failure). */
 int store_lookup_fill(struct pc_store *st, struct pc_page *pages, size_t n, bool prefix,
 		      uint32_t *owners);
 

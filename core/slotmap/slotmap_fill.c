@@ -88,7 +88,7 @@ static bool fill_class(struct slotmap *sm, uint64_t epoch, struct fkey *k, uint6
  * memory and the key's bucket (sm_near; the index block prefetched). False when a
  * key is not the plain case: nothing decided. */
 static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_page *pages,
-		      size_t n)
+		      size_t n, uint32_t *owners)
 {
 	const struct ring *r = store_ring(sm->st);
 	uint64_t epoch = sm_direct_epoch(sm);
@@ -108,6 +108,8 @@ static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_pag
 		if (owner == RING_NONE)
 			return false;
 		keys[i].owner = owner;
+		if (owners)
+			owners[i] = owner;
 		__builtin_prefetch(&sm->near[owner]);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -242,7 +244,7 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 		keys = a ? arena_alloc(a, n * sizeof(*keys)) : NULL;
 		t = keys ? arena_alloc(a, n * sizeof(*t)) : NULL;
 	}
-	if (!t || !fill_plan(sm, keys, pages, n)) {
+	if (!t || !fill_plan(sm, keys, pages, n, owners)) {
 		arena_give(&st->arenas, a);
 		return t ? -EAGAIN : -ENOMEM;
 	}
@@ -255,8 +257,6 @@ int slotmap_lookup_fill(struct store_mode *m, struct pc_page *pages, size_t n, b
 		if (k->slot)
 			__builtin_prefetch(k->slot);
 	}
-	for (size_t i = 0; owners && i < n; i++)
-		owners[i] = keys[i].owner;
 	for (size_t i = 0; i < n; i++) {
 		struct fkey *k = &keys[i];
 		struct pc_page *pg = &pages[i];

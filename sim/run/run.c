@@ -173,7 +173,8 @@ static void serve(void *arg)
 	uint8_t *buf = c->buf;
 	struct ring *ring = store_ring_of(st);
 	struct run_point *pt;
-	uint32_t i, miss_from = n;
+	uint32_t i, miss_from, leading;
+	int *status;
 	bool filled;
 
 	/* (the loops read the request's fields from locals: their stores could alias r) */
@@ -203,30 +204,25 @@ static void serve(void *arg)
 		pc_batch_get(st, pg, n);
 	}
 	lat = sim_now(c->s) - r->t0;
-	if (c->cfg->on_request && status_room(c, n)) {
-		int *status = c->status;
-
-		for (i = 0; i < n; i++)
-			status[i] = pg[i].status;
-		c->cfg->on_request(c->cfg->on_request_arg, r->t0, keys, status, n, lat);
-	}
-	/* With prefix semantics the lookup stops at the first miss: the hits are the
+	/* One pass over the outcomes: the statuses the caller asked for, and the hits.
+	 * With prefix semantics the lookup stops at the first miss: the hits are the
 	 * pages before it. Otherwise hits and misses come in no pattern a branch
 	 * predictor can learn: counted without branches. */
-	if (prefix) {
-		for (miss_from = 0; miss_from < n && !pg[miss_from].status; miss_from++)
-			hit_tokens += tok[miss_from];
-		hit_pages = miss_from;
-	} else {
-		for (i = 0; i < n; i++) {
-			uint32_t hit = !pg[i].status;
+	status = c->cfg->on_request && status_room(c, n) ? c->status : NULL;
+	for (i = 0, leading = 1; i < n; i++) {
+		uint32_t hit = !pg[i].status, counted;
 
-			hit_pages += hit;
-			hit_tokens += hit * tok[i];
-		}
-	}
-	for (i = 0; i < n; i++)
+		leading &= hit;
+		counted = prefix ? leading : hit;
+		hit_pages += counted;
+		hit_tokens += counted * tok[i];
 		tokens += tok[i];
+		if (status)
+			status[i] = pg[i].status;
+	}
+	miss_from = prefix ? (uint32_t)hit_pages : n;
+	if (status)
+		c->cfg->on_request(c->cfg->on_request_arg, r->t0, keys, status, n, lat);
 	c->res->requests++;
 	c->res->pages += n;
 	c->res->page_hits += hit_pages;
