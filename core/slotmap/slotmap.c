@@ -103,6 +103,7 @@ static void sm_close(struct store_mode *m)
 static int sm_open(struct store_svc *st, struct store_mode **out, char *err, size_t errlen)
 {
 	struct slotmap *sm = calloc(1, sizeof(*sm));
+	size_t near;
 	int ret;
 
 	if (!sm)
@@ -113,9 +114,11 @@ static int sm_open(struct store_svc *st, struct store_mode **out, char *err, siz
 	pthread_mutex_init(&sm->lock, NULL);
 	pthread_mutex_init(&sm->direct_lock, NULL);
 	sm->layouts = calloc(st->topo->nr_nodes, sizeof(*sm->layouts));
-	sm->near = aligned_alloc(64, (st->topo->nr_nodes * sizeof(*sm->near) + 63) & ~(size_t)63);
+	sm->nr_classes = st->topo->store.nr_classes;
+	near = (size_t)st->topo->nr_nodes * sm->nr_classes * sizeof(*sm->near);
+	sm->near = aligned_alloc(64, near ? near : sizeof(*sm->near));
 	if (sm->near)
-		memset(sm->near, 0, st->topo->nr_nodes * sizeof(*sm->near));
+		memset(sm->near, 0, near);
 	if (!sm->layouts || !sm->near || sm_claims_open(sm)) {
 		sm_close(&sm->base);
 		return -ENOMEM;

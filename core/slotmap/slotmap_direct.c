@@ -50,21 +50,34 @@ static void near_store(struct sm_near *e, const struct sm_near *v)
 	__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
 }
 
-bool sm_near_fill(struct slotmap *sm, uint64_t epoch, uint32_t node)
+/* lay's classes are the topology's: a page's class follows from its length alone. */
+static bool near_classes(const struct slotmap *sm, const struct sm_layout *lay)
+{
+	const struct pc_store_cfg *cfg = &sm->st->topo->store;
+
+	if (lay->nr_classes != cfg->nr_classes)
+		return false;
+	for (uint32_t c = 0; c < cfg->nr_classes; c++)
+		if (lay->cls[c].g.page_bytes != cfg->size_classes[c])
+			return false;
+	return true;
+}
+
+bool sm_near_fill(struct slotmap *sm, uint64_t epoch, uint32_t node, uint32_t c)
 {
 	const struct sm_layout *lay = sm_layout_of(sm, node);
-	struct sm_near *e = &sm->near[node], v;
+	struct sm_near *e = sm_near_at(sm, node, c), v;
 	uint8_t *mem = NULL;
 
 	if (!lay)
 		return false;	/* not known yet: nothing to keep */
 	v = (struct sm_near){ .epoch = lay == sm->own ? SM_NEAR_OWN : epoch };
-	if (lay->nr_classes == 1 && !lay->spill && !slot_has_payload(&lay->cls[0].g))
-		mem = sm_direct(sm, epoch, lay, 0);
+	if (near_classes(sm, lay) && !lay->spill && !slot_has_payload(&lay->cls[c].g))
+		mem = sm_direct(sm, epoch, lay, (int)c);
 	if (mem) {
-		const struct slot_geometry *g = &lay->cls[0].g;
+		const struct slot_geometry *g = &lay->cls[c].g;
 
-		v.cl = &lay->cls[0];
+		v.cl = &lay->cls[c];
 		v.mem = mem;
 		v.index = mem + slot_index_offset(g, 0);
 		v.nr_buckets = g->nr_buckets;
@@ -86,6 +99,7 @@ void sm_near_drop(struct slotmap *sm, uint32_t node)
 	static const struct sm_near none;
 
 	pthread_mutex_lock(&sm->direct_lock);
-	near_store(&sm->near[node], &none);
+	for (uint32_t c = 0; c < sm->nr_classes; c++)
+		near_store(sm_near_at(sm, node, c), &none);
 	pthread_mutex_unlock(&sm->direct_lock);
 }

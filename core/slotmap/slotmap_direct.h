@@ -49,22 +49,33 @@ static inline uint8_t *sm_direct(struct slotmap *sm, uint64_t epoch, const struc
 	return sm_direct_fill(sm, epoch, lay, c);
 }
 
-/* Make node's entry stand for this epoch (when its layout is known); false when
- * the node's keys are not in place now (struct sm_near's cl NULL). */
-bool sm_near_fill(struct slotmap *sm, uint64_t epoch, uint32_t node);
+/* Make the entry of node's class c stand for this epoch (when the node's layout is
+ * known); false when those keys are not in place now (struct sm_near's cl NULL). */
+bool sm_near_fill(struct slotmap *sm, uint64_t epoch, uint32_t node, uint32_t c);
 
-/* Forget node's entry: its layout was dropped. */
+/* Forget node's entries: its layout was dropped. */
 void sm_near_drop(struct slotmap *sm, uint32_t node);
 
-/*
- * sm_direct for a key whose owner is node, from the node's entry (struct sm_near)
- * rather than its layout: true and *out the entry when the layout has exactly one
- * class, of header-only slots, no disk under it, and this node addresses that
- * memory; false otherwise (a node whose layout is not known yet, several classes,
- * payloads, a spill, no mapping: the caller reads the layout). The copy is checked
- * whole after it is read (the seqlock), and the entry made anew when it stands for
- * another epoch.
- */
+/* The entry of node's class c. */
+static inline struct sm_near *sm_near_at(struct slotmap *sm, uint32_t node, uint32_t c)
+{
+	return &sm->near[(size_t)c * sm->st->topo->nr_nodes + node];
+}
+
+/* The topology's class for a page of len bytes when there are several (0: of
+ * unknown length, which names none of them), or -1. */
+static inline int sm_near_class(struct slotmap *sm, uint64_t len)
+{
+	const struct pc_store_cfg *cfg = &sm->st->topo->store;
+
+	for (uint32_t c = 0; len && c < cfg->nr_classes; c++)
+		if (cfg->size_classes[c] >= len)
+			return (int)c;
+	return -1;
+}
+
+/* A copy of entry e that stands for this epoch (the seqlock: read, then checked
+ * whole); false when it is being written or stands for another epoch. */
 static inline bool sm_near_read(const struct sm_near *e, uint64_t epoch, struct sm_near *out)
 {
 	uint64_t s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
@@ -82,12 +93,21 @@ static inline bool sm_near_read(const struct sm_near *e, uint64_t epoch, struct 
 	       (out->epoch == epoch || out->epoch == SM_NEAR_OWN);
 }
 
-static inline bool sm_near(struct slotmap *sm, uint64_t epoch, uint32_t node, struct sm_near *out)
+/*
+ * sm_direct for a key of class c whose owner is node, from the node's entry e
+ * (sm_near_at, which the caller has) rather than its layout: true and *out the
+ * entry when the layout's classes are the topology's, class c's slots are
+ * header-only, there is no disk under them, and this node addresses that memory;
+ * false otherwise (a node whose layout is not known yet or is another, payloads, a
+ * spill, no mapping: the caller reads the layout). An entry that stands for
+ * another epoch is made anew.
+ */
+static inline bool sm_near(struct slotmap *sm, const struct sm_near *e, uint64_t epoch,
+			   uint32_t node, uint32_t c, struct sm_near *out)
 {
-	if (sm_near_read(&sm->near[node], epoch, out))
+	if (sm_near_read(e, epoch, out))
 		return out->cl;
-	return sm_near_fill(sm, epoch, node) && sm_near_read(&sm->near[node], epoch, out) &&
-	       out->cl;
+	return sm_near_fill(sm, epoch, node, c) && sm_near_read(e, epoch, out) && out->cl;
 }
 
 #endif

@@ -56,9 +56,8 @@ static void fill_at(struct fkey *k, uint8_t *mem, uint8_t *index, uint64_t bucke
 	__builtin_prefetch(k->index);
 }
 
-/* Key k's class, memory and bucket from its owner's layout (a layout of several
- * classes, not in the owner's sm_near entry); false when the key is not the plain
- * case. */
+/* Key k's class, memory and bucket from its owner's layout (one not in the owner's
+ * sm_near entries); false when the key is not the plain case. */
 static bool fill_class(struct slotmap *sm, uint64_t epoch, struct fkey *k, uint64_t cap)
 {
 	const struct sm_layout *lay = sm_layout_of(sm, k->owner);
@@ -86,12 +85,17 @@ static bool fill_class(struct slotmap *sm, uint64_t epoch, struct fkey *k, uint6
  * cache misses overlap (at hundreds of nodes a key's ring entry and its owner's
  * entry are each a miss): every key's hash, then its owner, then the owner's class,
  * memory and the key's bucket (sm_near; the index block prefetched). False when a
- * key is not the plain case: nothing decided. */
+ * key is not the plain case: nothing decided. A key whose owner's entry does not
+ * stand (another layout) reads the layout, unprefetched: the simulator's nodes
+ * share the topology's classes, so that is the first use of a node only. */
 static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_page *pages,
 		      size_t n, uint32_t *owners)
 {
 	const struct ring *r = store_ring(sm->st);
 	uint64_t epoch = sm_direct_epoch(sm);
+	const struct sm_near *near = sm->near;
+	const uint32_t nr_classes = sm->nr_classes, nn = sm->st->topo->nr_nodes;
+	int c;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct pc_page *pg = &pages[i];
@@ -110,13 +114,17 @@ static bool fill_plan(struct slotmap *sm, struct fkey *keys, const struct pc_pag
 		keys[i].owner = owner;
 		if (owners)
 			owners[i] = owner;
-		__builtin_prefetch(&sm->near[owner]);
+		c = nr_classes == 1 ? 0 : sm_near_class(sm, keys[i].len);
+		if (c >= 0)
+			__builtin_prefetch(&near[c ? (size_t)c * nn + owner : owner]);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct fkey *k = &keys[i];
 		struct sm_near e;
 
-		if (!sm_near(sm, epoch, k->owner, &e)) {
+		c = nr_classes == 1 ? 0 : sm_near_class(sm, k->len);
+		if (c < 0 || !sm_near(sm, &near[c ? (size_t)c * nn + k->owner : k->owner], epoch,
+				      k->owner, (uint32_t)c, &e)) {
 			if (!fill_class(sm, epoch, k, pages[i].cap))
 				return false;
 		} else {

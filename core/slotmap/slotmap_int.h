@@ -58,19 +58,21 @@ static inline struct sm_layout *sm_layout_new(uint32_t n)
 }
 
 /*
- * A node's one class of header-only slots (the simulator's payload-free mode) in
- * place, kept per node for keys served in place (slotmap_fill.c, sm_near): a
- * request's keys spread over every node, and reading
- * each key's layout for its class, memory and bucket (the pointer, the layout's
- * head, the class, the direct cache: four cache lines one after the other) was a
- * large share of a simulated lookup. An entry is one cache line with what a key's
- * bucket needs; it stands for the layout it was made from, until sm_drop_layout
- * drops it, and for one map epoch; a seqlock makes it whole to readers.
+ * A class of a node's header-only slots (the simulator's payload-free mode) in
+ * place, kept per node and class for keys served in place (slotmap_fill.c,
+ * sm_near): a request's keys spread over every node, and reading each key's layout
+ * for its class, memory and bucket (the pointer, the layout's head, the class, the
+ * direct cache: four cache lines one after the other) was a large share of a
+ * simulated lookup. An entry is one cache line with what a key's bucket needs; it
+ * stands for the layout it was made from, until sm_drop_layout drops it, and for
+ * one map epoch; a seqlock makes it whole to readers. Entries exist for layouts
+ * whose classes are the topology's (store.slot_size_classes, which every peer must
+ * agree on), so that a page's class follows from its length without the layout.
  */
 struct sm_near {
 	_Alignas(64) uint64_t seq;	/* odd while written */
 	uint64_t epoch;			/* the map epoch; SM_NEAR_OWN: this node's own */
-	const struct sm_class *cl;	/* NULL: not one class in place (use the layout) */
+	const struct sm_class *cl;	/* NULL: not in place (use the layout) */
 	uint8_t *mem;			/* the class's slots as this node addresses them */
 	uint8_t *index;			/* and its index */
 	uint64_t nr_buckets;		/* of cl->g, as the fields below (the slots'
@@ -92,7 +94,8 @@ struct slotmap {
 	uint8_t *mem[PC_MAX_CLASSES];
 	struct pc_region reg[PC_MAX_CLASSES];
 	struct sm_layout **layouts;	/* per node; NULL until fetched */
-	struct sm_near *near;		/* per node (slotmap_direct.h) */
+	struct sm_near *near;		/* per class, per node (slotmap_direct.h) */
+	uint32_t nr_classes;		/* the topology's, as near is laid out */
 	pthread_mutex_t lock;		/* fetch and retire */
 	pthread_mutex_t direct_lock;	/* sm_direct_fill */
 	struct sm_layout *retired;
