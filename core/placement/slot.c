@@ -99,39 +99,6 @@ static inline uint64_t *slot_seq(const void *slot)
 	return (uint64_t *)slot;
 }
 
-/*
- * Writer side of the seqlock. The CAS makes local writers exclusive among
- * themselves and against remote CAS claims (a claim taken over after its writer
- * died is the one exception: should that writer come back, its page and ours may
- * interleave); a remote WRITE that ignores the claim can
- * still interleave with us, which the checksum turns into a clean miss for readers.
- */
-int slot_write_local_at(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
-			const void *page, uint32_t len, uint64_t stamp, uint64_t s, uint64_t claim,
-			uint32_t *tag)
-{
-	uint64_t *seq = slot_seq(slot);
-	struct slot_header h;
-
-	if (len > g->page_bytes)
-		return -EMSGSIZE;
-	if (!(claim & 1) || claim == s)
-		return -EINVAL;
-	if (!__atomic_compare_exchange_n(seq, &s, claim, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return -EBUSY;
-	slot_header_make(&h, claim + 1, g->class_id, key, slot_has_payload(g) ? page : NULL, len,
-			 stamp);
-	slot_header_encode_body(&h, slot);
-	if (slot_has_payload(g))
-		memcpy((uint8_t *)slot + SLOT_HEADER_BYTES, page, len);
-	/* Tagged while claimed: writers of one slot publish their tags in claim order,
-	 * so the last page written is the one its way's tag names. */
-	if (tag)
-		__atomic_store_n(tag, slot_tag(key), __ATOMIC_RELEASE);
-	__atomic_store_n(seq, claim + 1, __ATOMIC_RELEASE);
-	return 0;
-}
-
 int slot_write_local(void *slot, const struct slot_geometry *g, struct pc_keyhash key,
 		     const void *page, uint32_t len, uint64_t stamp)
 {
