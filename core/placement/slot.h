@@ -580,7 +580,8 @@ static inline uint32_t slot_claim_deadline(uint64_t word)
  * chose the slot from headers it read earlier) by swapping in the odd word claim
  * (slot_claim_word), committing claim + 1. seq odd takes over the claim seq (the
  * caller decided it expired). -EBUSY when the slot changed since, -EINVAL when claim
- * is even. tag (may be NULL): the way's index tag, set to the key's while claimed.
+ * is even or a slot that holds payload is given no page. tag (may be NULL): the
+ * way's index tag, set to the key's while claimed.
  *
  * The writer side of the seqlock. The CAS makes local writers exclusive among
  * themselves and against remote CAS claims (a claim taken over after its writer
@@ -598,8 +599,8 @@ static inline int slot_write_local_at(void *slot, const struct slot_geometry *g,
 
 	if (len > g->page_bytes)
 		return -EMSGSIZE;
-	if (!(claim & 1) || claim == s)
-		return -EINVAL;
+	if (!(claim & 1) || claim == s || (!page && len && slot_has_payload(g)))
+		return -EINVAL;	/* (a slot that holds payload needs the page) */
 	if (!__atomic_compare_exchange_n(seq, &s, claim, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return -EBUSY;
 	slot_header_make(&h, claim + 1, g->class_id, key, slot_has_payload(g) ? page : NULL, len,

@@ -88,7 +88,7 @@ bool sm_near_fill(struct slotmap *sm, uint64_t epoch, uint32_t node, uint32_t c)
 	pthread_mutex_lock(&sm->direct_lock);
 	/* Not for a layout dropped meanwhile, nor over a newer epoch's entry (as the
 	 * direct cache: the newer stands for this pass too). */
-	if (sm_layout_of(sm, node) == lay && (e->epoch <= v.epoch || e->epoch == SM_NEAR_OWN))
+	if (sm_layout_of(sm, node) == lay && e->epoch <= v.epoch)
 		near_store(e, &v);
 	pthread_mutex_unlock(&sm->direct_lock);
 	return mem;

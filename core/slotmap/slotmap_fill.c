@@ -73,8 +73,10 @@ static bool fill_class(struct slotmap *sm, uint64_t epoch, struct fkey *k, uint6
 		return false;
 	g = &lay->cls[c].g;
 	k->cl = &lay->cls[c];
+	if (slot_has_payload(g) || g->page_bytes < (k->len ? k->len : cap))
+		return false;
 	mem = sm_direct(sm, epoch, lay, c);
-	if (!mem || slot_has_payload(g) || g->page_bytes < (k->len ? k->len : cap))
+	if (!mem)
 		return false;
 	fill_at(k, mem, mem + slot_index_offset(g, 0), slot_bucket_of(g, k->h),
 		(uint32_t)g->index_stride, g->ways, g->page_bytes, cap);

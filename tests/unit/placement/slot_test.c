@@ -265,46 +265,51 @@ static struct slot_choice choose_by_copies(const struct slot_header *h, uint32_t
 	return c;
 }
 
-/* slot_choose_local decides as the copies do, over 20 000 random buckets: 1 to 16
- * ways, empty ways (with stale keys and stamps), the key in none, one or two ways
- * (a reserved one too), stamps equal, behind now, ahead of it and at UINT64_MAX, a
- * torn header's odd seq. */
+/* slot_choose_local decides as the copies do, over 20 000 random buckets: 1 to 64
+ * ways, empty ways (no magic, or another format's version, with stale keys and
+ * stamps), the key in none, one or several ways (reserved ones too), classes 0 to
+ * 3, stamps equal, behind now, ahead of it and at UINT64_MAX, a torn header's odd
+ * seq. */
 static void test_choose_local(void)
 {
 	static const char *const names[] = { "K", "A", "B", "C" };
-	uint8_t mem[16 * SLOT_HEADER_BYTES];
-	struct slot_header h[16];
+	static const uint64_t stamps[] = { 5, 999, 1000, 1001, 5000, UINT64_MAX };
+	static uint8_t mem[SLOT_MAX_WAYS * SLOT_HEADER_BYTES];
+	struct slot_header h[SLOT_MAX_WAYS];
 	uint64_t r = 0x9E3779B97F4A7C15ULL;
 	unsigned differ = 0;
 
 	for (int round = 0; round < 20000; round++) {
-		uint32_t ways = 1 + (uint32_t)(r >> 60), predicted;
+		uint32_t ways = 1 + (uint32_t)(r >> 58) % SLOT_MAX_WAYS, predicted;
 		uint64_t reserved, now = 1000;
 		struct slot_choice want, got;
 
 		for (uint32_t x = 0; x < ways; x++) {
-			uint64_t stamps[] = { 5, 999, 1000, 1001, 5000, UINT64_MAX };
-
 			r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-			if (r >> 62 == 0) {	/* empty: no magic, whatever else is left */
-				hdr(&h[x], names[r >> 40 & 3], stamps[(r >> 20) % 6]);
+			hdr(&h[x], names[r >> 40 & 3], stamps[(r >> 20) % 6]);
+			h[x].class_id = (uint16_t)(r >> 16 & 3);
+			h[x].seq = 2 + (r >> 10 & 1);	/* odd: being written */
+			if (r >> 61 == 0)	/* empty: no magic, whatever else is left */
 				h[x].magic = 0;
-			} else {
-				hdr(&h[x], names[r >> 40 & 3], stamps[(r >> 20) % 6]);
-				h[x].seq = 2 + (r >> 10 & 1);	/* odd: being written */
-			}
+			else if (r >> 61 == 1)	/* a format this code does not read */
+				h[x].version = SLOT_VERSION + 1;
 			slot_header_encode(&h[x], mem + x * SLOT_HEADER_BYTES);
 		}
 		r = r * 6364136223846793005ULL + 1442695040888963407ULL;
 		predicted = (uint32_t)(r >> 33) % ways;
-		reserved = (r >> 8) & ((1ULL << ways) - 1) & (r >> 30);
+		reserved = (r ^ r << 17) & (ways < 64 ? (1ULL << ways) - 1 : ~0ULL) & (r >> 3);
 		want = choose_by_copies(h, ways, KEY("K"), predicted, reserved, now);
 		got = slot_choose_local(mem, SLOT_HEADER_BYTES, ways, KEY("K"), predicted, reserved,
 					now);
 		if (want.way < 0)
 			want.way = -ENOSPC;
-		differ += got.way != want.way || got.stamp != want.stamp ||
-			  (got.way >= 0 && (got.seq != want.seq || got.evicts != want.evicts));
+		if (got.way != want.way || got.stamp != want.stamp ||
+		    (got.way >= 0 && (got.seq != want.seq || got.evicts != want.evicts))) {
+			if (!differ++)
+				printf("\n  round %d, %u ways, reserved %#llx: way %d (copies %d), stamp %llu (%llu)\n",
+				       round, ways, (unsigned long long)reserved, got.way, want.way,
+				       (unsigned long long)got.stamp, (unsigned long long)want.stamp);
+		}
 	}
 	CU_ASSERT_EQUAL(differ, 0);
 }
@@ -400,6 +405,9 @@ static void test_local_claims(void)
 	fill(page, sizeof(page), 5);
 	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 2, 3, &wtag), -EBUSY);
 	CU_ASSERT_EQUAL(wtag, 5);	/* a refused claim leaves the tag */
+	/* a slot that holds payload, given no page: refused before the claim */
+	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), NULL, 1000, 1, 0, 1, &wtag), -EINVAL);
+	CU_ASSERT_EQUAL(wtag, 5);
 	CU_ASSERT_EQUAL(slot_write_local_at(slot, &g, KEY("A"), page, 1000, 1, 0, 1, &wtag), 0);
 	CU_ASSERT_EQUAL(wtag, slot_tag(KEY("A")));
 	slot_header_load(slot, &h);

@@ -1,7 +1,8 @@
 /*
  * slotmap_direct_test.c - stores that reach slots in place: the payload-free mode and
- * peers' mapped slots decide every page as ops do, and in-place writers racing on
- * one bucket replace no page unseen.
+ * peers' mapped slots decide every page as ops do, in-place writers racing on one
+ * bucket replace no page unseen, and the fill's per-node entries stand for their
+ * node's layout and map epoch.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +13,9 @@
 #include <pthread.h>
 
 #include "placement/slot.h"
+#include "slotmap/slotmap_direct.h"
 #include "slotmap/slotmap_int.h"
+#include "slotmap/slotmap_layout.h"
 #include "slotmap_fixture.h"
 #include "store.h"
 #include "testutil.h"
@@ -204,11 +207,99 @@ static void test_direct_tag_order(void)
 	down(C);
 }
 
+/* Every class of every node of a payload-free cluster that maps its peers: the
+ * entry (sm_near) has the layout's class, memory and geometry. */
+static void check_near(struct slotmap *sm, uint32_t nodes, uint64_t epoch)
+{
+	for (uint32_t node = 0; node < nodes; node++) {
+		const struct sm_layout *lay = sm_layout_of(sm, node);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(lay);
+		for (uint32_t c = 0; c < lay->nr_classes; c++) {
+			const struct slot_geometry *g = &lay->cls[c].g;
+			struct sm_near e;
+
+			CU_ASSERT_TRUE_FATAL(sm_near(sm, sm_near_at(sm, node, c), epoch, node, c, &e));
+			CU_ASSERT_PTR_EQUAL(e.cl, &lay->cls[c]);
+			CU_ASSERT_PTR_EQUAL(e.mem, sm_direct(sm, epoch, lay, (int)c));
+			CU_ASSERT_PTR_EQUAL(e.index, e.mem + slot_index_offset(g, 0));
+			CU_ASSERT_EQUAL(e.nr_buckets, g->nr_buckets);
+			CU_ASSERT_EQUAL(e.page_bytes, g->page_bytes);
+			CU_ASSERT_EQUAL(e.index_stride, g->index_stride);
+			CU_ASSERT_EQUAL(e.ways, g->ways);
+			CU_ASSERT_EQUAL(e.epoch, lay == sm->own ? SM_NEAR_OWN : epoch);
+		}
+	}
+}
+
+/* The entries a fill finds its keys' slots by: made for each node and class, made
+ * anew when the map epoch moves (the node's own stands), forgotten with a dropped
+ * layout, and saying "not in place" for a layout whose classes are not the
+ * topology's, whose keys the fill then serves from the layout. */
+static void test_near_entries(void)
+{
+	struct cluster *C;
+	struct slotmap *sm;
+	struct sm_layout *odd;
+	struct sm_near e;
+	struct batch *b = batch_new(9, 1024);
+	uint64_t epoch;
+	int j = 0;
+
+	fixture_payload_free = fixture_shared = true;
+	C = up(3, "slot_size_classes: [1KiB, 4KiB], slot_ways: 4, slot_num_buckets: 64");
+	fixture_payload_free = fixture_shared = false;
+	sm = sm_of(C->s[0]->mode);
+	for (int i = 0; i < 9; i++)
+		key_on(C, (uint32_t)i % 3, "near", &j, b->keys[i]);
+	batch_for_get(b, 1024);
+	pc_batch_get(C->s[0], b->pg, 9);	/* the peers' layouts */
+	batch_for_get(b, 1024);
+	CU_ASSERT_EQUAL(store_lookup_fill(C->s[0], b->pg, 9, false, NULL), 0);
+	epoch = sm_direct_epoch(sm);
+	CU_ASSERT(epoch > 0);
+	check_near(sm, 3, epoch);
+
+	/* a node goes down and comes back: the map epoch moves */
+	inproc_world_set_down(C->w, 2, true);
+	inproc_world_set_down(C->w, 2, false);
+	CU_ASSERT_FATAL(sm_direct_epoch(sm) > epoch);
+	epoch = sm_direct_epoch(sm);
+	CU_ASSERT_FALSE(sm_near_read(sm_near_at(sm, 1, 0), epoch, &e));
+	CU_ASSERT_TRUE(sm_near_read(sm_near_at(sm, 0, 0), epoch, &e));
+	check_near(sm, 3, epoch);
+
+	/* a dropped layout takes its node's entries with it */
+	sm_drop_layout(sm, sm_layout_of(sm, 1));
+	CU_ASSERT_PTR_NULL(sm_layout_of(sm, 1));
+	for (uint32_t c = 0; c < 2; c++) {
+		CU_ASSERT_FALSE(sm_near_read(sm_near_at(sm, 1, c), epoch, &e));
+		CU_ASSERT_FALSE(sm_near(sm, sm_near_at(sm, 1, c), epoch, 1, c, &e));
+	}
+
+	/* a layout of other classes (a class of 8 KiB where the topology has 4 KiB) */
+	odd = sm_layout_new(2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(odd);
+	memcpy(odd, sm_layout_of(sm, 2), sizeof(*odd) + 2 * sizeof(odd->cls[0]));
+	odd->cls[1].g.page_bytes = 8192;
+	sm_drop_layout(sm, sm_layout_of(sm, 2));
+	__atomic_store_n(&sm->layouts[2], odd, __ATOMIC_RELEASE);
+	CU_ASSERT_FALSE(sm_near(sm, sm_near_at(sm, 2, 0), epoch, 2, 0, &e));
+	CU_ASSERT_TRUE(sm_near_read(sm_near_at(sm, 2, 0), epoch, &e));
+	CU_ASSERT_PTR_NULL(e.cl);
+	pc_batch_get(C->s[0], b->pg, 9);	/* node 1's layout again */
+	batch_for_get(b, 1024);
+	CU_ASSERT_EQUAL(store_lookup_fill(C->s[0], b->pg, 9, false, NULL), 9);
+	batch_free(b);
+	down(C);
+}
+
 static CU_TestInfo tests[] = {
 	{ "payload-free mode decides the same", test_payload_free_same_decisions },
 	{ "direct access to mapped peers decides the same", test_direct_same_decisions },
 	{ "direct writers of one bucket: no page replaced unseen", test_direct_writers_one_bucket },
 	{ "a direct write tags its way while it holds the slot", test_direct_tag_order },
+	{ "the fill's per-node entries follow layouts and map epochs", test_near_entries },
 	CU_TEST_INFO_NULL,
 };
 
