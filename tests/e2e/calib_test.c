@@ -8,7 +8,8 @@
  * disk, a workload three times its slots, within the bounds docs/simulator.md
  * states; pcsim takes the file with --calibration. argv: pcd, pccalibrate, pcsim,
  * and "sanitized" in an ASan build, whose timings say nothing (everything runs, no
- * bound is checked). With $PC_CALIB_OUT set, the markdown tables and the
+ * bound is checked, and measurements that fit no model twice are replaced by fixed
+ * keys for the rest). With $PC_CALIB_OUT set, the markdown tables and the
  * calibration file are copied there (ci/calibrate-example.sh puts them in the docs).
  */
 #include <stdio.h>
@@ -134,6 +135,21 @@ static int run_calibration(const char *cmd, const char *T, const char *name)
 	return ret;
 }
 
+/* A calibration file of fixed keys, for a sanitized build whose measurements fit no
+ * model: there the sanitizer's own costs swamp the bytes', and what is under test is
+ * that everything after the fit runs clean. */
+static void write_fixed_calibration(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "calibration:\n  machine: \"calib_test: fixed keys for a sanitized build\"\n"
+		   "set:\n  nodes.rails.latency_us: 10\n  nodes.rails.gbps: 20\n"
+		   "  nodes.rails.op_us: 1\n  nodes.memcpy_gbps: 10\n  nodes.jitter: 0.2\n"
+		   "  nodes.rpc_us: 5\n");
+	fclose(f);
+}
+
 static void test_round_trip(void)
 {
 	const char *pcd = pc_test_argc > 1 ? pc_test_argv[1] : "./pcd";
@@ -144,8 +160,9 @@ static void test_round_trip(void)
 	const char *pin = pinned() ? "taskset -c 0 " : "";
 	struct ecl_opts two = { .nodes = 2, .pcd_cpu = *pin ? 2 : 0 };
 	struct ecl *E = ecl_up_opts(pcd, "tcp", STORE, true, &two);
-	char cmd[4096], file[600], topo[600];
+	char cmd[4096], file[600], topo[600], grep[700];
 	double fitted;
+	int ret;
 
 	/* pccalibrate serves n0 itself */
 	pc_store_close(E->n0);
@@ -156,16 +173,28 @@ static void test_round_trip(void)
 	CU_ASSERT_EQUAL_FATAL(run(cmd), 0);
 	snprintf(file, sizeof(file), "%s/trace.jsonl", T);
 	write_trace(file);
+#define HELD_BACK " --validate zipf:keys=1500,s=0.9,pages=8,requests=1500" \
+		  " --validate zipf:keys=1500,s=1.2,pages=24,requests=600" \
+		  " --validate prefix:groups=50,prompts=8,prefix=8,suffix=4,requests=1500" \
+		  " --validate mooncake:"
 	snprintf(cmd, sizeof(cmd),
-		 "%s%s --topology %s --node n0 --out %s/cal.yaml --reps 200"
-		 " --validate zipf:keys=1500,s=0.9,pages=8,requests=1500"
-		 " --validate zipf:keys=1500,s=1.2,pages=24,requests=600"
-		 " --validate prefix:groups=50,prompts=8,prefix=8,suffix=4,requests=1500"
-		 " --validate mooncake:%s %s >%s/cal.md 2>%s/cal.err",
+		 "%s%s --topology %s --node n0 --out %s/cal.yaml --reps 200" HELD_BACK "%s %s"
+		 " >%s/cal.md 2>%s/cal.err",
 		 pin, cal, topo, T, file, timed ? "--bounds " BOUNDS : "", T, T);
 	if (!timed)
 		printf("\n  sanitized build: the predictions' bounds are not checked");
-	CU_ASSERT_EQUAL(run_calibration(cmd, T, "cal"), 0);
+	ret = run_calibration(cmd, T, "cal");
+	snprintf(grep, sizeof(grep), "grep -q 'fit no model' %s/cal.err", T);
+	if (!timed && ret == 1 && run(grep) == 0) {
+		printf("  sanitized build, no fit: the held-back workloads with fixed keys\n");
+		snprintf(cmd, sizeof(cmd), "%s/cal.yaml", T);
+		write_fixed_calibration(cmd);
+		snprintf(cmd, sizeof(cmd),
+			 "%s%s --topology %s --node n0 --calibration %s/cal.yaml" HELD_BACK "%s"
+			 " >%s/cal.md 2>%s/cal.err", pin, cal, topo, T, file, T, T);
+		ret = run_calibration(cmd, T, "cal");
+	}
+	CU_ASSERT_EQUAL(ret, 0);
 	if (getenv("PC_CALIB_OUT")) {	/* ci/calibrate-example.sh: the tables for the docs */
 		snprintf(cmd, sizeof(cmd), "cp %s/cal.md %s/cal.yaml %s/", T, T, getenv("PC_CALIB_OUT"));
 		CU_ASSERT_EQUAL(run(cmd), 0);
