@@ -97,7 +97,7 @@ struct slotmap {
 	struct sm_near *near;		/* per class, per node (slotmap_direct.h) */
 	uint32_t nr_classes;		/* the topology's, as near is laid out */
 	pthread_mutex_t lock;		/* fetch and retire */
-	pthread_mutex_t direct_lock;	/* sm_direct_fill */
+	pthread_mutex_t direct_lock;	/* sm_direct_fill, and near's writers */
 	struct sm_layout *retired;
 	struct sm_spill *spill;		/* this node's disk, when it spills */
 	struct sm_claims *claims;	/* claims seen held, to take over (slotmap_claims.c) */
