@@ -425,8 +425,8 @@ struct slot_choice {
  * slot_header_peek reads it, and before them the batch's own copy of the key: a
  * way in reserved_mask (taken earlier in the batch) that holds key is taken again
  * (the last such), never evicting. One pass instead of a copy of every header and
- * two passes over the copies: the simulator's fill runs this for a third of its
- * lookups.
+ * two passes over the copies, for the simulator's fill, which runs it for every
+ * page it writes.
  */
 static inline struct slot_choice slot_choose_local(const uint8_t *way0, uint64_t stride,
 						   uint32_t ways, struct pc_keyhash key,
@@ -588,7 +588,7 @@ static inline uint32_t slot_claim_deadline(uint64_t word)
  * died is the one exception: should that writer come back, its page and ours may
  * interleave); a remote WRITE that ignores the claim can still interleave with us,
  * which the checksum turns into a clean miss for readers. Inline: the simulator's
- * fill writes a third of the pages it looks up.
+ * fill calls it for every page it writes.
  */
 static inline int slot_write_local_at(void *slot, const struct slot_geometry *g,
 				      struct pc_keyhash key, const void *page, uint32_t len,

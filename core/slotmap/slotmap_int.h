@@ -61,9 +61,8 @@ static inline struct sm_layout *sm_layout_new(uint32_t n)
  * A class of a node's header-only slots (the simulator's payload-free mode) in
  * place, kept per node and class for keys served in place (slotmap_fill.c,
  * sm_near): a request's keys spread over every node, and reading each key's layout
- * for its class, memory and bucket (the pointer, the layout's head, the class, the
- * direct cache: four cache lines one after the other) was a large share of a
- * simulated lookup. An entry is one cache line with what a key's bucket needs; it
+ * for its class, memory and bucket takes four cache lines one after the other (the
+ * pointer, the layout's head, the class, the direct cache). An entry is one cache line with what a key's bucket needs; it
  * stands for the layout it was made from, until sm_drop_layout drops it, and for
  * one map epoch; a seqlock makes it whole to readers. Entries exist for layouts
  * whose classes are the topology's (store.slot_size_classes, which every peer must
