@@ -6,9 +6,11 @@
  * A batch is cut into runs of transfers that follow each other in the file; each run
  * is one vectored I/O. With O_DIRECT all runs of a batch are in flight at once
  * (Linux native AIO), so that blocks scattered over the file are read at the
- * device's queue depth, not one at a time. A read_landed batch goes that way even
- * when it is one run (cut into runs of RUN_MAX transfers), so that the caller's work
- * on the first runs in (their checksums) overlaps the reads of the others.
+ * device's queue depth, not one at a time. A read_landed or write_prepared batch goes
+ * that way even when it is one run (cut into pieces of at most RUN_MAX transfers and
+ * RUN_BYTES), so that the caller's work on one piece (a checksum, a copy) overlaps
+ * the I/O of the others: each piece read is landed as it comes back; each piece
+ * written is prepared, then submitted on its own, while the earlier ones are in flight.
  */
 #include <errno.h>
 #include <limits.h>
@@ -30,6 +32,7 @@
 #define DIRECT_ALIGN 4096
 #define AIO_DEPTH 128		/* runs in flight per batch */
 #define RUN_MAX 8		/* transfers per AIO run */
+#define RUN_BYTES (1u << 20)	/* bytes per AIO run, past its first transfer */
 
 /* An AIO context and room for one batch's requests; each call takes one. */
 struct aio_slot {
@@ -48,6 +51,16 @@ struct posix_storage {
 	pthread_mutex_t lock;		/* the idle AIO slots */
 	struct aio_slot *idle;
 	bool no_aio;			/* io_setup refused: synchronous I/O */
+};
+
+/* One call's transfers and what runs around them. */
+struct batch {
+	struct pc_io *ios;
+	size_t n;
+	bool write;
+	pc_io_landed_fn landed;		/* read_landed: each transfer as it lands */
+	pc_io_prepare_fn prepare;	/* write_prepared: each transfer before it goes out */
+	void *arg;
 };
 
 static struct posix_storage *to_posix(struct pc_storage *s)
@@ -147,11 +160,31 @@ static void set_status(struct pc_io *ios, size_t n, int status)
 		ios[i].status = status;
 }
 
-/* Transfers at..at+k-1 of the caller's batch are in (read_landed's callback). */
-static void land(pc_io_landed_fn landed, void *arg, struct pc_io *ios, size_t at, size_t k)
+/* One AIO run: transfers that follow each other in the file, at most RUN_MAX of
+ * them and, past the first, at most RUN_BYTES, so that a batch of large blocks is
+ * landed or prepared block by block. */
+static size_t piece_of(const struct pc_io *ios, size_t n)
 {
-	for (size_t j = 0; landed && j < k; j++)
-		landed(arg, ios, at + j);
+	size_t k = 1, bytes = ios[0].len;
+
+	while (k < n && k < RUN_MAX && bytes + ios[k].len <= RUN_BYTES &&
+	       ios[k].off == ios[k - 1].off + ios[k - 1].len)
+		bytes += ios[k++].len;
+	return k;
+}
+
+/* Transfers at..at+k-1 of the batch are in (read_landed's callback). */
+static void land(const struct batch *b, size_t at, size_t k)
+{
+	for (size_t j = 0; b->landed && j < k; j++)
+		b->landed(b->arg, b->ios, at + j);
+}
+
+/* Transfers at..at+k-1 of the batch are about to go out (write_prepared's callback). */
+static void prepare_run(const struct batch *b, size_t at, size_t k)
+{
+	for (size_t j = 0; b->prepare && j < k; j++)
+		b->prepare(b->arg, b->ios, at + j);
 }
 
 /* One run, synchronously, from byte `done` on. */
@@ -233,8 +266,8 @@ static void aio_give(struct posix_storage *ps, struct aio_slot *a)
  * for them, so no transfer lands in a buffer the caller reuses) and never reused;
  * the runs not reaped count as failed.
  */
-static void aio_abandon(struct aio_slot *a, struct pc_io *ios, const size_t *at, const size_t *cnt,
-			long nr, long sent, long got, pc_io_landed_fn landed, void *arg)
+static void aio_abandon(struct aio_slot *a, const struct batch *b, const size_t *at, const size_t *cnt,
+			long nr, long sent, long got)
 {
 	pc_warn("disk: io_getevents: %s; abandoning %ld transfer(s)", strerror(errno), sent - got);
 	syscall(SYS_io_destroy, a->ctx);
@@ -242,28 +275,26 @@ static void aio_abandon(struct aio_slot *a, struct pc_io *ios, const size_t *at,
 	for (long x = 0; x < nr; x++) {
 		if (x < sent && a->done[x])
 			continue;
-		set_status(ios + at[x], cnt[x], -EIO);
-		land(landed, arg, ios, at[x], cnt[x]);
+		set_status(b->ios + at[x], cnt[x], -EIO);
+		land(b, at[x], cnt[x]);
 	}
 }
 
 /*
- * Transfers from..n-1: up to AIO_DEPTH runs (of at most RUN_MAX transfers) in
- * flight at once, each landed as it comes back. Runs the kernel would not take, or
- * that came back short, finish synchronously. Returns the transfer it stopped
- * before.
+ * Transfers from..n-1: up to AIO_DEPTH runs (see piece_of) in flight at once, each
+ * landed as it comes back. A prepared batch prepares and submits its runs one at a
+ * time; any other submits them together. Runs the kernel would not take, or that
+ * came back short, finish synchronously. Returns the transfer it stopped before.
  */
-static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_io *ios, size_t from,
-		       size_t n, bool write, pc_io_landed_fn landed, void *arg)
+static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, const struct batch *b, size_t from)
 {
 	size_t at[AIO_DEPTH], len[AIO_DEPTH], cnt[AIO_DEPTH], i = from;
+	struct pc_io *ios = b->ios;
 	long nr = 0, sent = 0, got = 0;
 
-	while (i < n && nr < AIO_DEPTH) {
-		size_t k = run_of(ios + i, n - i);
+	while (i < b->n && nr < AIO_DEPTH) {
+		size_t k = piece_of(ios + i, b->n - i);
 
-		if (k > RUN_MAX)
-			k = RUN_MAX;
 		at[nr] = i;
 		cnt[nr] = k;
 		len[nr] = 0;
@@ -272,15 +303,21 @@ static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_i
 			len[nr] += ios[i + j].len;
 		}
 		a->cb[nr] = (struct iocb){ .aio_fildes = (uint32_t)ps->fd, .aio_data = (uint64_t)nr,
-					   .aio_lio_opcode = write ? IOCB_CMD_PWRITEV : IOCB_CMD_PREADV,
+					   .aio_lio_opcode = b->write ? IOCB_CMD_PWRITEV : IOCB_CMD_PREADV,
 					   .aio_buf = (uint64_t)(uintptr_t)a->v[nr], .aio_nbytes = k,
 					   .aio_offset = (int64_t)ios[i].off };
 		a->cbp[nr] = &a->cb[nr];
 		a->done[nr] = false;
-		nr++;
 		i += k;
+		if (b->prepare) {
+			prepare_run(b, at[nr], k);
+			/* after a refusal the rest of the wave runs synchronously, in order */
+			if (sent == nr && syscall(SYS_io_submit, a->ctx, 1L, a->cbp + nr) == 1)
+				sent++;
+		}
+		nr++;
 	}
-	while (sent < nr) {
+	while (!b->prepare && sent < nr) {
 		long r = syscall(SYS_io_submit, a->ctx, nr - sent, a->cbp + sent);
 
 		if (r <= 0)
@@ -293,7 +330,7 @@ static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_i
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			aio_abandon(a, ios, at, cnt, nr, sent, got, landed, arg);
+			aio_abandon(a, b, at, cnt, nr, sent, got);
 			return i;
 		}
 		for (long e = 0; e < r; e++) {
@@ -304,39 +341,40 @@ static size_t aio_wave(struct posix_storage *ps, struct aio_slot *a, struct pc_i
 			if (res < 0)
 				set_status(ios + at[x], cnt[x], (int)res);
 			else if ((size_t)res < len[x])
-				run_sync(ps->fd, ios + at[x], cnt[x], write, (size_t)res);
-			land(landed, arg, ios, at[x], cnt[x]);
+				run_sync(ps->fd, ios + at[x], cnt[x], b->write, (size_t)res);
+			land(b, at[x], cnt[x]);
 		}
 		got += r;
 	}
 	/* what the kernel did not take runs here */
 	for (long x = sent; x < nr; x++) {
-		run_sync(ps->fd, ios + at[x], cnt[x], write, 0);
-		land(landed, arg, ios, at[x], cnt[x]);
+		run_sync(ps->fd, ios + at[x], cnt[x], b->write, 0);
+		land(b, at[x], cnt[x]);
 	}
 	return i;
 }
 
-static int posix_rw(struct pc_storage *s, struct pc_io *ios, size_t n, bool write,
-		    pc_io_landed_fn landed, void *arg)
+static int posix_rw(struct pc_storage *s, const struct batch *b)
 {
 	struct posix_storage *ps = to_posix(s);
 	struct aio_slot *a = NULL;
 
-	/* several runs on a direct file (or one long run landed piece by piece): in
-	 * flight together */
-	if (s->direct && n > 1 && (run_of(ios, n) < n || (landed && n > RUN_MAX)))
+	/* several runs on a direct file, or one long run landed or prepared piece by
+	 * piece: in flight together */
+	if (s->direct && b->n > 1 &&
+	    (run_of(b->ios, b->n) < b->n || ((b->landed || b->prepare) && piece_of(b->ios, b->n) < b->n)))
 		a = aio_take(ps);
-	for (size_t i = 0; i < n;) {
+	for (size_t i = 0; i < b->n;) {
 		size_t k;
 
 		if (a && a->ctx) {
-			i = aio_wave(ps, a, ios, i, n, write, landed, arg);
+			i = aio_wave(ps, a, b, i);
 			continue;
 		}
-		k = run_of(ios + i, n - i);
-		run_sync(ps->fd, ios + i, k, write, 0);
-		land(landed, arg, ios, i, k);
+		k = run_of(b->ios + i, b->n - i);
+		prepare_run(b, i, k);
+		run_sync(ps->fd, b->ios + i, k, b->write, 0);
+		land(b, i, k);
 		i += k;
 	}
 	if (a && a->ctx)
@@ -348,18 +386,25 @@ static int posix_rw(struct pc_storage *s, struct pc_io *ios, size_t n, bool writ
 
 static int posix_read(struct pc_storage *s, struct pc_io *ios, size_t n)
 {
-	return posix_rw(s, ios, n, false, NULL, NULL);
+	return posix_rw(s, &(struct batch){ .ios = ios, .n = n });
 }
 
 static int posix_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
 			     pc_io_landed_fn landed, void *arg)
 {
-	return posix_rw(s, ios, n, false, landed, arg);
+	return posix_rw(s, &(struct batch){ .ios = ios, .n = n, .landed = landed, .arg = arg });
 }
 
 static int posix_write(struct pc_storage *s, struct pc_io *ios, size_t n)
 {
-	return posix_rw(s, ios, n, true, NULL, NULL);
+	return posix_rw(s, &(struct batch){ .ios = ios, .n = n, .write = true });
+}
+
+static int posix_write_prepared(struct pc_storage *s, struct pc_io *ios, size_t n,
+				pc_io_prepare_fn prepare, void *arg)
+{
+	return posix_rw(s, &(struct batch){ .ios = ios, .n = n, .write = true, .prepare = prepare,
+					    .arg = arg });
 }
 
 const struct pc_storage_ops posix_storage_ops = {
@@ -371,4 +416,5 @@ const struct pc_storage_ops posix_storage_ops = {
 	.read = posix_read,
 	.write = posix_write,
 	.read_landed = posix_read_landed,
+	.write_prepared = posix_write_prepared,
 };

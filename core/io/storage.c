@@ -36,13 +36,23 @@ static int stub_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
 	return ret;
 }
 
+/* A backend without write_prepared: every transfer prepared, then the whole batch. */
+static int stub_write_prepared(struct pc_storage *s, struct pc_io *ios, size_t n,
+			       pc_io_prepare_fn prepare, void *arg)
+{
+	for (size_t i = 0; i < n; i++)
+		prepare(arg, ios, i);
+	return s->ops->write(s, ios, n);
+}
+
 /* The backend's table over the stubs, as fabric.c does: no slot is ever NULL. */
 static void fill_ops(struct pc_storage_ops *to, const struct pc_storage_ops *from)
 {
 	*to = (struct pc_storage_ops){ .size = sizeof(*to), .name = from->name,
 				       .obj_size = from->obj_size, .open = from->open,
 				       .close = stub_close, .read = stub_io, .write = stub_io,
-				       .read_landed = stub_read_landed };
+				       .read_landed = stub_read_landed,
+				       .write_prepared = stub_write_prepared };
 #define TAKE(slot)                                                                        \
 	do {                                                                              \
 		if (from->size >= offsetof(struct pc_storage_ops, slot) + sizeof(from->slot) && \
@@ -53,6 +63,7 @@ static void fill_ops(struct pc_storage_ops *to, const struct pc_storage_ops *fro
 	TAKE(read);
 	TAKE(write);
 	TAKE(read_landed);
+	TAKE(write_prepared);
 #undef TAKE
 }
 
@@ -100,8 +111,10 @@ static int check(const struct pc_storage *s, const struct pc_io *ios, size_t n)
 	return 0;
 }
 
+/* The checks every call makes, the statuses cleared, then the backend's op: read or
+ * write, landed or prepared when given. */
 static int run(struct pc_storage *s, bool write, struct pc_io *ios, size_t n,
-	       pc_io_landed_fn landed, void *arg)
+	       pc_io_landed_fn landed, pc_io_prepare_fn prepare, void *arg)
 {
 	int ret = check(s, ios, n);
 
@@ -111,17 +124,19 @@ static int run(struct pc_storage *s, bool write, struct pc_io *ios, size_t n,
 		ios[i].status = 0;
 	if (landed)
 		return s->ops->read_landed(s, ios, n, landed, arg);
+	if (prepare)
+		return s->ops->write_prepared(s, ios, n, prepare, arg);
 	return write ? s->ops->write(s, ios, n) : s->ops->read(s, ios, n);
 }
 
 int pc_storage_read(struct pc_storage *s, struct pc_io *ios, size_t n)
 {
-	return run(s, false, ios, n, NULL, NULL);
+	return run(s, false, ios, n, NULL, NULL, NULL);
 }
 
 int pc_storage_write(struct pc_storage *s, struct pc_io *ios, size_t n)
 {
-	return run(s, true, ios, n, NULL, NULL);
+	return run(s, true, ios, n, NULL, NULL, NULL);
 }
 
 int pc_storage_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
@@ -129,5 +144,13 @@ int pc_storage_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
 {
 	if (!landed)
 		return -EINVAL;
-	return run(s, false, ios, n, landed, arg);
+	return run(s, false, ios, n, landed, NULL, arg);
+}
+
+int pc_storage_write_prepared(struct pc_storage *s, struct pc_io *ios, size_t n,
+			      pc_io_prepare_fn prepare, void *arg)
+{
+	if (!prepare)
+		return -EINVAL;
+	return run(s, true, ios, n, NULL, prepare, arg);
 }

@@ -176,7 +176,8 @@ static int io_setup(struct disk_pool *d, struct disk_blk *b, const uint32_t *blk
 	return 0;
 }
 
-/* A read batch's blocks as their transfers land (pc_storage_read_landed). */
+/* A batch's blocks as their transfers go out (pc_storage_write_prepared) or land
+ * (pc_storage_read_landed). */
 struct landing {
 	struct disk_pool *d;
 	struct disk_blk *b;		/* the batch */
@@ -202,8 +203,28 @@ static void block_landed(void *arg, struct pc_io *ios, size_t k)
 	l->sum_ns += pc_env_now(l->d->env) - t0;
 }
 
-/* Transfers of the blocks that have one, packed, in one storage call; a read (b
- * given) verifies each block as it lands. */
+/* A write batch's blocks as they go out (pc_storage_write_prepared): into their
+ * bounce buffer and summed while the bytes are in cache, as the blocks before them
+ * are being written. */
+static void block_prepared(void *arg, struct pc_io *ios, size_t k)
+{
+	struct landing *l = arg;
+	struct disk_blk *b = &l->b[l->at[k]];
+	uint64_t t0;
+
+	if (l->d->payload_free)
+		return;
+	t0 = pc_env_now(l->d->env);
+	if (ios[k].buf != b->data) {
+		memcpy(ios[k].buf, b->data, b->len);
+		memset((uint8_t *)ios[k].buf + b->len, 0, ios[k].len - b->len);
+	}
+	b->sum = disk_sum(b->key, ios[k].buf, b->len);
+	l->sum_ns += pc_env_now(l->d->env) - t0;
+}
+
+/* Transfers of the blocks that have one, packed, in one storage call: a write
+ * prepares each block as it goes out, a read verifies each as it lands. */
 static int io_run(struct disk_pool *d, struct pc_io *io, const uint32_t *blk, size_t n, bool write,
 		  struct disk_blk *b)
 {
@@ -222,7 +243,7 @@ static int io_run(struct disk_pool *d, struct pc_io *io, const uint32_t *blk, si
 			packed[k++] = io[i];
 		}
 	t0 = pc_env_now(d->env);
-	ret = !k ? 0 : write ? pc_storage_write(d->stg, packed, k) :
+	ret = !k ? 0 : write ? pc_storage_write_prepared(d->stg, packed, k, block_prepared, &l) :
 	      pc_storage_read_landed(d->stg, packed, k, block_landed, &l);
 	stat_add(&d->stats.io_ns, pc_env_now(d->env) - t0 - l.sum_ns);
 	stat_add(&d->stats.sum_ns, l.sum_ns);
@@ -236,29 +257,22 @@ static int io_run(struct disk_pool *d, struct pc_io *io, const uint32_t *blk, si
 
 int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 {
-	uint32_t *blk = malloc((n ? n : 1) * sizeof(*blk));
+	uint32_t *blk = calloc(n ? n : 1, sizeof(*blk));
 	struct pc_io *io = calloc(n ? n : 1, sizeof(*io));
 	uint8_t *bounce = NULL;
-	uint64_t t0;
 	int stored = 0, ret;
 
 	if (!blk || !io) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	/* Checksums first, outside the lock: they are most of the CPU a put costs. */
-	t0 = pc_env_now(d->env);
-	for (size_t i = 0; i < n; i++)
-		b[i].sum = d->payload_free || b[i].len > d->block_bytes ? 0 :
-			   disk_sum(b[i].key, b[i].data, b[i].len);
-	stat_add(&d->stats.sum_ns, pc_env_now(d->env) - t0);
-
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t old;
 
 		blk[i] = NONE;
 		b[i].status = 0;
+		b[i].sum = 0;	/* computed as the block goes out (block_prepared) */
 		if (b[i].len > d->block_bytes) {
 			b[i].status = -EFBIG;
 			continue;
@@ -270,21 +284,15 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 			b[i].status = -ENOSPC;	/* every block is being read */
 			continue;
 		}
-		d->meta[blk[i]] = (struct disk_meta){ .key = b[i].key, .sum = b[i].sum, .aux = b[i].aux,
-						      .len = b[i].len,
+		d->meta[blk[i]] = (struct disk_meta){ .key = b[i].key, .aux = b[i].aux, .len = b[i].len,
 						      .state = DISK_WRITING, .readers = 1 };
 		keymap_put(&d->map, b[i].key, blk[i]);
 	}
 	pthread_mutex_unlock(&d->lock);
 
 	ret = io_setup(d, b, blk, n, io, &bounce);
-	for (size_t i = 0; !ret && i < n; i++)
-		if (blk[i] != NONE && io[i].buf && io[i].buf != b[i].data) {
-			memcpy(io[i].buf, b[i].data, b[i].len);
-			memset((uint8_t *)io[i].buf + b[i].len, 0, io[i].len - b[i].len);
-		}
 	if (!ret)
-		ret = io_run(d, io, blk, n, true, NULL);
+		ret = io_run(d, io, blk, n, true, b);
 
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < n; i++) {
@@ -301,6 +309,7 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 			block_forget(d, blk[i]);
 			continue;
 		}
+		d->meta[blk[i]].sum = b[i].sum;
 		d->meta[blk[i]].state = DISK_VALID;
 		lru_push(&d->lru, blk[i]);
 		d->nr_valid++;

@@ -510,6 +510,16 @@ static int shim_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
 	return ret;
 }
 
+/* Every transfer prepared (a corrupting rule copies the prepared bytes), then the
+ * faults as for write. */
+static int shim_write_prepared(struct pc_storage *s, struct pc_io *ios, size_t n,
+			       pc_io_prepare_fn prepare, void *arg)
+{
+	for (size_t i = 0; i < n; i++)
+		prepare(arg, ios, i);
+	return shim_io(s, true, ios, n);
+}
+
 int fault_wrap_storage(struct fault *ft, struct pc_storage *s)
 {
 	struct wrap *w;
@@ -523,6 +533,7 @@ int fault_wrap_storage(struct fault *ft, struct pc_storage *s)
 		w->storage_ops.read = shim_read;
 		w->storage_ops.write = shim_write;
 		w->storage_ops.read_landed = shim_read_landed;
+		w->storage_ops.write_prepared = shim_write_prepared;
 		s->ops = &w->storage_ops;
 	}
 	pthread_mutex_unlock(&wraps_lock);

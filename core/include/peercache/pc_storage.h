@@ -39,6 +39,12 @@ struct pc_io {
  * thread, before the read returns. */
 typedef void (*pc_io_landed_fn)(void *arg, struct pc_io *ios, size_t i);
 
+/* A transfer of a write_prepared batch is about to go out: the caller fills
+ * ios[i].buf now (a copy into an aligned buffer, a checksum while the bytes are in
+ * cache) while the transfers before it are in flight. Called once per transfer, in
+ * order, on the calling thread, before the device reads ios[i].buf. */
+typedef void (*pc_io_prepare_fn)(void *arg, struct pc_io *ios, size_t i);
+
 struct pc_storage_params {
 	uint32_t size;		/* sizeof(struct pc_storage_params) */
 	const char *dir;	/* directory that holds the unlinked file */
@@ -64,6 +70,11 @@ struct pc_storage_ops {
 	 * run for some transfers. */
 	int (*read_landed)(struct pc_storage *s, struct pc_io *ios, size_t n,
 			   pc_io_landed_fn landed, void *arg);
+	/* write, calling prepare for each transfer just before it goes out, so that the
+	 * caller prepares one while the earlier ones are being written. Optional:
+	 * without it the core prepares every transfer, then runs write. */
+	int (*write_prepared)(struct pc_storage *s, struct pc_io *ios, size_t n,
+			      pc_io_prepare_fn prepare, void *arg);
 };
 
 /* The base every storage backend embeds first. */
@@ -90,6 +101,8 @@ PC_API int pc_storage_read(struct pc_storage *s, struct pc_io *ios, size_t n);
 PC_API int pc_storage_write(struct pc_storage *s, struct pc_io *ios, size_t n);
 PC_API int pc_storage_read_landed(struct pc_storage *s, struct pc_io *ios, size_t n,
 				  pc_io_landed_fn landed, void *arg);
+PC_API int pc_storage_write_prepared(struct pc_storage *s, struct pc_io *ios, size_t n,
+				     pc_io_prepare_fn prepare, void *arg);
 
 #ifdef __cplusplus
 }

@@ -268,6 +268,19 @@ static void test_adjacent_transfers(void)
 	pc_storage_close(s);
 }
 
+/* s's backend as a build whose ops table ends before the slot at offset size. */
+static struct pc_storage *open_predating(struct pc_storage *s, struct pc_storage_params p, size_t size)
+{
+	struct pc_storage_ops bare = *s->ops;
+	struct pc_storage *old = NULL;
+
+	bare.size = (uint32_t)size;
+	bare.name = "old";
+	p.env = pc_env_posix();
+	CU_ASSERT_EQUAL_FATAL(pc_storage_open_ops(&bare, &p, &old), 0);
+	return old;
+}
+
 /* read_landed: each transfer landed once, its bytes in place when it is. */
 struct landed_log {
 	int times[40];
@@ -307,7 +320,6 @@ static void check_landed(struct pc_storage *s, const uint64_t *blk, size_t n, ui
 static void test_read_landed(void)
 {
 	struct pc_storage_params p = { .size = sizeof(p), .dir = pc_test_tmpdir(), .bytes = 1 << 20, .direct = true };
-	struct pc_storage_ops bare = { .size = offsetof(struct pc_storage_ops, read_landed) };
 	struct pc_storage *s = NULL, *old = NULL;
 	uint8_t *wr = aligned_alloc(4096, 64 * 4096), *rd = aligned_alloc(4096, 40 * 4096);
 	struct pc_io w = { .off = 0, .buf = wr, .len = 64 * 4096 }, one = { .buf = rd, .len = 4096 };
@@ -344,14 +356,7 @@ static void test_read_landed(void)
 	fault_unwrap_storage(s);
 	fault_free(ft);
 	/* a backend whose table predates read_landed: read, then each landed */
-	bare.name = "old";
-	bare.obj_size = s->ops->obj_size;
-	bare.open = s->ops->open;
-	bare.close = s->ops->close;
-	bare.read = s->ops->read;
-	bare.write = s->ops->write;
-	p.env = pc_env_posix();
-	CU_ASSERT_EQUAL_FATAL(pc_storage_open_ops(&bare, &p, &old), 0);
+	old = open_predating(s, p, offsetof(struct pc_storage_ops, read_landed));
 	CU_ASSERT_EQUAL_FATAL(pc_storage_write(old, &w, 1), 0);
 	check_landed(old, run, 40, rd);
 	check_landed(old, scattered, 12, rd);
@@ -361,9 +366,100 @@ static void test_read_landed(void)
 	free(rd);
 }
 
+/* write_prepared: each transfer prepared once, in order, before its bytes go out. */
+struct prepared_log {
+	int times[40];
+	size_t next;			/* the transfer expected next */
+	int out_of_order;
+};
+
+/* Fills the transfer with the byte its file offset names (its 4 KiB block number). */
+static void note_prepared(void *arg, struct pc_io *ios, size_t i)
+{
+	struct prepared_log *l = arg;
+
+	l->times[i]++;
+	l->out_of_order += i != l->next++;
+	memset(ios[i].buf, (uint8_t)(ios[i].off / 4096), ios[i].len);
+}
+
+/* n transfers of len bytes at the 4 KiB blocks blk[], prepared from garbage; then read
+ * back: every byte is the one its prepare wrote. */
+static void check_prepared(struct pc_storage *s, const uint64_t *blk, size_t n, size_t len, uint8_t *buf)
+{
+	struct pc_io w[40], r = { .len = len };
+	struct prepared_log l = { .next = 0 };
+	uint8_t *back = aligned_alloc(4096, len);
+
+	memset(buf, 0xee, n * len);
+	for (size_t i = 0; i < n; i++)
+		w[i] = (struct pc_io){ .off = blk[i] * 4096, .buf = buf + i * len, .len = len };
+	CU_ASSERT_EQUAL(pc_storage_write_prepared(s, w, n, note_prepared, &l), 0);
+	CU_ASSERT_EQUAL(l.out_of_order, 0);
+	for (size_t i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(l.times[i], 1);
+		CU_ASSERT_EQUAL(w[i].status, 0);
+		r.off = w[i].off;
+		r.buf = back;
+		memset(back, 0, len);
+		CU_ASSERT_EQUAL(pc_storage_read(s, &r, 1), 0);
+		CU_ASSERT_EQUAL(back[0], (uint8_t)blk[i]);
+		CU_ASSERT_EQUAL(back[len - 1], (uint8_t)blk[i]);
+	}
+	free(back);
+}
+
+static void test_write_prepared(void)
+{
+	struct pc_storage_params p = { .size = sizeof(p), .dir = pc_test_tmpdir(), .bytes = 8 << 20, .direct = true };
+	struct pc_storage *s = NULL, *old = NULL;
+	uint8_t *buf = aligned_alloc(4096, 3 << 21);
+	struct pc_io one = { .buf = buf, .len = 4096 };
+	uint64_t run[40], scattered[12], single[1] = { 7 }, big[3] = { 0, 512, 1024 };
+	struct fault *ft = fault_new();
+
+	CU_ASSERT_EQUAL_FATAL(pc_storage_open("posix", &p, &s), 0);
+	CU_ASSERT_TRUE(s->direct);
+	for (int i = 0; i < 40; i++)
+		run[i] = (uint64_t)i + 3;		/* one run, longer than an AIO run */
+	for (int i = 0; i < 12; i++)
+		scattered[i] = (uint64_t)(i * 5 + 1);	/* no two adjacent */
+	check_prepared(s, run, 40, 4096, buf);
+	check_prepared(s, scattered, 12, 4096, buf);
+	check_prepared(s, single, 1, 4096, buf);
+	check_prepared(s, big, 3, 2 << 20, buf);		/* one run of blocks over RUN_BYTES */
+	CU_ASSERT_EQUAL(pc_storage_write_prepared(s, &one, 1, NULL, NULL), -EINVAL);
+	/* through the fault shim: every transfer prepared, then its faults */
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_storage(ft, s), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_WRITE, .nth = 2, .count = 1, .err = -EIO });
+	{
+		struct pc_io w[3];
+		struct prepared_log l = { .next = 0 };
+
+		for (int i = 0; i < 3; i++)
+			w[i] = (struct pc_io){ .off = (uint64_t)(i + 1) * 4096, .buf = buf + i * 4096, .len = 4096 };
+		CU_ASSERT_EQUAL(pc_storage_write_prepared(s, w, 3, note_prepared, &l), 0);
+		CU_ASSERT_EQUAL(l.times[0] + l.times[1] + l.times[2], 3);
+		CU_ASSERT_EQUAL(l.out_of_order, 0);
+		CU_ASSERT_EQUAL(w[0].status, 0);
+		CU_ASSERT_EQUAL(w[1].status, -EIO);
+		CU_ASSERT_EQUAL(w[2].status, 0);
+	}
+	fault_unwrap_storage(s);
+	fault_free(ft);
+	/* a backend whose table predates write_prepared: each prepared, then write */
+	old = open_predating(s, p, offsetof(struct pc_storage_ops, write_prepared));
+	check_prepared(old, run, 40, 4096, buf);
+	check_prepared(old, scattered, 12, 4096, buf);
+	pc_storage_close(old);
+	pc_storage_close(s);
+	free(buf);
+}
+
 static CU_TestInfo tests[] = {
 	{ "adjacent transfers, one vectored I/O", test_adjacent_transfers },
 	{ "read_landed: each transfer once, its bytes in", test_read_landed },
+	{ "write_prepared: each transfer once, in order, before it goes out", test_write_prepared },
 	{ "unlinked file, O_DIRECT, batched round trip", test_unlinked_direct_roundtrip },
 	{ "buffered I/O", test_buffered },
 	{ "missing or bad directory", test_open_errors },
