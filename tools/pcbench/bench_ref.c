@@ -122,8 +122,11 @@ static int timed(struct drive *d, int op, struct ref_op_result *r, uint64_t *bad
 	size_t nlat = 0;
 	int ret = 0;
 
+	int passes = op == OP_EXISTS ? ref_exists_passes(d->s->nkeys, d->s->batch, d->s->iters) :
+		     d->s->iters;
+
 	r->run = true;
-	for (int it = 0; it < d->s->iters && !ret; it++)
+	for (int it = 0; it < passes && !ret; it++)
 		ret = pass(d, op, r, &nlat, bad);
 	r->p50_us = ref_percentile(d->lat, nlat, 0.5);
 	r->p99_us = ref_percentile(d->lat, nlat, 0.99);
@@ -144,7 +147,7 @@ int ref_run(const struct ref_client *c, const char *host, int port, const struct
 	d.val = malloc(s->batch * s->page);
 	d.scratch = malloc(s->page);
 	d.hit = calloc(s->batch, sizeof(*d.hit));
-	d.lat = calloc(nb * (size_t)(s->iters > 0 ? s->iters : 1), sizeof(*d.lat));
+	d.lat = calloc(nb * (size_t)ref_exists_passes(s->nkeys, s->batch, s->iters), sizeof(*d.lat));
 	if (!d.key || !d.klen || !d.val || !d.scratch || !d.hit || !d.lat)
 		goto out;
 	for (size_t i = 0; i < s->nkeys; i++) {

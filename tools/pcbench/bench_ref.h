@@ -41,12 +41,25 @@ double ref_stream(enum ref_stream_kind k, const char *host, uint64_t total, size
 
 /* What every client runs: nkeys pages of page bytes under "<prefix>-<i>", batch
  * keys a call; one untimed set pass puts them in place, then iters timed passes of
- * set, of get, and of exists. */
+ * set and of get, and ref_exists_passes() of exists. */
 struct ref_shape {
 	size_t nkeys, page, batch;
 	int iters;
 	const char *prefix;
 };
+
+/* Exists moves no payload: a pass of a few large pages' keys is a few milliseconds,
+ * which one scheduling hiccup would decide. Its passes are iters, or more, until
+ * they make REF_EXISTS_BATCHES batches; the store's and every client's the same. */
+#define REF_EXISTS_BATCHES 512
+
+static inline int ref_exists_passes(size_t nkeys, size_t batch, int iters)
+{
+	size_t nb = batch ? (nkeys + batch - 1) / batch : 1;
+	size_t need = nb ? (REF_EXISTS_BATCHES + nb - 1) / nb : 1;
+
+	return iters > 0 && (size_t)iters >= need ? iters : (int)need;
+}
 
 struct ref_op_result {
 	bool run;

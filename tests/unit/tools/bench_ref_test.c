@@ -140,8 +140,8 @@ static void test_clients_read_back(void)
 			CU_ASSERT_EQUAL(r.get.keys, 11);
 			CU_ASSERT_EQUAL(r.get.hits, 11);
 			CU_ASSERT_EQUAL(r.get.bytes, 11 * pages[p]);
-			if ((*c)->exists)
-				CU_ASSERT_EQUAL(r.exists.hits, 11);
+			if ((*c)->exists)	/* every pass of exists hits every key */
+				CU_ASSERT_EQUAL(r.exists.hits, 11 * (uint64_t)ref_exists_passes(11, 4, 1));
 			CU_ASSERT(ref_gbps(&r.get) > 0);
 		}
 		clients++;
@@ -204,6 +204,18 @@ static void test_clients_see_misses(void)
 	}
 }
 
+/* Exists runs the get's passes, or more until they make REF_EXISTS_BATCHES batches. */
+static void test_exists_passes(void)
+{
+	CU_ASSERT_EQUAL(ref_exists_passes(21845, 64, 3), 3);	/* 12 KiB pages: 342 batches a pass */
+	CU_ASSERT_EQUAL(ref_exists_passes(4096, 64, 3), 8);	/* 64 KiB: 64 a pass */
+	CU_ASSERT_EQUAL(ref_exists_passes(1024, 64, 3), 32);	/* 256 KiB: 16 a pass */
+	CU_ASSERT_EQUAL(ref_exists_passes(1024, 64, 40), 40);	/* more asked: more run */
+	CU_ASSERT_EQUAL(ref_exists_passes(1100, 64, 3), 29);	/* 18 a pass, the last one partial */
+	CU_ASSERT_EQUAL(ref_exists_passes(1, 64, 1), REF_EXISTS_BATCHES);
+	CU_ASSERT(ref_exists_passes(11, 4, 1) * 3 >= REF_EXISTS_BATCHES);
+}
+
 /* A server that is not there: a clean error, not a hang. */
 static void test_unreachable(void)
 {
@@ -226,6 +238,7 @@ static CU_TestInfo tests[] = {
 	{ "every client reads back what it set", test_clients_read_back },
 	{ "every client sees misses where keys were never set", test_clients_see_misses },
 	{ "an absent server is an error", test_unreachable },
+	{ "exists runs at least REF_EXISTS_BATCHES batches", test_exists_passes },
 	{ "the stream variants move their bytes", test_stream_variants },
 	CU_TEST_INFO_NULL,
 };
