@@ -4,8 +4,9 @@
  *   pctierbench [--dir DIR] [--block BYTES] [--blocks N] [--batch B] [--rounds R]
  *
  * 1. raw: sequential O_DIRECT writes and reads of an unlinked file in DIR, 4 MiB a
- *    call one call at a time, and 8 x 1 MiB in flight at once: the better of the two
- *    is what the disk does at best (the reference; a virtual disk may prefer either);
+ *    call one call at a time, and in the pool's batches (a block a transfer, a batch
+ *    in flight at once): the better of the two is what the disk does at best (the
+ *    reference; a virtual disk may prefer either);
  *    and reads of single blocks at random offsets, a batch at a time through the
  *    storage ops (the reference for promotion in random order: the same I/O without
  *    the pool).
@@ -39,9 +40,6 @@
 #include "tool/tool_help.h"
 
 #define RAW_CHUNK (4u << 20)	/* raw, one call at a time */
-#define RAW_PIECE (1u << 20)	/* raw, RAW_QUEUE of these in flight at once */
-#define RAW_QUEUE 8
-#define RAW_BUF (RAW_CHUNK > RAW_QUEUE * RAW_PIECE ? RAW_CHUNK : RAW_QUEUE * RAW_PIECE)
 
 static const char *const synopsis[] = {
 	"--dir DIR [--block SIZE] [--blocks N] [--batch N] [--rounds N]",
@@ -74,8 +72,8 @@ static const struct tool_doc doc = {
 	.synopsis = synopsis,
 	.description =
 		"1. raw: sequential O_DIRECT writes and reads of an unlinked file in DIR, 4 MiB a "
-		"call one at a time and 8 x 1 MiB in flight at once (the better of the two: what the "
-		"disk does at best), and single blocks read at random offsets a batch at a time (the "
+		"call one at a time and in the pool's batches, a batch in flight at once (the better "
+		"of the two: what the disk does at best), and single blocks read at random offsets a batch at a time (the "
 		"reference for promotion in random order).\n"
 		"2. demote / promote: the disk pool writing and reading back the blocks in batches "
 		"(checksums, bounce buffers, metadata), as GB/s and as a ratio of raw; promotion in "
@@ -113,7 +111,7 @@ static struct pc_storage *open_file(const struct opts *o, uint64_t bytes)
  * median of the rounds' own ratios (raw and pool passes of a round run back to back:
  * the disk's drift over a run, or one fast round of the raw file, decides none). */
 enum { RAW_WRITE, RAW_READ, RAW_RANDOM, POOL_PUT, POOL_GET_SEQ, POOL_GET_RANDOM,
-       RAW_WRITE_ONE, RAW_READ_ONE, RAW_WRITE_QUEUED, RAW_READ_QUEUED, NR_FIGS };
+       RAW_WRITE_ONE, RAW_READ_ONE, RAW_WRITE_BATCHED, RAW_READ_BATCHED, NR_FIGS };
 
 struct figs {
 	uint32_t rounds, r;		/* rounds in all; the one running */
@@ -193,14 +191,13 @@ static void no_landed(void *arg, struct pc_io *ios, size_t i)
 	(void)arg, (void)ios, (void)i;
 }
 
-/* The whole file written (or read) in order: RAW_CHUNK a call, one call at a time,
- * or (queued) RAW_QUEUE transfers of RAW_PIECE a call, which the storage has in
- * flight at once (its AIO path: a prepared write or landed read of transfers over
- * its run size). GB/s. */
-static double raw_pass(struct pc_storage *s, uint8_t *chunk, bool write, bool queued)
+/* The whole file written (or read) in order, n transfers of per bytes a call from
+ * buf: RAW_CHUNK one call at a time, or (batched) the pool's batches, a block a
+ * transfer, which the storage has in flight at once as it has the pool's (its AIO
+ * path: a prepared write or landed read). GB/s. */
+static double raw_pass(struct pc_storage *s, uint8_t *buf, bool write, size_t per, size_t n,
+		       struct pc_io *io)
 {
-	struct pc_io io[RAW_QUEUE];
-	size_t per = queued ? RAW_PIECE : RAW_CHUNK, n = queued ? RAW_QUEUE : 1;
 	double t0 = tool_now();
 
 	for (uint64_t off = 0; off < s->bytes;) {
@@ -208,7 +205,7 @@ static double raw_pass(struct pc_storage *s, uint8_t *chunk, bool write, bool qu
 		int ret;
 
 		for (; k < n && off < s->bytes; k++, off += io[k - 1].len)
-			io[k] = (struct pc_io){ .off = off, .buf = chunk + k * per,
+			io[k] = (struct pc_io){ .off = off, .buf = buf + k * per,
 						.len = s->bytes - off < per ? s->bytes - off : per };
 		ret = write ? pc_storage_write_prepared(s, io, k, no_prepare, NULL) :
 		      pc_storage_read_landed(s, io, k, no_landed, NULL);
@@ -220,20 +217,24 @@ static double raw_pass(struct pc_storage *s, uint8_t *chunk, bool write, bool qu
 	return (double)s->bytes / (tool_now() - t0) / 1e9;
 }
 
-/* One raw pass: the whole file written then read one call at a time, then again
- * queued (the better of the two is the round's reference), then random block reads
- * of it. */
+/* One raw pass: the whole file written then read one call at a time, then again in
+ * the pool's batches (the better of the two is the round's reference), then random
+ * block reads of it. */
 static void raw_round(const struct opts *o, struct pc_storage *s, uint8_t *chunk, uint8_t *blocks,
 		      struct pc_io *ios, struct figs *f)
 {
-	for (int q = 0; q < 2; q++) {
-		double w = raw_pass(s, chunk, true, q), r = raw_pass(s, chunk, false, q);
+	size_t stride = ((size_t)o->block + 4095) / 4096 * 4096;
 
-		keep(f, q ? RAW_WRITE_QUEUED : RAW_WRITE_ONE, w, 0, 0);
-		keep(f, q ? RAW_READ_QUEUED : RAW_READ_ONE, r, 0, 0);
+	for (int b = 0; b < 2; b++) {
+		size_t per = b ? stride : RAW_CHUNK, n = b ? o->batch : 1;
+		uint8_t *buf = b ? blocks : chunk;
+		double w = raw_pass(s, buf, true, per, n, ios), r = raw_pass(s, buf, false, per, n, ios);
+
+		keep(f, b ? RAW_WRITE_BATCHED : RAW_WRITE_ONE, w, 0, 0);
+		keep(f, b ? RAW_READ_BATCHED : RAW_READ_ONE, r, 0, 0);
 	}
-	keep(f, RAW_WRITE, better(f, RAW_WRITE_ONE, RAW_WRITE_QUEUED), 0, 0);
-	keep(f, RAW_READ, better(f, RAW_READ_ONE, RAW_READ_QUEUED), 0, 0);
+	keep(f, RAW_WRITE, better(f, RAW_WRITE_ONE, RAW_WRITE_BATCHED), 0, 0);
+	keep(f, RAW_READ, better(f, RAW_READ_ONE, RAW_READ_BATCHED), 0, 0);
 	keep(f, RAW_RANDOM, raw_random_read(o, s, blocks, ios), 0, 0);
 }
 
@@ -296,7 +297,7 @@ static void measure(const struct opts *o)
 	uint64_t bytes = disk_file_bytes(o->blocks, o->block, 4096);
 	uint64_t stride = ((uint64_t)o->block + 4095) / 4096 * 4096;
 	struct pc_storage *raw = open_file(o, bytes), *s = open_file(o, bytes);
-	uint8_t *chunk = aligned_alloc(4096, RAW_BUF), *host = aligned_alloc(4096, stride * o->batch);
+	uint8_t *chunk = aligned_alloc(4096, RAW_CHUNK), *host = aligned_alloc(4096, stride * o->batch);
 	struct pc_io *ios = calloc(o->batch, sizeof(*ios));
 	struct disk_blk *b = calloc(o->batch, sizeof(*b));
 	uint32_t *order = malloc(o->blocks * sizeof(*order));
@@ -311,7 +312,7 @@ static void measure(const struct opts *o)
 	ret = disk_open(s, o->blocks, o->block, false, &d);
 	if (ret)
 		tool_die("pctierbench", "disk pool: %s", strerror(-ret));
-	memset(chunk, 0x5a, RAW_BUF);
+	memset(chunk, 0x5a, RAW_CHUNK);
 	for (uint32_t i = 0; i < o->batch; i++)
 		for (uint64_t k = 0; k < o->block; k++)
 			host[i * stride + k] = (uint8_t)(k * 31 + i);
@@ -326,12 +327,12 @@ static void measure(const struct opts *o)
 		printf("note: %s has no O_DIRECT here; the page cache flatters every number\n", o->dir);
 	printf("pctierbench: %u blocks of %u B in batches of %u, %s; %u interleaved rounds: GB/s of the best, "
 	       "vs raw the median of the rounds' own ratios\n", o->blocks, o->block, o->batch, o->dir, o->rounds);
-	printf("%-28s %10.2f   (%u KiB a call: %.2f; %u x %u KiB in flight: %.2f)\n", "raw sequential write",
-	       f.best[RAW_WRITE], RAW_CHUNK >> 10, f.best[RAW_WRITE_ONE], RAW_QUEUE, RAW_PIECE >> 10,
-	       f.best[RAW_WRITE_QUEUED]);
-	printf("%-28s %10.2f   (%u KiB a call: %.2f; %u x %u KiB in flight: %.2f)\n", "raw sequential read",
-	       f.best[RAW_READ], RAW_CHUNK >> 10, f.best[RAW_READ_ONE], RAW_QUEUE, RAW_PIECE >> 10,
-	       f.best[RAW_READ_QUEUED]);
+	printf("%-28s %10.2f   (%u KiB a call: %.2f; batches of %u blocks in flight: %.2f)\n",
+	       "raw sequential write", f.best[RAW_WRITE], RAW_CHUNK >> 10, f.best[RAW_WRITE_ONE], o->batch,
+	       f.best[RAW_WRITE_BATCHED]);
+	printf("%-28s %10.2f   (%u KiB a call: %.2f; batches of %u blocks in flight: %.2f)\n",
+	       "raw sequential read", f.best[RAW_READ], RAW_CHUNK >> 10, f.best[RAW_READ_ONE], o->batch,
+	       f.best[RAW_READ_BATCHED]);
 	printf("%-28s %10.2f\n", "raw random block reads", f.best[RAW_RANDOM]);
 	printf("%-28s %10s %8s %10s %12s\n", "", "GB/s", "vs raw", "checksums", "per batch");
 	for (int phase = 0; phase < 3; phase++) {
