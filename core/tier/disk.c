@@ -219,7 +219,8 @@ static void block_prepared(void *arg, struct pc_io *ios, size_t k)
 		memcpy(ios[k].buf, b->data, b->len);
 		memset((uint8_t *)ios[k].buf + b->len, 0, ios[k].len - b->len);
 	}
-	b->sum = disk_sum(b->key, ios[k].buf, b->len);
+	if (!b->sum_given)
+		b->sum = disk_sum(b->key, ios[k].buf, b->len);
 	l->sum_ns += pc_env_now(l->d->env) - t0;
 }
 
@@ -272,7 +273,8 @@ int disk_put(struct disk_pool *d, struct disk_blk *b, size_t n)
 
 		blk[i] = NONE;
 		b[i].status = 0;
-		b[i].sum = 0;	/* computed as the block goes out (block_prepared) */
+		if (!b[i].sum_given)
+			b[i].sum = 0;	/* computed as the block goes out (block_prepared) */
 		if (b[i].len > d->block_bytes) {
 			b[i].status = -EFBIG;
 			continue;

@@ -36,7 +36,11 @@ struct disk_blk {
 	void *data;		/* put: the bytes; get: where they go (cap >= len) */
 	uint32_t len;		/* put: in; get: out (the stored length) */
 	uint32_t cap;		/* get: bytes data holds */
-	uint64_t sum;		/* out: the bytes' checksum (disk_sum) */
+	uint64_t sum;		/* the bytes' checksum (disk_sum): out, or put: in with
+				 * sum_given */
+	bool sum_given;		/* put: sum is the checksum the bytes were written with
+				 * (a copy kept since), stored as is: bytes changed
+				 * meanwhile fail it on the way back, not pass it */
 	uint64_t aux;		/* put: the caller's tag for this version; get: out */
 	int status;		/* out: 0, -ENOENT (not here), -EBADMSG (corrupt),
 				 * -EFBIG (over the block size), or the I/O -errno */

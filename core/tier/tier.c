@@ -86,8 +86,10 @@ static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *de
 		if (m->on_disk && disk_has(t->disk, m->key, NULL, &sum, NULL) && sum == m->sum)
 			continue;	/* an inclusive copy is still there */
 		wi[nw] = i;
+		/* the sum the block was put with and checked against: a block that changed
+		 * in host memory since is caught when promoted, not summed afresh */
 		b[nw++] = (struct disk_blk){ .key = m->key, .data = pool_block(t->pool, v[i]),
-					     .len = m->len };
+					     .len = m->len, .sum = m->sum, .sum_given = true };
 	}
 	if (nw)
 		disk_put(t->disk, b, nw);
@@ -645,4 +647,9 @@ void tier_metrics(struct tier *t, struct pc_tier_metrics *m)
 struct disk_pool *tier_disk(struct tier *t)
 {
 	return t->disk;
+}
+
+struct host_pool *tier_pool(struct tier *t)
+{
+	return t->pool;
 }

@@ -41,5 +41,7 @@ void tier_metrics(struct tier *t, struct pc_tier_metrics *m);
 
 /* The disk pool (NULL without one), for tests that flip bytes or inject faults. */
 struct disk_pool *tier_disk(struct tier *t);
+/* The host pool, for tests that flip bytes in host memory. */
+struct host_pool *tier_pool(struct tier *t);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * tier_test.c - the tiered pool on the in-process fabric: the seed's smoke runs, 9x
- * capacity, a flipped byte on disk, a full disk pool, injected EIO/ENOSPC, leases
- * under pressure and expiring, inclusive promotion, background demotion, a lying
- * stage_put checksum and malformed requests.
+ * capacity, a flipped byte on disk and in host memory, a full disk pool, injected
+ * EIO/ENOSPC, leases under pressure and expiring, inclusive promotion, background
+ * demotion, a lying stage_put checksum and malformed requests.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 #include "fault.h"
 #include "testutil.h"
 #include "tier/disk.h"
+#include "tier/pool.h"
 #include "tier/tier.h"
 #include "tier_smoke.h"
 
@@ -146,6 +147,30 @@ static void test_flipped_byte_on_disk(void)
 	CU_ASSERT_EQUAL(m.promoted_blocks, 3);
 	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'D', 2, 1), 0);	/* gone for good */
 	free(page);
+	down(C);
+}
+
+/* Flip a byte of a block in host memory, then demote it: the disk keeps the sum it
+ * was put with, so its fetch is a miss, counted, not the changed bytes. */
+static void test_flipped_byte_in_host_memory(void)
+{
+	struct cluster *C = up(SEED);
+	struct host_pool *p = tier_pool(C->peer->tier);
+	struct pc_tier_metrics m = { .size = sizeof(m) };
+	enum pool_state state;
+	uint32_t blk;
+
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'H', 0, 8), 8);
+	blk = pool_find(p, (struct pc_keyhash){ .lo = smoke_hash('H', 2) }, &state);
+	CU_ASSERT_NOT_EQUAL_FATAL(blk, POOL_NONE);
+	pool_block(p, blk)[100] ^= 1;
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'H', 8, 4), 4);	/* H0..H3 to disk */
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.demoted_blocks, 4);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'H', 0, 4), 3);	/* never the bad bytes */
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.corrupt_on_promote, 1);
+	CU_ASSERT_EQUAL(m.fetch_miss, 1);
 	down(C);
 }
 
@@ -415,6 +440,7 @@ static CU_TestInfo tests[] = {
 	{ "the seed's three smoke runs", test_smoke_runs },
 	{ "9x capacity: 72 blocks in 8 host + 64 disk", test_nine_times_capacity },
 	{ "a flipped byte on disk is a counted miss", test_flipped_byte_on_disk },
+	{ "a byte flipped in host memory, then demoted: a miss", test_flipped_byte_in_host_memory },
 	{ "a full disk pool drops its LRU tail", test_disk_pool_full },
 	{ "injected ENOSPC and EIO: delete-and-miss", test_injected_faults },
 	{ "leases survive pressure; expired leases free", test_leases },
