@@ -73,8 +73,8 @@ static const struct tool_doc doc = {
 	.description =
 		"1. raw: sequential O_DIRECT writes and reads of an unlinked file in DIR, 4 MiB a "
 		"call one at a time and in the pool's batches, a batch in flight at once (the better "
-		"of the two: what the disk does at best), and single blocks read at random offsets a batch at a time (the "
-		"reference for promotion in random order).\n"
+		"of the two: what the disk does at best), and single blocks read at random offsets a "
+		"batch at a time (the reference for promotion in random order).\n"
 		"2. demote / promote: the disk pool writing and reading back the blocks in batches "
 		"(checksums, bounce buffers, metadata), as GB/s and as a ratio of raw; promotion in "
 		"write order and in random order.\n"
@@ -181,12 +181,8 @@ static double better(const struct figs *f, int a, int b)
 	return x > y ? x : y;
 }
 
-static void no_prepare(void *arg, struct pc_io *ios, size_t i)
-{
-	(void)arg, (void)ios, (void)i;
-}
-
-static void no_landed(void *arg, struct pc_io *ios, size_t i)
+/* The raw passes' landed and prepare callback: nothing to do per transfer. */
+static void no_work(void *arg, struct pc_io *ios, size_t i)
 {
 	(void)arg, (void)ios, (void)i;
 }
@@ -207,8 +203,8 @@ static double raw_pass(struct pc_storage *s, uint8_t *buf, bool write, size_t pe
 		for (; k < n && off < s->bytes; k++, off += io[k - 1].len)
 			io[k] = (struct pc_io){ .off = off, .buf = buf + k * per,
 						.len = s->bytes - off < per ? s->bytes - off : per };
-		ret = write ? pc_storage_write_prepared(s, io, k, no_prepare, NULL) :
-		      pc_storage_read_landed(s, io, k, no_landed, NULL);
+		ret = write ? pc_storage_write_prepared(s, io, k, no_work, NULL) :
+		      pc_storage_read_landed(s, io, k, no_work, NULL);
 		for (size_t i = 0; !ret && i < k; i++)
 			ret = io[i].status;
 		if (ret)

@@ -48,8 +48,8 @@ struct ref_shape {
 	const char *prefix;
 };
 
-/* Exists moves no payload: a pass of a few large pages' keys is a few milliseconds,
- * which one scheduling hiccup would decide. Its passes are iters, or more, until
+/* Exists moves no payload, so a pass over the keys of a few large pages is short
+ * enough for one scheduling hiccup to decide. Its passes are iters, or more, until
  * they make REF_EXISTS_BATCHES batches; the store's and every client's the same. */
 #define REF_EXISTS_BATCHES 512
 
