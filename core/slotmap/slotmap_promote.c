@@ -154,8 +154,11 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 			a->status = -EAGAIN;	/* a copy is in its slot: read that one */
 			continue;
 		}
-		if (ret && disk_put(sp->disk[cls[i]], d, 1) != 1)
-			METRIC_ADD(sm->st, spill_failures, 1);	/* no slot, no disk: lost */
+		if (ret) {
+			d->sum_given = true;	/* back with the sum its bytes were verified against */
+			if (disk_put(sp->disk[cls[i]], d, 1) != 1)
+				METRIC_ADD(sm->st, spill_failures, 1);	/* no slot, no disk: lost */
+		}
 		if (!ret)
 			METRIC_ADD(sm->st, spill_promoted, 1);
 		if ((q->expect && d->len != q->expect) || d->len > q->cap) {

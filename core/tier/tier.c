@@ -393,7 +393,9 @@ static void promote(struct tier *t, const uint64_t *hash, const uint32_t *idx, u
 		}
 		if (k >= got) {
 			if (extra == more) {
-				/* no host block could be had (all leased): back to disk */
+				/* no host block could be had (all leased): back to disk,
+				 * with the sum its bytes were just verified against */
+				b[k].sum_given = true;
 				if (!t->inclusive)
 					disk_put(t->disk, &b[k], 1);
 				pin[i] = POOL_NONE;
