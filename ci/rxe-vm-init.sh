@@ -156,6 +156,24 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 timeout 300 verbs_leak_test rxe rxe
 	> /tmp/verbs-leak.log 2>&1; rc=$?
 grep -E 'verbs_test:|LeakSanitizer|SUMMARY|ERROR|FAILED|verbs_test.c:' /tmp/verbs-leak.log | sed 's/^/VM:   /'
 [ $rc = 0 ] || { grep -A12 -E 'LeakSanitizer|ERROR' /tmp/verbs-leak.log | head -60; fail verbs-leaks; }
+echo "VM: ---- 6b. among three rxe devices, a node and a client that name none take rxe0 (on lo, 127.0.0.1)"
+cat > /tmp/one.yaml <<YAML
+name: one
+store: {protocol: rxe, fallback: none, slot_size_classes: [16KiB], global_segment_size: 16MiB, timeout_ms: 2000}
+nodes:
+  - {name: n0, address: 127.0.0.1, port: 31997}
+YAML
+pcd --topology /tmp/one.yaml --node n0 2> /tmp/pcd-one.log &
+pcd=$!
+i=0; while ! grep -q "serving on" /tmp/pcd-one.log; do i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.1; done
+if timeout 60 pcbench --topology /tmp/one.yaml --page-size 12KiB --batch 16 --keys 64 --iters 1 \
+	--ops set,get --no-raw-tcp > /tmp/pcbench-one.log 2>&1; then
+	grep -E '^(set|get|verify)|verbs: rail' /tmp/pcbench-one.log | sed 's/^/VM:   /'
+	grep 'verbs: rail' /tmp/pcd-one.log | sed 's/^/VM:   /'
+else
+	tail -8 /tmp/pcbench-one.log /tmp/pcd-one.log; fail client-device
+fi
+kill $pcd 2>/dev/null; wait $pcd
 
 fi
 if want 7; then

@@ -13,7 +13,8 @@
 #   4. pcdemo: three node processes over rxe, in slotmap and in p2p mode
 #   5. torture_test over rxe: writers and verifying readers, peers stopped and killed
 #   6. verbs_test on two rails (rxe1 and rxe2 on two dummy netdevs), and again as
-#      verbs_leak_test under AddressSanitizer (no verbs object leaked)
+#      verbs_leak_test under AddressSanitizer (no verbs object leaked); then a node
+#      and a client that name no device, among the three, against each other
 #   7. ci/roce-validate.sh, the cluster validation kit, against those two rails;
 #      its results come back over the console and become the report in
 #      BUILD/rxe-vm/validate (report.md and PNGs)

@@ -41,19 +41,31 @@ static bool is_rxe(const char *dev)
 	return !stat(path, &st);
 }
 
-/* The first rxe device there is, into name. */
-static bool find_rxe(char *name, size_t len)
+/* The rxe device on netdev prefer (NULL or no such device: the first rxe device
+ * there is), into name. */
+static bool find_rxe(char *name, size_t len, const char *prefer)
 {
 	/* name holds at least 64 bytes; device names are shorter (IB_DEVICE_NAME_MAX). */
 	DIR *d = opendir("/sys/class/infiniband");
 	struct dirent *e;
-	bool found = false;
+	bool found = false, preferred = false;
 
-	while (d && (e = readdir(d)) && !found) {
-		if (e->d_name[0] != '.' && is_rxe(e->d_name)) {
-			snprintf(name, len, "%.63s", e->d_name);
-			found = true;
+	while (d && (e = readdir(d)) && !preferred) {
+		char path[320], parent[IF_NAMESIZE + 2] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.' || !is_rxe(e->d_name))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/parent", e->d_name);
+		if (prefer && (f = fopen(path, "re"))) {
+			if (fgets(parent, sizeof(parent), f))
+				parent[strcspn(parent, "\n")] = 0;
+			fclose(f);
+			preferred = !strcmp(parent, prefer);
 		}
+		if (!found || preferred)
+			snprintf(name, len, "%.63s", e->d_name);
+		found = true;
 	}
 	if (d)
 		closedir(d);
@@ -133,20 +145,22 @@ static bool kernel_has_rxe(void)
 	return !stat("/sys/module/rdma_rxe", &st);
 }
 
-/* The rxe device for one rail of this node (NULL: a client) into name: the one
- * the rail names, else any there is, else one created on the rail's netdev (or the
- * one holding the node's address, else lo). */
-static int rxe_ensure(const struct pc_node *self, const struct pc_rail *rail, bool any,
-		      char *name, size_t len)
+/* The rxe device for one rail (NULL: a client's) into name: the one the rail
+ * names, else the one on the netdev holding address (the node's, or a client's
+ * towards the nodes), else any there is, else one created on the rail's netdev (or
+ * that one, else lo). */
+static int rxe_ensure(const struct pc_rail *rail, const char *address, bool any, char *name,
+		      size_t len)
 {
 	char netdev[PC_NAME_MAX] = "";
+	bool has_netdev = address && netdev_of(address, netdev, sizeof(netdev));
 	int ret;
 
 	if (rail && rail->device[0] && is_rxe(rail->device)) {
 		snprintf(name, len, "%s", rail->device);
 		return 0;
 	}
-	if (any && find_rxe(name, len))
+	if (any && find_rxe(name, len, has_netdev ? netdev : NULL))
 		return 0;
 	if (!kernel_has_rxe()) {
 		pc_warn("rxe: this kernel has no rdma_rxe (Soft-RoCE) module loaded; load it (modprobe rdma_rxe) or use protocol: tcp");
@@ -155,7 +169,7 @@ static int rxe_ensure(const struct pc_node *self, const struct pc_rail *rail, bo
 	snprintf(name, len, "%s", rail && rail->device[0] ? rail->device : "rxe0");
 	if (rail && rail->netdev[0])
 		snprintf(netdev, sizeof(netdev), "%s", rail->netdev);
-	else if (!self || !netdev_of(self->address, netdev, sizeof(netdev)))
+	else if (!has_netdev)
 		snprintf(netdev, sizeof(netdev), "lo");
 	ret = rxe_link_add(name, netdev);
 	if (ret) {
@@ -174,7 +188,9 @@ static int rxe_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 {
 	const struct pc_node *self = f->self < p->topo->nr_nodes ? &p->topo->nodes[f->self] : NULL;
 	uint32_t rails = self ? self->nr_rails : 1;
-	char name[64] = "";
+	char name[64] = "", src[INET_ADDRSTRLEN];
+	const char *address = self ? self->address :
+			      verbs_route_source(p->topo, src, sizeof(src)) ? src : NULL;
 	int ret;
 
 	/* A client told its devices ($PC_VERBS_DEVICE) opens those. One rail: its
@@ -183,7 +199,7 @@ static int rxe_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 	bool named = !self && getenv("PC_VERBS_DEVICE");
 
 	for (uint32_t r = 0; r < rails && !named; r++) {
-		ret = rxe_ensure(self, self ? &self->rails[r] : NULL, rails == 1, name, sizeof(name));
+		ret = rxe_ensure(self ? &self->rails[r] : NULL, address, rails == 1, name, sizeof(name));
 		if (ret)
 			return ret;
 	}

@@ -16,6 +16,7 @@
 #define PC_VERBS_H
 
 #include <infiniband/verbs.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
 
@@ -109,6 +110,7 @@ struct verbs_fabric {
 	struct pc_fabric *ctl;		/* the embedded tcp fabric */
 	uint32_t nr_rails;
 	struct verbs_dev dev[PC_MAX_RAILS];
+	char route_src[INET_ADDRSTRLEN];	/* a client's: its address towards the nodes */
 	pthread_mutex_t rail_lock;	/* the rails' changing state (struct verbs_dev) */
 	uint32_t rails_up;		/* bit r: rail r's port is ACTIVE (atomic) */
 	uint32_t rails_gen;		/* advances when a rail's state or GID changes */
@@ -132,6 +134,9 @@ static inline struct verbs_fabric *to_verbs(struct pc_fabric *f)
 
 /* verbs_dev.c */
 int verbs_devs_open(struct verbs_fabric *vf, const char *want_device);
+/* The local IPv4 address the kernel sends from to reach the topology's first node
+ * (a client's address on the cluster's network), into out; false without one. */
+bool verbs_route_source(const struct pc_topology *t, char *out, size_t len);
 void verbs_devs_close(struct verbs_fabric *vf);
 /* Query rail r's port again (state, MTU, GID: a port that came back may have its
  * address at another GID index); with rail_lock held. Returns whether it is up. */

@@ -7,6 +7,8 @@
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "verbs.h"
@@ -32,10 +34,11 @@ static bool ipv4_mapped(const union ibv_gid *g)
 	return !memcmp(g->raw, prefix, sizeof(prefix));
 }
 
-/* Pick the GID index: RoCE v2 for this node's address; without one (a client, or a
- * rail on another subnet), an IPv4 RoCE v2 GID, since both ends of a RoCE v2 path
- * must be of one IP version and topologies give IPv4 addresses; else any RoCE v2
- * GID; else 0 (InfiniBand). Notes the GID's netdev. */
+/* Pick the GID index: RoCE v2 for this node's address (a client's: the one it
+ * reaches the nodes from); without one (a rail on another subnet), an IPv4 RoCE v2
+ * GID, since both ends of a RoCE v2 path must be of one IP version and topologies
+ * give IPv4 addresses; else any RoCE v2 GID; else 0 (InfiniBand). Notes the GID's
+ * netdev. */
 static int pick_gid(struct verbs_dev *d, const char *address)
 {
 	struct ibv_gid_entry tab[128];
@@ -82,10 +85,37 @@ static int port_query(struct verbs_dev *d, const char *address)
 	return 0;
 }
 
+/* The address this node's GIDs are picked by: its own, or a client's route source. */
 static const char *self_address(const struct verbs_fabric *vf)
 {
-	return vf->base.self < vf->base.topo->nr_nodes ?
-		       vf->base.topo->nodes[vf->base.self].address : NULL;
+	if (vf->base.self < vf->base.topo->nr_nodes)
+		return vf->base.topo->nodes[vf->base.self].address;
+	return vf->route_src[0] ? vf->route_src : NULL;
+}
+
+bool verbs_route_source(const struct pc_topology *t, char *out, size_t len)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(4791) };
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	bool ok = false;
+	uint32_t i;
+	int fd;
+
+	for (i = 0; i < t->nr_nodes; i++)
+		if (inet_pton(AF_INET, t->nodes[i].address, &to.sin_addr) == 1)
+			break;
+	if (i == t->nr_nodes)
+		return false;
+	/* connecting a datagram socket routes it and sends nothing */
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (!connect(fd, (struct sockaddr *)&to, sizeof(to)) &&
+	    !getsockname(fd, (struct sockaddr *)&from, &fl))
+		ok = inet_ntop(AF_INET, &from.sin_addr, out, (socklen_t)len) != NULL;
+	close(fd);
+	return ok;
 }
 
 static int open_dev(struct verbs_dev *d, struct ibv_device *dev, const char *address)
@@ -120,6 +150,23 @@ err:
 	d->ctx = NULL;
 	d->port = 0;
 	return ret;
+}
+
+static void close_dev(struct verbs_dev *d)
+{
+	if (d->pd)
+		ibv_dealloc_pd(d->pd);
+	if (d->ctx)
+		ibv_close_device(d->ctx);
+	memset(d, 0, sizeof(*d));
+}
+
+/* Whether the device's chosen GID is this IPv4 address's. */
+static bool dev_has_address(const struct verbs_dev *d, const char *address)
+{
+	union ibv_gid want;
+
+	return gid_of_ipv4(address, &want) && !memcmp(&d->gid, &want, sizeof(want));
 }
 
 bool verbs_rail_refresh(struct verbs_fabric *vf, uint32_t r)
@@ -186,9 +233,22 @@ int verbs_devs_open(struct verbs_fabric *vf, const char *want_device)
 			ibv_free_device_list(list);
 		return -ENODEV;
 	}
-	if (!nwant) {		/* the first device with an active port */
+	/* Unnamed, a device with an active port: the one holding the node's address
+	 * (a client's: the one it reaches the nodes from), as another may not reach
+	 * the peers, else the first. */
+	if (!self && !verbs_route_source(t, vf->route_src, sizeof(vf->route_src)))
+		vf->route_src[0] = 0;
+	if (!nwant && self_address(vf))
 		for (int i = 0; i < n && !vf->nr_rails; i++)
-			if (!open_dev(&vf->dev[0], list[i], self ? self->address : NULL))
+			if (!open_dev(&vf->dev[0], list[i], self_address(vf))) {
+				if (dev_has_address(&vf->dev[0], self_address(vf)))
+					vf->nr_rails = 1;
+				else
+					close_dev(&vf->dev[0]);
+			}
+	if (!nwant && !vf->nr_rails) {
+		for (int i = 0; i < n && !vf->nr_rails; i++)
+			if (!open_dev(&vf->dev[0], list[i], self_address(vf)))
 				vf->nr_rails = 1;
 		ret = vf->nr_rails ? 0 : -ENODEV;
 	}
@@ -202,7 +262,7 @@ int verbs_devs_open(struct verbs_fabric *vf, const char *want_device)
 			ret = -ENODEV;
 			break;
 		}
-		ret = open_dev(&vf->dev[vf->nr_rails], list[i], self ? self->address : NULL);
+		ret = open_dev(&vf->dev[vf->nr_rails], list[i], self_address(vf));
 		if (!ret)
 			vf->nr_rails++;
 	}
@@ -216,13 +276,8 @@ int verbs_devs_open(struct verbs_fabric *vf, const char *want_device)
 
 void verbs_devs_close(struct verbs_fabric *vf)
 {
-	for (uint32_t r = 0; r < vf->nr_rails; r++) {
-		if (vf->dev[r].pd)
-			ibv_dealloc_pd(vf->dev[r].pd);
-		if (vf->dev[r].ctx)
-			ibv_close_device(vf->dev[r].ctx);
-		memset(&vf->dev[r], 0, sizeof(vf->dev[r]));
-	}
+	for (uint32_t r = 0; r < vf->nr_rails; r++)
+		close_dev(&vf->dev[r]);
 	vf->nr_rails = 0;
 	vf->rails_up = 0;
 }

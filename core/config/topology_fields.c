@@ -258,7 +258,8 @@ static const struct field node_fields[] = {
 static const struct field rail_fields[] = {
 	FSTR(struct pc_rail, device, NULL,
 	     DOC("rdma, sim", NULL, "The RDMA device (mlx5_0, rxe0); empty: $PC_VERBS_DEVICE, "
-		 "else the first device with an active port."),
+		 "else the device whose RoCE v2 GIDs hold the node's address, else the first "
+		 "device with an active port."),
 	     DEF("empty")),
 	FSTR(struct pc_rail, netdev, NULL,
 	     DOC("rxe", NULL, "The network interface an rxe device is created on; empty: the "
