@@ -124,6 +124,7 @@ struct bench {
 	uint8_t *buf;			/* one batch of pages */
 	struct pc_page *pg;
 	unsigned long bad;
+	unsigned long checked;		/* pages the gets brought back and verify compared */
 };
 
 struct result {
@@ -205,6 +206,7 @@ static void run_op(struct bench *B, const char *op, struct result *r)
 						continue;
 					B->bad += !pcbench_page_ok(B->pg[i].data, B->pg[i].len, B->page,
 								   B->pg[i].key, want);
+					B->checked++;
 				}
 			}
 		}
@@ -603,9 +605,14 @@ int main(int argc, char **argv)
 			printf("exists / %s: %.2f\n", peer, result_rate(&B, &exists_r) / best.exists);
 	}
 	printf("%s\n", summary);
-	if (B.verify && get_r.pages)
-		printf("verify: %s (%lu pages differ)\n", B.bad ? "FAIL" : "all pages read back byte-identical",
-		       B.bad);
+	if (B.verify && get_r.pages) {
+		if (B.bad)
+			printf("verify: FAIL (%lu pages differ)\n", B.bad);
+		else if (B.checked)
+			printf("verify: all %lu pages read back byte-identical\n", B.checked);
+		else
+			printf("verify: no page came back to compare\n");
+	}
 	if (get_r.pages && 100.0 * (double)get_r.ok / (double)get_r.pages < min_hits) {
 		printf("hits: FAIL (%.1f%% of gets hit, --min-hits %.0f)\n",
 		       100.0 * (double)get_r.ok / (double)get_r.pages, min_hits);
