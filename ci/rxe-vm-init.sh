@@ -68,13 +68,33 @@ run_perf() {  # tool args...: server and client on the same rxe0
 	timeout 120 $t -d rxe0 -F "$@" > /tmp/$t.srv 2>&1 &
 	srv=$!
 	i=0; while ! netstat -ltn 2>/dev/null | grep -q ':18515 '; do i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.1; done
+	cost_at
 	timeout 120 $t -d rxe0 -F "$@" 127.0.0.1 > /tmp/$t.cli 2>&1 || {
 		echo "VM: $t failed:"; tail -5 /tmp/$t.cli /tmp/$t.srv; fail perftest; }
 	wait $srv	# not pcd's
+	cost_to
 	grep -E '^ *[0-9]+ +[0-9]+' /tmp/$t.cli | tail -2 | sed "s/^/VM: $t: /"
 }
 # perftest's average GB/s of its last run (the BW average column, MB/s)
 perf_gbps() { grep -E '^ *[0-9]+ +[0-9]+' /tmp/$1.cli | tail -1 | awk '{printf "%.4f", $4 / 1000}'; }
+# What a page costs: rdma_rxe does every packet's work in software, both ends' on
+# this VM's CPUs, so CPU time and packets per page say where a gap to perftest
+# comes from. snap: the VM's busy time (USER_HZ ticks of /proc/stat: 100 a second)
+# and rxe0's packets sent (over lo each one is received too); cost: a short and a
+# long run of one thing (perftest's -n, pcbench's --iters), of which the difference
+# (no start-up, no connection set-up) over the pages between them is the cost.
+HC=/sys/class/infiniband/rxe0/ports/1/hw_counters
+snap() { echo "$(awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat) $(cat $HC/sent_pkts 2>/dev/null || echo 0)"; }
+cost_at() { COST0=$(snap); }
+cost_to() { COST1=$(snap); }
+cost() { # pages of the short run, pages of the long, and the snaps around each: "us packets" a page
+	echo "$@" | awk '{ d = $2 - $1; printf "%.0f %.1f", (($9 - $7) - ($5 - $3)) * 1e4 / d, (($10 - $8) - ($6 - $4)) / d }'
+}
+run_cost() { # tool n-short n-long size: the tool's cost a message into PERF_COST, the long run's rows
+	run_perf $1 -n $2 -s $4 > /dev/null; s0=$COST0 s1=$COST1
+	run_perf $1 -n $3 -s $4
+	PERF_COST=$(cost $2 $3 $s0 $s1 $COST0 $COST1)
+}
 # latency as one READ in flight at a time (ib_read_lat's cycle counter reads 0 MHz
 # under TCG and prints inf, so its message rate is used); bandwidth below, READs and
 # WRITEs of each page size right before each pcbench run of that size, whose get and
@@ -90,24 +110,36 @@ YAML
 pcd --topology /tmp/rxe.yaml --node n0 2> /tmp/pcd.log &
 pcd=$!
 i=0; while ! grep -q "serving on" /tmp/pcd.log; do i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.1; done
-for spec in "12KiB 64 auto 12288" "12KiB 64 predict 12288" "64KiB 64 auto 65536" "64KiB 64 predict 65536" \
-	    "12KiB 1 auto -"; do
-	set -- $spec
-	if [ "$4" != - ]; then
-		run_perf ib_read_bw -n 2000 -s $4
-		r=$(perf_gbps ib_read_bw)
-		run_perf ib_write_bw -n 2000 -s $4
-		w=$(perf_gbps ib_write_bw)
-	fi
-	echo "VM: pcbench over rxe: $1 pages, batch $2, read policy $3"
-	timeout 120 pcbench --topology /tmp/rxe.yaml --page-size $1 --batch $2 --keys 512 --iters 2 \
-		--ops set,get --no-raw-tcp --prefix "p$1$2$3" --set store.slot_read_policy=$3 > /tmp/pcbench.log 2>&1 \
+pcb() { # page batch policy ops iters: one pcbench run, the snaps around it, its op's seconds in OP_S
+	cost_at
+	timeout 120 pcbench --topology /tmp/rxe.yaml --page-size $1 --batch $2 --keys 512 --iters $5 \
+		--ops $4 --no-raw-tcp --prefix "p$1$2$3" --set store.slot_read_policy=$3 > /tmp/pcbench.log 2>&1 \
 		|| { tail -5 /tmp/pcbench.log; fail pcbench; }
-	grep -E '^(set|get|verify)|page checksums' /tmp/pcbench.log | sed 's/^/VM:   /'
-	[ "$4" = - ] && continue
-	sed -n 's/^summary .*get_gbps=\([0-9.]*\).*set_gbps=\([0-9.]*\).*/\1 \2/p' /tmp/pcbench.log |
-		awk -v r="$r" -v w="$w" '{ printf "VM:   get / ib_read_bw %.2f (%.4f / %s GB/s), set / ib_write_bw %.2f (%.4f / %s GB/s)\n", $1 / r, $1, r, $2 / w, $2, w }'
+	cost_to
+	OP_S=$(awk -v op=$4 '$1 == op && $3 > 0 { printf "%.6f", $2 / $3 }' /tmp/pcbench.log)
+}
+# Each op of pcbench runs alone, 2 and then 6 passes over its 512 keys (1024 and
+# 3072 pages): its GB/s and cost are those of the 2048 pages between (a get process
+# learns its keys' ways, the hints, in its first pass, as one that set them has).
+for spec in "12KiB 64 auto 12288" "12KiB 64 predict 12288" "64KiB 64 auto 65536" "64KiB 64 predict 65536"; do
+	set -- $spec
+	run_cost ib_read_bw 2000 6000 $4; rc=$PERF_COST r=$(perf_gbps ib_read_bw)
+	run_cost ib_write_bw 2000 6000 $4; wc=$PERF_COST w=$(perf_gbps ib_write_bw)
+	echo "VM: pcbench over rxe: $1 pages, batch $2, read policy $3"
+	for op in set get; do
+		pcb $1 $2 $3 $op 2; a0=$COST0 a1=$COST1 s2=$OP_S
+		[ $op = set ] && grep 'page checksums' /tmp/pcbench.log | sed 's/^/VM:   /'
+		pcb $1 $2 $3 $op 6
+		grep -E "^$op " /tmp/pcbench.log | sed 's/^/VM:   /'
+		eval "${op}_gbps=$(echo "$s2 $OP_S $4" | awk '{ printf "%.4f", 2048 * $3 / ($2 - $1) / 1e9 }')"
+		eval "${op}_cost=\"$(cost 1024 3072 $a0 $a1 $COST0 $COST1)\""
+	done
+	echo "$get_gbps $r $set_gbps $w" | awk '{ printf "VM:   get / ib_read_bw %.2f (%.4f / %s GB/s), set / ib_write_bw %.2f (%.4f / %s GB/s), passes 3 to 6\n", $1 / $2, $1, $2, $3 / $4, $3, $4 }'
+	echo "$get_cost $rc $set_cost $wc" | awk '{ printf "VM:   a page: get %s us of CPU, %s packets (ib_read_bw %s us, %s), set %s us, %s packets (ib_write_bw %s us, %s)\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
 done
+echo "VM: pcbench over rxe: 12KiB pages, batch 1, read policy auto"
+pcb 12KiB 1 auto set,get 2
+grep -E '^(set|get|verify)' /tmp/pcbench.log | sed 's/^/VM:   /'
 kill $pcd 2>/dev/null; wait $pcd
 
 fi

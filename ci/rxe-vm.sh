@@ -9,7 +9,8 @@
 #                          in p2p mode, and
 #      tier_e2e_test         the tiered pool's smoke runs over rxe
 #   3. ib_read_bw and ib_write_bw (bandwidth; one READ in flight) next to pcbench
-#      over rxe, with its get and set as ratios to them
+#      over rxe, with its get and set as ratios to them, and what a page cost each
+#      (the VM's CPU time and rxe0's packets: rdma_rxe works per packet in software)
 #   4. pcdemo: three node processes over rxe, in slotmap and in p2p mode
 #   5. torture_test over rxe: writers and verifying readers, peers stopped and killed
 #   6. verbs_test on two rails (rxe1 and rxe2 on two dummy netdevs), and again as
