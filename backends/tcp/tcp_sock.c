@@ -46,7 +46,7 @@ int tcp_listen(const char *host, uint16_t port, int *fd)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = 0;
-	int one = 1, ret, s;
+	int one = 1, rcvbuf = TCP_RCVBUF_BYTES, ret, s;
 
 	ret = tcp_resolve(host, port, &ss, &len);
 	if (ret)
@@ -55,6 +55,7 @@ int tcp_listen(const char *host, uint16_t port, int *fd)
 	if (s < 0)
 		return -errno;
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	if (bind(s, (struct sockaddr *)&ss, len) || listen(s, 128)) {
 		ret = -errno;
 		close(s);

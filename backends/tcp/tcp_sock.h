@@ -23,7 +23,18 @@ int tcp_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, so
  * small and answered at once). */
 void tcp_tune_socket(int fd);
 
-/* A non-blocking listening socket bound to host:port into *fd. 0 or -errno. */
+/*
+ * The receive buffer of the connections a node accepts, fixed rather than left to
+ * the kernel's autotuning: that grows a window only as the reader takes in much per
+ * round trip, so a connection that mostly carries small requests (gets' reads,
+ * bucket headers) keeps its first window, about 64 KiB, and a page WRITE larger
+ * than that waits a round trip for each window update. The kernel caps it at
+ * net.core.rmem_max.
+ */
+#define TCP_RCVBUF_BYTES (4 << 20)
+
+/* A non-blocking listening socket bound to host:port into *fd, whose connections
+ * inherit its receive buffer of TCP_RCVBUF_BYTES. 0 or -errno. */
 int tcp_listen(const char *host, uint16_t port, int *fd);
 
 /* Whether the socket fd is bound to a loopback address (127/8, ::1, or ::ffff:127/104). */

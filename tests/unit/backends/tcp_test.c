@@ -27,6 +27,7 @@
 #include "tcp/tcp_auth.h"
 #include "tcp/tcp_frame.h"
 #include "tcp/tcp_proto.h"
+#include "tcp/tcp_sock.h"
 #include "testutil.h"
 
 #define NODES 3
@@ -1310,6 +1311,37 @@ static void test_bind_address(void)
 	net_down(N);
 }
 
+/* A connection a node accepts has the fixed receive buffer (the kernel reports
+ * twice what was set, capped at net.core.rmem_max), not autotuning's first one. */
+static void test_accepted_rcvbuf(void)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa), gl = sizeof(int);
+	FILE *f = fopen("/proc/sys/net/core/rmem_max", "r");
+	long max = 0;
+	int lfd, c, a, got = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(fscanf(f, "%ld", &max), 1);
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(tcp_listen("127.0.0.1", 0, &lfd), 0);
+	CU_ASSERT_EQUAL_FATAL(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CU_ASSERT_EQUAL_FATAL(connect(c, (struct sockaddr *)&sa, sl), 0);
+	a = -1;
+	for (int i = 0; i < 100 && a < 0; i++) {
+		a = accept(lfd, NULL, NULL);
+		if (a < 0)
+			usleep(1000);
+	}
+	CU_ASSERT_FATAL(a >= 0);
+	CU_ASSERT_EQUAL(getsockopt(a, SOL_SOCKET, SO_RCVBUF, &got, &gl), 0);
+	CU_ASSERT_EQUAL(got, 2 * (max < TCP_RCVBUF_BYTES ? max : TCP_RCVBUF_BYTES));
+	close(a);
+	close(c);
+	close(lfd);
+}
+
 static CU_TestInfo auth_tests[] = {
 	{ "every node with the secret: batches, RPCs, pulls, restarts", test_auth_net },
 	{ "no secret, another secret: refused", test_auth_refused },
@@ -1321,6 +1353,7 @@ static CU_TestInfo wire_tests[] = {
 	{ "every malformed frame closes its connection only", test_bad_frames },
 	{ "a truncated frame", test_truncated },
 	{ "bind_address 0.0.0.0, address 127.0.0.1", test_bind_address },
+	{ "accepted connections take the fixed receive buffer", test_accepted_rcvbuf },
 	CU_TEST_INFO_NULL,
 };
 
