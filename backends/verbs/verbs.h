@@ -135,7 +135,8 @@ static inline struct verbs_fabric *to_verbs(struct pc_fabric *f)
 /* verbs_dev.c */
 int verbs_devs_open(struct verbs_fabric *vf, const char *want_device);
 /* The local IPv4 address the kernel sends from to reach the topology's first node
- * (a client's address on the cluster's network), into out; false without one. */
+ * with an IPv4 address (a client's address on the cluster's network), into out;
+ * false without one. */
 bool verbs_route_source(const struct pc_topology *t, char *out, size_t len);
 void verbs_devs_close(struct verbs_fabric *vf);
 /* Query rail r's port again (state, MTU, GID: a port that came back may have its
