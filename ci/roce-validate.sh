@@ -203,7 +203,7 @@ run_pcbench() {
 				--page-size "$s" --batch 64 --keys $keys --iters "$ITERS" \
 				--ops set,get,exists --no-raw-tcp --prefix "v$s-$rails" > "$log" 2>&1
 			rc=$?
-			vr=$(awk '/^verify:/ { print ($2 == "FAIL") ? "FAIL" : "ok" }' "$log")
+			vr=$(awk '/^verify:/ { print ($2 == "FAIL") ? "FAIL" : ($2 == "no") ? "none" : "ok" }' "$log")
 			bounce=$(sed -n 's/.*bounce_copies=\([0-9]*\).*/\1/p' "$log")
 			rb=$(sed -n 's/.*rail_bytes=\([0-9,]*\).*/\1/p' "$log" | sed 's/\(,0\)*$//')
 			for op in set get exists; do
