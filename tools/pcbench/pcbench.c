@@ -605,14 +605,8 @@ int main(int argc, char **argv)
 			printf("exists / %s: %.2f\n", peer, result_rate(&B, &exists_r) / best.exists);
 	}
 	printf("%s\n", summary);
-	if (B.verify && get_r.pages) {
-		if (B.bad)
-			printf("verify: FAIL (%lu pages differ)\n", B.bad);
-		else if (B.checked)
-			printf("verify: all %lu pages read back byte-identical\n", B.checked);
-		else
-			printf("verify: no page came back to compare\n");
-	}
+	if (B.verify && get_r.pages)
+		pcbench_print_verify(B.bad, B.checked);
 	if (get_r.pages && 100.0 * (double)get_r.ok / (double)get_r.pages < min_hits) {
 		printf("hits: FAIL (%.1f%% of gets hit, --min-hits %.0f)\n",
 		       100.0 * (double)get_r.ok / (double)get_r.pages, min_hits);

@@ -497,12 +497,8 @@ int pcbench_run_modes(const struct pcbench_modes *a)
 			print_ratio(wname[w], name, &rows[v], &rows[2]);
 		}
 	}
-	if (a->verify && bad)
-		printf("verify: FAIL (%llu pages differ)\n", (unsigned long long)bad);
-	else if (a->verify && checked)
-		printf("verify: all %llu pages read back byte-identical\n", (unsigned long long)checked);
-	else if (a->verify)
-		printf("verify: no page came back to compare\n");
+	if (a->verify)
+		pcbench_print_verify(bad, checked);
 	/* the speed phase reads pages that were all published into a quarter of the
 	 * memory: nearly every one must come back */
 	for (int w = 0; w < 2; w++)

@@ -2,6 +2,7 @@
  * pcbench_page.c - pcbench's pages: a linear congruential stream seeded by the
  * key's hash, so that writing and checking need nothing but the key.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <xxhash.h>
@@ -25,4 +26,14 @@ bool pcbench_page_ok(const uint8_t *data, size_t len, size_t page, const char *k
 {
 	pcbench_fill(scratch, page, key);
 	return len == page && !memcmp(scratch, data, page);
+}
+
+void pcbench_print_verify(unsigned long long bad, unsigned long long checked)
+{
+	if (bad)
+		printf("verify: FAIL (%llu pages differ)\n", bad);
+	else if (checked)
+		printf("verify: all %llu pages read back byte-identical\n", checked);
+	else
+		printf("verify: no page came back to compare\n");
 }

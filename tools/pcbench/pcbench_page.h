@@ -1,6 +1,7 @@
 /*
  * pcbench_page.h - the page pcbench writes under a key: its bytes follow from the
- * key alone, so any reader, in any process, can check what came back.
+ * key alone, so any reader, in any process, can check what came back; and the line
+ * that reports the check.
  */
 #ifndef PC_PCBENCH_PAGE_H
 #define PC_PCBENCH_PAGE_H
@@ -16,5 +17,9 @@ void pcbench_fill(uint8_t *p, size_t len, const char *key);
  * bytes and is overwritten. */
 bool pcbench_page_ok(const uint8_t *data, size_t len, size_t page, const char *key,
 		     uint8_t *scratch);
+
+/* The verify line: how many of the pages compared differ, or that all checked
+ * matched, or that none came back to compare. */
+void pcbench_print_verify(unsigned long long bad, unsigned long long checked);
 
 #endif
