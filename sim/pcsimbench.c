@@ -7,14 +7,14 @@
  * run.c serves requests: a request's lookup and the publishing of its misses in one
  * store call, slotmap_fill.c, or as a batch_get and a batch_set where that cannot
  * be) and, alternating with it in the same process, through a bare model of the
- * same cache:
- * per node an array of 64-byte slot headers and 64-byte index blocks with the store's
- * geometry, the library's ring and bucket hash, first the tagged way, then a free
- * way, then the oldest, nothing else. The model is what the hardware must do at
- * least (a hash, two cache lines per lookup, a bucket per miss); the ratio of the
- * two rates says what the store's batch machinery costs on top. Every page's hit or
- * miss must agree between the two (exit code 1 otherwise), which makes this a check
- * of the store's placement and eviction as well.
+ * same cache: per node an array of 64-byte slot headers and 64-byte index blocks
+ * with the store's geometry, the library's ring and bucket hash, first the tagged
+ * way, then a free way, then the oldest, nothing else. The model is what the
+ * hardware must do at least (a hash, two cache lines per lookup, a bucket per miss,
+ * a request's loads overlapped); the ratio of the two rates says what the store's
+ * batch machinery costs on top. Every page's hit or miss must agree between the two
+ * (exit code 1 otherwise), which makes this a check of the store's placement and
+ * eviction as well.
  *
  * Defaults: topologies/rack.yaml at 16 GiB of slots per node, the shared-prefix
  * workload of docs/simulator.md's worked example, 200 000 requests, 3 runs.
@@ -107,17 +107,24 @@ struct bare_key {
 	struct pc_keyhash h;
 	uint32_t node;
 	uint64_t bucket;
+	uint32_t way;
 	bool hit;
 };
 
 /* A request as run.c serves one: look every page up, then store the misses (with
- * prefix semantics, every page from the first miss on). hit[] gets the outcomes. */
+ * prefix semantics, every page from the first miss on). hit[] gets the outcomes.
+ * Each sweep prefetches what the next one reads (the ring entry, the index block,
+ * the tagged header, a missed key's bucket), so that a request's cache misses
+ * overlap as the store's do: the model waits on memory no more than it must. */
 static void bare_request(struct bare *b, const struct wl_req *r, struct bare_key *k, bool *hit)
 {
 	uint32_t n = r->npages, miss_from = n;
 
 	for (uint32_t i = 0; i < n; i++) {
 		k[i].h = keyhash_of(&r->pages[i], sizeof(r->pages[i]));
+		ring_prefetch(b->ring, k[i].h);
+	}
+	for (uint32_t i = 0; i < n; i++) {
 		k[i].node = ring_owner_of(b->ring, k[i].h);
 		k[i].bucket = slot_bucket_of(b->g, k[i].h);
 		__builtin_prefetch(&b->tags[k[i].node][k[i].bucket * 16]);
@@ -128,6 +135,13 @@ static void bare_request(struct bare *b, const struct wl_req *r, struct bare_key
 
 		while (w < b->ways && tags[w] != tag)
 			w++;
+		k[i].way = w;
+		if (w < b->ways)
+			__builtin_prefetch(&b->slots[k[i].node][k[i].bucket * b->ways + w]);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t w = k[i].way;
+
 		k[i].hit = false;
 		if (w < b->ways) {
 			const struct bare_slot *s = &b->slots[k[i].node][k[i].bucket * b->ways + w];
@@ -137,6 +151,14 @@ static void bare_request(struct bare *b, const struct wl_req *r, struct bare_key
 		hit[i] = k[i].hit;
 		if (!k[i].hit && miss_from == n)
 			miss_from = i;
+	}
+	for (uint32_t i = r->prefix ? miss_from : 0; i < n; i++) {
+		const struct bare_slot *s = &b->slots[k[i].node][k[i].bucket * b->ways];
+
+		if (!r->prefix && k[i].hit)
+			continue;
+		for (uint32_t x = 0; x < b->ways; x++)
+			__builtin_prefetch(&s[x]);
 	}
 	for (uint32_t i = r->prefix ? miss_from : 0; i < n; i++) {
 		struct bare_slot *s = &b->slots[k[i].node][k[i].bucket * b->ways];
