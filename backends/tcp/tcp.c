@@ -12,6 +12,7 @@
 #include "tcp_conn.h"
 #include "tcp_int.h"
 #include "tcp_server.h"
+#include "tcp_sock.h"
 
 static int tcp_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 {
@@ -21,6 +22,11 @@ static int tcp_open(struct pc_fabric *f, const struct pc_fabric_params *p)
 
 	tf->poll_ns = (uint64_t)p->topo->store.tcp_poll_us * 1000;
 	tf->idle_ns = (uint64_t)p->topo->store.idle_timeout_s * 1000000000ULL;
+	ret = tcp_congestion_check(p->topo->store.tcp_congestion, err, sizeof(err));
+	if (ret) {
+		pc_err("%s", err);
+		return ret;
+	}
 	ret = tcp_auth_load(p->topo, &tf->auth, err, sizeof(err));
 	if (ret) {
 		pc_err("%s", err);

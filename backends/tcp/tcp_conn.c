@@ -72,7 +72,7 @@ static int conn_start(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **ou
 			return ret;
 		p->resolved = true;
 	}
-	ret = tcp_connect_start(&p->addr, p->addrlen, &fd);
+	ret = tcp_connect_start(&p->addr, p->addrlen, tf->base.topo->store.tcp_congestion, &fd);
 	if (ret)
 		return ret;
 	c = calloc(1, sizeof(*c));

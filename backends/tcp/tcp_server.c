@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -843,6 +844,18 @@ static int next_events(struct tcp_server *s, struct epoll_event *evs, int max, b
 	return epoll_wait(s->epfd, evs, max, TICK_MS);
 }
 
+/* The system's congestion control, where it paces (BBR), said once at start: what
+ * a node sends after an idle spell waits on the pacing (store.tcp_congestion). */
+static void say_pacing(int lfd, const char *node)
+{
+	char cc[16] = "";
+	socklen_t len = sizeof(cc) - 1;
+
+	if (!getsockopt(lfd, IPPROTO_TCP, TCP_CONGESTION, cc, &len) && !strncmp(cc, "bbr", 3))
+		pc_info("tcp server %s: its connections use %s congestion control (the system's), which paces what a connection sends after it idled; a page transfer after small requests waits on that; store.tcp_congestion: cubic does not pace (docs/deployment.md)",
+			node, cc);
+}
+
 /* Free the connections this pass doomed. */
 static void conn_reap(struct tcp_server *s)
 {
@@ -930,9 +943,11 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 	s->lfd = s->epfd = s->wakefd = -1;
 	s->max_conns = tf->base.topo->store.max_connections;
 	s->max_buffered = tf->base.topo->store.max_buffered_bytes;
-	ret = tcp_listen(bind, node->port, &s->lfd);
+	ret = tcp_listen(bind, node->port, tf->base.topo->store.tcp_congestion, &s->lfd);
 	if (ret)
 		goto err_close;
+	if (!tf->base.topo->store.tcp_congestion[0])
+		say_pacing(s->lfd, node->name);
 	if (!tf->auth.on && !tcp_is_loopback(s->lfd))
 		pc_warn("tcp server %s: listening on %s port %u without a cluster secret: anyone who can reach it can read and overwrite every page this node holds and act as any node; set store.auth_secret_file (docs/security.md)",
 			node->name, bind, node->port);

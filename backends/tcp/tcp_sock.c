@@ -42,7 +42,50 @@ void tcp_tune_socket(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-int tcp_listen(const char *host, uint16_t port, int *fd)
+int tcp_set_congestion(int fd, const char *cc)
+{
+	if (!cc || !cc[0])
+		return 0;
+	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) ? -errno : 0;
+}
+
+/* The first line of a /proc/sys file into buf ("?" when it cannot be read). */
+static void sysctl_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f || !fgets(buf, (int)len, f))
+		snprintf(buf, len, "?");
+	buf[strcspn(buf, "\n")] = 0;
+	if (f)
+		fclose(f);
+}
+
+int tcp_congestion_check(const char *cc, char *err, size_t errlen)
+{
+	char have[256];
+	int ret, s;
+
+	if (!cc || !cc[0])
+		return 0;
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	ret = tcp_set_congestion(s, cc);
+	close(s);
+	if (ret == -EPERM) {
+		sysctl_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control", have, sizeof(have));
+		snprintf(err, errlen, "store.tcp_congestion: '%s' is not allowed for this process (net.ipv4.tcp_allowed_congestion_control: %s); name one of those, or leave the key out for the system's",
+			 cc, have);
+	} else if (ret) {
+		sysctl_line("/proc/sys/net/ipv4/tcp_available_congestion_control", have, sizeof(have));
+		snprintf(err, errlen, "store.tcp_congestion: '%s': %s (this kernel offers: %s); name one of those, or leave the key out for the system's",
+			 cc, ret == -ENOENT ? "no such congestion control" : strerror(-ret), have);
+	}
+	return ret;
+}
+
+int tcp_listen(const char *host, uint16_t port, const char *cc, int *fd)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = 0;
@@ -56,6 +99,11 @@ int tcp_listen(const char *host, uint16_t port, int *fd)
 		return -errno;
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	ret = tcp_set_congestion(s, cc);
+	if (ret) {
+		close(s);
+		return ret;
+	}
 	if (bind(s, (struct sockaddr *)&ss, len) || listen(s, 128)) {
 		ret = -errno;
 		close(s);
@@ -82,15 +130,16 @@ bool tcp_is_loopback(int fd)
 	return false;
 }
 
-int tcp_connect_start(const struct sockaddr_storage *ss, socklen_t len, int *fd)
+int tcp_connect_start(const struct sockaddr_storage *ss, socklen_t len, const char *cc, int *fd)
 {
 	int ret, s = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (s < 0)
 		return -errno;
 	tcp_tune_socket(s);
-	if (connect(s, (const struct sockaddr *)ss, len) && errno != EINPROGRESS) {
-		ret = -errno;
+	ret = tcp_set_congestion(s, cc);
+	if (ret || (connect(s, (const struct sockaddr *)ss, len) && errno != EINPROGRESS)) {
+		ret = ret ? ret : -errno;
 		close(s);
 		return ret;
 	}

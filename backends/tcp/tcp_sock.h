@@ -33,16 +33,27 @@ void tcp_tune_socket(int fd);
  */
 #define TCP_RCVBUF_BYTES (4 << 20)
 
+/* Congestion control cc (store.tcp_congestion: a name the kernel knows, or "" for
+ * the system's) on socket fd. 0 or -errno (-ENOENT: no such algorithm, -EPERM: not
+ * allowed for this process). */
+int tcp_set_congestion(int fd, const char *cc);
+
+/* Whether this process can use congestion control cc; otherwise -errno and a
+ * one-line message naming the key, what the kernel offers and the fix. */
+int tcp_congestion_check(const char *cc, char *err, size_t errlen);
+
 /* A non-blocking listening socket bound to host:port into *fd, whose connections
- * inherit its receive buffer of TCP_RCVBUF_BYTES. 0 or -errno. */
-int tcp_listen(const char *host, uint16_t port, int *fd);
+ * inherit its receive buffer of TCP_RCVBUF_BYTES and its congestion control cc
+ * ("": the system's). 0 or -errno. */
+int tcp_listen(const char *host, uint16_t port, const char *cc, int *fd);
 
 /* Whether the socket fd is bound to a loopback address (127/8, ::1, or ::ffff:127/104). */
 bool tcp_is_loopback(int fd);
 
-/* A non-blocking socket whose connect to ss has started (it may still be in
- * progress: poll for POLLOUT, then read SO_ERROR) into *fd. 0 or -errno. */
-int tcp_connect_start(const struct sockaddr_storage *ss, socklen_t len, int *fd);
+/* A non-blocking socket with congestion control cc ("": the system's) whose connect
+ * to ss has started (it may still be in progress: poll for POLLOUT, then read
+ * SO_ERROR) into *fd. 0 or -errno. */
+int tcp_connect_start(const struct sockaddr_storage *ss, socklen_t len, const char *cc, int *fd);
 
 /* Move the cursor *i of v[0..n) past r bytes that went out or came in: whole
  * entries are skipped, a partial one is shortened in place, empty ones passed. */

@@ -106,6 +106,7 @@ struct pc_store_cfg {
 	uint32_t vnodes;			/* ring points per node */
 	uint32_t timeout_ms;			/* a dead peer fails a call within this */
 	uint32_t tcp_poll_us;			/* tcp: poll this long before sleeping */
+	char tcp_congestion[16];		/* tcp: TCP_CONGESTION; "" = the system's */
 	uint32_t peer_backoff_ms;		/* skip a sick peer this long, doubling; 0 = never */
 	uint32_t peer_backoff_max_ms;		/* ... up to this */
 	uint32_t heartbeat_ms;			/* membership heartbeats; 0 = none */

@@ -114,6 +114,13 @@ static const struct field store_fields[] = {
 	F(struct pc_store_cfg, tcp_poll_us, FT_U32, 0, 100000, "50",
 	  DOC("tcp", "us", "Poll this long for an answer before sleeping; 0 sleeps at once "
 	      "(less CPU, more latency).")),
+	FSTR(struct pc_store_cfg, tcp_congestion, NULL,
+	     DOC("tcp", NULL, "The congestion control the backend's connections use (cubic, "
+		 "reno, bbr, dctcp: one of net.ipv4.tcp_available_congestion_control); empty "
+		 "keeps the system's. BBR paces what a connection sends after it idled, so a "
+		 "page transfer that follows small requests waits on the pacing; cubic does "
+		 "not pace (docs/deployment.md)."),
+	     DEF("the system's (net.ipv4.tcp_congestion_control)")),
 	F(struct pc_store_cfg, peer_backoff_ms, FT_U32, 0, 3600000, "100",
 	  DOC("all", "ms", "A peer that timed out or refused is skipped this long (its keys "
 	      "fail at once), doubling while it keeps failing; 0 turns the backoff off.")),

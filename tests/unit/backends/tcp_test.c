@@ -8,8 +8,10 @@
  * by byte.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1324,7 +1326,7 @@ static void test_accepted_rcvbuf(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	CU_ASSERT_EQUAL(fscanf(f, "%ld", &max), 1);
 	fclose(f);
-	CU_ASSERT_EQUAL_FATAL(tcp_listen("127.0.0.1", 0, &lfd), 0);
+	CU_ASSERT_EQUAL_FATAL(tcp_listen("127.0.0.1", 0, "", &lfd), 0);
 	CU_ASSERT_EQUAL_FATAL(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
 	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CU_ASSERT_EQUAL_FATAL(connect(c, (struct sockaddr *)&sa, sl), 0);
@@ -1342,6 +1344,73 @@ static void test_accepted_rcvbuf(void)
 	close(lfd);
 }
 
+/* The congestion control of every TCP socket this process holds (the test's nodes
+ * are all in it: listeners, connections made and accepted): how many are TCP, and
+ * how many use cc. */
+static void count_congestion(const char *cc, int *tcp, int *with)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	*tcp = *with = 0;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name), proto = 0;
+		socklen_t pl = sizeof(proto), cl;
+		char got[16] = "";
+		struct stat st;
+
+		if (e->d_name[0] == '.' || fd == dirfd(d) || fstat(fd, &st) || !S_ISSOCK(st.st_mode) ||
+		    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &pl) || proto != IPPROTO_TCP)
+			continue;
+		(*tcp)++;
+		cl = sizeof(got) - 1;
+		if (!getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, got, &cl) && !strcmp(got, cc))
+			(*with)++;
+	}
+	closedir(d);
+}
+
+/* store.tcp_congestion: every socket of the nodes, the listeners, the connections
+ * they make and those they accept, runs it; a name the kernel does not know fails
+ * the fabric's open with the key in the message. */
+static void test_congestion(void)
+{
+	struct net *N;
+	uint8_t rd[8];
+	struct pc_op op = { .kind = PC_OP_READ, .peer = 1, .local = rd, .len = 8 };
+	struct pc_fabric_params p = { .size = sizeof(p), .self = 0 };
+	struct pc_topology *t;
+	struct pc_fabric *f = NULL;
+	char err[PC_ERR_MAX];
+	const char *bad = "store: {tcp_congestion: nosuchcc}\nnodes:\n"
+			  "  - {name: a, address: 127.0.0.1, port: 1}\n";
+	int tcp = 0, with = 0;
+
+	snprintf(net_extra, sizeof(net_extra), ", tcp_congestion: reno");
+	N = net_up(0);
+	net_extra[0] = 0;
+	op.rkey = N->r[1].key;
+	op.raddr = at(N, 1, 0);
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
+	CU_ASSERT_EQUAL(op.status, 0);
+	count_congestion("reno", &tcp, &with);
+	printf("\n  %d TCP sockets, %d of them reno", tcp, with);
+	CU_ASSERT(tcp >= 4);	/* two listeners, a's connection to b, b's end of it */
+	CU_ASSERT_EQUAL(with, tcp);
+	net_down(N);
+
+	CU_ASSERT_EQUAL(tcp_congestion_check("nosuchcc", err, sizeof(err)), -ENOENT);
+	printf("\n  %s", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "store.tcp_congestion: 'nosuchcc'"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "this kernel offers"));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(bad, strlen(bad), "bad", &t, err, sizeof(err)), 0);
+	p.topo = t;
+	CU_ASSERT_EQUAL(pc_fabric_open(fabric_name, &p, &f), -ENOENT);
+	CU_ASSERT_PTR_NULL(f);
+	pc_topology_free(t);
+}
+
 static CU_TestInfo auth_tests[] = {
 	{ "every node with the secret: batches, RPCs, pulls, restarts", test_auth_net },
 	{ "no secret, another secret: refused", test_auth_refused },
@@ -1354,6 +1423,7 @@ static CU_TestInfo wire_tests[] = {
 	{ "a truncated frame", test_truncated },
 	{ "bind_address 0.0.0.0, address 127.0.0.1", test_bind_address },
 	{ "accepted connections take the fixed receive buffer", test_accepted_rcvbuf },
+	{ "store.tcp_congestion on every socket; an unknown one refused", test_congestion },
 	CU_TEST_INFO_NULL,
 };
 
