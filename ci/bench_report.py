@@ -96,6 +96,14 @@ def who(runs, key):
     return common if names.count(common) == len(names) else "%s (%d of %d)" % (common, names.count(common), len(names))
 
 
+def congestion():
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
 def machine():
     model = "?"
     try:
@@ -206,7 +214,8 @@ def write(args, runs, other):
     w("- **Peers:** %s" % versions())
     w("- **Placement:** one pcd node, memcached (`-t 1 -I 1m`) and redis-server on CPU 1;")
     w("  pcbench (the store's client and every reference client) on CPU 0; the ceiling's")
-    w("  sender on CPU 1, its receiver on CPU 0. Loopback TCP.")
+    w("  sender on CPU 1, its receiver on CPU 0. Loopback TCP, every party with the")
+    w("  system's congestion control (%s; the store's `store.tcp_congestion` left out)." % congestion())
     w("- **Shape:** 64 keys a batch; each set runs one untimed pass that puts the keys in")
     w("  place, then 3 timed passes; gets 3 passes; exists 3 passes, or more until they")
     w("  make 512 batches (a pass of few large pages' keys takes milliseconds). A working")

@@ -21,10 +21,14 @@
 #include "cluster.h"
 #include "testutil.h"
 
-#define STORE "slot_size_classes: [16KiB, 64KiB, 256KiB], slot_ways: 8, global_segment_size: 768MiB"
+/* The model has no pacing: the clusters send without it, whatever the system's
+ * congestion control (docs/simulator.md, "Where it cannot be right"). */
+#define CUBIC "tcp_congestion: cubic"
+#define STORE "slot_size_classes: [16KiB, 64KiB, 256KiB], slot_ways: 8, global_segment_size: 768MiB, " \
+	      CUBIC
 /* 32 MiB of 256 KiB slots a node, two ways of every bucket kept free by spilling */
 #define STORE_SPILL "slot_size_classes: [256KiB], slot_ways: 8, global_segment_size: 32MiB, " \
-		    "slot_spill_ways: 2"
+		    "slot_spill_ways: 2, " CUBIC
 /* 2 x 1 layer x 1 head x 128 x 2 B x 256 tokens: 128 KiB pages, two to a trace block */
 #define MODEL "model: {layers: 1, kv_heads: 1, head_dim: 128, tokens_per_page: 256}\n"
 /* The bounds docs/simulator.md states for this machine, in percent: p50, p99 and
