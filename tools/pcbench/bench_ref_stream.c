@@ -7,7 +7,10 @@
  *
  *   plain  batch-sized send() and recv(), the kernel's buffer autotuning.
  *   tuned  1 MiB writes and reads, TCP_NODELAY, socket buffers forced to 8 MiB
- *          before the connection exists (so the window scales to them).
+ *          before the connection exists (so the window scales to them), and cubic
+ *          congestion control where the kernel has it: a pacing one (BBR, where it
+ *          is the system's) spreads the stream out by the rate it has measured, and
+ *          a ceiling a peer's pipelined replies can beat is no ceiling.
  *   busy   tuned, and the receiver never sleeps: non-blocking reads in a loop
  *          (SO_BUSY_POLL too, where a device polls), as a client that polls for
  *          its answers does.
@@ -49,6 +52,14 @@ static void set_buffers(int fd)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+}
+
+/* Cubic, which does not pace; left as it is where the kernel has no cubic. */
+static void no_pacing(int fd)
+{
+	static const char cc[] = "cubic";
+
+	setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, sizeof(cc) - 1);
 }
 
 static void nodelay(int fd)
@@ -126,8 +137,10 @@ double ref_stream(enum ref_stream_kind k, const char *host, uint64_t total, size
 	double t0, t = 0;
 	pid_t pid;
 
-	if (lfd >= 0 && k != REF_STREAM_PLAIN)
+	if (lfd >= 0 && k != REF_STREAM_PLAIN) {
 		set_buffers(lfd);	/* accepted sockets inherit them */
+		no_pacing(lfd);		/* and this */
+	}
 	if (lfd < 0 || !buf || inet_pton(AF_INET, host, &sa.sin_addr) != 1 ||
 	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1) ||
 	    getsockname(lfd, (struct sockaddr *)&sa, &len)) {
@@ -150,6 +163,7 @@ double ref_stream(enum ref_stream_kind k, const char *host, uint64_t total, size
 			int us = 50;
 
 			set_buffers(fd);
+			no_pacing(fd);
 			if (k == REF_STREAM_BUSY)
 				setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof(us));
 		}
