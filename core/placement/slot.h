@@ -476,17 +476,26 @@ static inline struct slot_choice slot_choose_local(const uint8_t *way0, uint64_t
 	return c;
 }
 
+/* The header a writer puts in front of a page whose checksum it has: sum. */
+static inline void slot_header_make_sum(struct slot_header *h, uint64_t seq, uint32_t class_id,
+					struct pc_keyhash key, uint32_t len, uint64_t sum,
+					uint64_t stamp)
+{
+	*h = (struct slot_header){ .seq = seq, .magic = SLOT_MAGIC, .version = SLOT_VERSION,
+				   .class_id = (uint16_t)class_id, .key = key, .payload_len = len,
+				   .checksum = sum, .stamp = stamp };
+}
+
 /* The header a writer puts in front of a page (page NULL with len > 0: a payload-free
  * slot, checksummed virtually). */
 static inline void slot_header_make(struct slot_header *h, uint64_t seq, uint32_t class_id,
 				    struct pc_keyhash key, const void *page, uint32_t len,
 				    uint64_t stamp)
 {
-	*h = (struct slot_header){ .seq = seq, .magic = SLOT_MAGIC, .version = SLOT_VERSION,
-				   .class_id = (uint16_t)class_id, .key = key, .payload_len = len,
-				   .checksum = page || !len ? slot_checksum(key, page, len) :
-							     slot_checksum_virtual(key, len),
-				   .stamp = stamp };
+	slot_header_make_sum(h, seq, class_id, key, len,
+			     page || !len ? slot_checksum(key, page, len) :
+					    slot_checksum_virtual(key, len),
+			     stamp);
 }
 
 /* Write a page into a slot in local memory under the seqlock: claim seq (even to odd)
@@ -588,11 +597,14 @@ static inline uint32_t slot_claim_deadline(uint64_t word)
  * died is the one exception: should that writer come back, its page and ours may
  * interleave); a remote WRITE that ignores the claim can still interleave with us,
  * which the checksum turns into a clean miss for readers. Inline: the simulator's
- * fill calls it for every page it writes.
+ * fill calls it for every page it writes. slot_write_local_summed is the same with
+ * the page's checksum given (sum not NULL: slot_checksum of exactly these bytes, from
+ * a caller that needs it too), so that nobody hashes the page twice.
  */
-static inline int slot_write_local_at(void *slot, const struct slot_geometry *g,
-				      struct pc_keyhash key, const void *page, uint32_t len,
-				      uint64_t stamp, uint64_t s, uint64_t claim, uint32_t *tag)
+static inline int slot_write_local_summed(void *slot, const struct slot_geometry *g,
+					  struct pc_keyhash key, const void *page, uint32_t len,
+					  const uint64_t *sum, uint64_t stamp, uint64_t s,
+					  uint64_t claim, uint32_t *tag)
 {
 	uint64_t *seq = (uint64_t *)slot;
 	struct slot_header h;
@@ -603,8 +615,11 @@ static inline int slot_write_local_at(void *slot, const struct slot_geometry *g,
 		return -EINVAL;	/* (a slot that holds payload needs the page) */
 	if (!__atomic_compare_exchange_n(seq, &s, claim, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return -EBUSY;
-	slot_header_make(&h, claim + 1, g->class_id, key, slot_has_payload(g) ? page : NULL, len,
-			 stamp);
+	if (sum)
+		slot_header_make_sum(&h, claim + 1, g->class_id, key, len, *sum, stamp);
+	else
+		slot_header_make(&h, claim + 1, g->class_id, key,
+				 slot_has_payload(g) ? page : NULL, len, stamp);
 	slot_header_encode_body(&h, slot);
 	if (page && slot_has_payload(g))
 		memcpy((uint8_t *)slot + SLOT_HEADER_BYTES, page, len);
@@ -614,6 +629,13 @@ static inline int slot_write_local_at(void *slot, const struct slot_geometry *g,
 		__atomic_store_n(tag, slot_tag(key), __ATOMIC_RELEASE);
 	__atomic_store_n(seq, claim + 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+static inline int slot_write_local_at(void *slot, const struct slot_geometry *g,
+				      struct pc_keyhash key, const void *page, uint32_t len,
+				      uint64_t stamp, uint64_t s, uint64_t claim, uint32_t *tag)
+{
+	return slot_write_local_summed(slot, g, key, page, len, NULL, stamp, s, claim, tag);
 }
 
 /* Empty a local slot if it still holds exactly the page expect describes (its copy

@@ -25,10 +25,11 @@
  * Put a page back into its bucket: not over a copy of the key already there (a writer
  * got in first: the caller reads that one), into an empty way if there is one, else
  * over the oldest page, which goes to disk first. The slot is claimed only from the
- * version the choice was made on; if it changed, look again. 0, -EEXIST or -EBUSY.
+ * version the choice was made on; if it changed, look again. sum: the page's
+ * slot_checksum (NULL: payload-free). 0, -EEXIST or -EBUSY.
  */
 static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const void *page,
-		   uint32_t len)
+		   uint32_t len, const uint64_t *sum)
 {
 	struct slotmap *sm = sp->sm;
 	const struct slot_geometry *g = &sm->own->cls[c].g;
@@ -59,17 +60,18 @@ static int install(struct sm_spill *sp, uint32_t c, struct pc_keyhash key, const
 			struct sm_cand x = { .cls = c, .way = (uint32_t)w, .bucket = bucket, .h = h[w] };
 
 			/* the oldest page goes to disk first; a slot being written is left */
-			if (!sm_spill_valid(&h[w]) || (!vb && !sm->payload_free && !(vb = malloc(sp->page_max))))
+			if (!sm_spill_valid(&h[w]) ||
+			    (!vb && !sm->payload_free && !(vb = sm_spill_buf(sp, sp->page_max))))
 				continue;
 			if (!sm_spill_demote(sp, &x, 1, vb))
 				continue;
 			slot_header_load(sm_spill_slot(sm, c, bucket, (uint32_t)w), &h[w]);
 		}
 		now = pc_env_now(sm->st->env);
-		ret = slot_write_local_at(sm_spill_slot(sm, c, bucket, (uint32_t)w), g, key, page, len,
-					  slot_next_stamp(h, g->ways, now), h[w].seq,
-					  sm_claim_word(sm, now, h[w].seq),
-					  &sm_spill_tags(sm, c, bucket)[w]);
+		ret = slot_write_local_summed(sm_spill_slot(sm, c, bucket, (uint32_t)w), g, key, page,
+					      len, sum, slot_next_stamp(h, g->ways, now), h[w].seq,
+					      sm_claim_word(sm, now, h[w].seq),
+					      &sm_spill_tags(sm, c, bucket)[w]);
 		if (!ret)
 			pc_env_copy(sm->st->env, len);
 	}
@@ -107,7 +109,7 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 		if (cls[i] >= 0)
 			bytes += sm->own->cls[cls[i]].g.page_bytes;
 	if (!sm->payload_free)
-		buf = malloc(bytes ? bytes : 1);
+		buf = sm_spill_buf(sp, bytes);	/* the disk reads land in it, no bounce */
 	if (!b || !at || (!sm->payload_free && !buf))
 		goto out;
 	bytes = 0;
@@ -140,6 +142,7 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 		const struct proto_promote_key *q = &keys[i];
 		struct disk_blk *d = &b[i - i0];
 		struct proto_promote_ans *a = &ans[i];
+		uint64_t sum;
 		int ret;
 
 		if (cls[i] < 0)
@@ -149,7 +152,10 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 			unread += d->status != -EBADMSG && d->status != -ENOENT;
 			continue;
 		}
-		ret = install(sp, (uint32_t)cls[i], d->key, d->data, d->len);
+		/* one checksum for the slot's header and the answer */
+		sum = sm->payload_free ? 0 : slot_checksum(d->key, d->data, d->len);
+		ret = install(sp, (uint32_t)cls[i], d->key, d->data, d->len,
+			      sm->payload_free ? NULL : &sum);
 		if (ret == -EEXIST) {
 			a->status = -EAGAIN;	/* a copy is in its slot: read that one */
 			continue;
@@ -166,10 +172,17 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 			continue;
 		}
 		a->len = d->len;
-		a->checksum = sm->payload_free ? 0 : slot_checksum(d->key, d->data, d->len);
-		if (payloads && (sm->payload_free || *used + d->len <= budget) &&
-		    (sm->payload_free || !pc_msg_append(payloads, d->data, d->len))) {
-			*used += sm->payload_free ? 0 : d->len;
+		a->checksum = sum;
+		/* the payload after the answers, in room the caller reserved (the answers
+		 * live in the same buffer: it must not move) */
+		if (payloads && *used + d->len <= budget &&
+		    (sm->payload_free || payloads->len + d->len <= payloads->cap)) {
+			if (!sm->payload_free) {
+				memcpy((uint8_t *)payloads->data + payloads->len, d->data, d->len);
+				payloads->len += d->len;
+			}
+			pc_env_copy(sm->st->env, d->len);
+			*used += d->len;
 			a->status = 0;
 		} else {
 			/* in its slot again: read it there; or, not placed, still on disk */
@@ -190,7 +203,8 @@ out:
 
 /* Promote keys from this node's disk back into its slots; answers get one entry per
  * key and, when payloads is not NULL, the payloads of the 0 answers are appended to it
- * up to budget bytes (later ones are answered -EAGAIN: read them in their slots). */
+ * up to budget bytes and its reserved room (later ones are answered -EAGAIN: read them
+ * in their slots). */
 static void promote(struct slotmap *sm, const struct proto_promote_key *keys, uint32_t n,
 		      uint32_t budget, struct proto_promote_ans *ans, struct pc_msg *payloads)
 {
@@ -227,8 +241,7 @@ int sm_promote_rpc(struct slotmap *sm, const void *req, size_t len, struct pc_ms
 {
 	struct proto_promote h;
 	struct proto_promote_key *keys;
-	struct pc_msg payloads = { 0 };
-	int ret;
+	size_t answers, room;
 
 	if (!sm->spill)
 		return -EOPNOTSUPP;
@@ -237,18 +250,24 @@ int sm_promote_rpc(struct slotmap *sm, const void *req, size_t len, struct pc_ms
 	memcpy(&h, req, sizeof(h));
 	if (!h.n || h.n > PROTO_PROMOTE_MAX_KEYS || len != sizeof(h) + (size_t)h.n * sizeof(*keys))
 		return -EPROTO;
+	/* the answers, then room for the payloads the budget lets through (never more
+	 * than PROMOTE_INLINE, whatever the reader asked): they are copied in once, and
+	 * the buffer never moves under the answers */
+	if (h.budget > PROMOTE_INLINE)
+		h.budget = PROMOTE_INLINE;
+	answers = h.n * sizeof(struct proto_promote_ans);
+	room = sm->payload_free ? 0 : (size_t)h.n * sm->spill->page_max;
+	room = room < h.budget ? room : h.budget;
 	keys = malloc(h.n * sizeof(*keys));
-	if (!keys || pc_msg_reserve(resp, h.n * sizeof(struct proto_promote_ans))) {
+	if (!keys || pc_msg_reserve(resp, answers + room)) {
 		free(keys);
 		return -ENOMEM;
 	}
 	memcpy(keys, (const uint8_t *)req + sizeof(h), h.n * sizeof(*keys));
-	promote(sm, keys, h.n, h.budget, resp->data, &payloads);
-	resp->len = h.n * sizeof(struct proto_promote_ans);
-	ret = pc_msg_append(resp, payloads.data, payloads.len);
-	pc_msg_free(&payloads);
+	resp->len = answers;
+	promote(sm, keys, h.n, h.budget, resp->data, resp);
 	free(keys);
-	return ret;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ the reader's side */

@@ -192,6 +192,8 @@ int sm_spill_open(struct slotmap *sm, char *err, size_t errlen)
 		}
 		p.bytes = disk_file_bytes((uint32_t)blocks, page, 4096);
 		ret = pc_storage_open_ops(st->storage, &p, &sp->stg[c]);
+		if (!ret && sp->stg[c]->align > sp->align)
+			sp->align = sp->stg[c]->align;
 		if (!ret)
 			ret = disk_open(sp->stg[c], (uint32_t)blocks, page, sm->payload_free, &sp->disk[c]);
 		if (ret)
@@ -210,7 +212,7 @@ int sm_spill_open(struct slotmap *sm, char *err, size_t errlen)
 	if (sp->batch < sp->free_ways)
 		sp->batch = sp->free_ways;	/* one bucket's worth at least */
 	if (!ret && !sm->payload_free) {
-		sp->bounce = malloc(sp->batch * sp->page_max);
+		sp->bounce = sm_spill_buf(sp, sp->batch * sp->page_max);
 		ret = sp->bounce ? 0 : -ENOMEM;
 	}
 	if (!ret) {

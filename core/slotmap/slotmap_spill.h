@@ -17,6 +17,8 @@ struct sm_spill {
 	uint64_t cursor[PC_MAX_CLASSES];
 	uint32_t batch;			/* pages per demotion batch */
 	uint64_t page_max;		/* the largest class's page */
+	size_t align;			/* the disks' transfer alignment (largest of the
+					 * classes'): buffers so aligned need no bounce */
 	uint8_t *bounce;		/* the task's: batch pages of page_max */
 	struct pc_task *task;
 	int stop;
@@ -42,6 +44,15 @@ static inline uint32_t *sm_spill_tags(struct slotmap *sm, uint32_t c, uint64_t b
 static inline bool sm_spill_valid(const struct slot_header *h)
 {
 	return !(h->seq & 1) && !slot_header_empty(h);
+}
+
+/* A buffer of bytes that the disks read into and write from directly (sm_spill.align;
+ * free() it). NULL when out of memory. */
+static inline uint8_t *sm_spill_buf(const struct sm_spill *sp, size_t bytes)
+{
+	size_t a = sp->align > 1 ? sp->align : 64;
+
+	return aligned_alloc(a, bytes ? (bytes + a - 1) / a * a : a);
 }
 
 /* Start spilling this node's slots to its disk when the topology asks for it. */
