@@ -92,7 +92,10 @@ static const struct tool_doc doc = {
 		"nodes.rails.latency_us, gbps, op_us, nodes.memcpy_gbps, the nvme keys and "
 		"nodes.rpc_us; then nodes.jitter, the spread of the "
 		"node's waits, is the value at which the simulated cases' 90th percentiles stand "
-		"to their medians as the measured ones do. Pin this process and each pcd to cores of "
+		"to their medians as the measured ones do; and nodes.wake_us and idle_us, from "
+		"gets of one page after the node and its peer idled 50 us to 1.6 ms: what "
+		"waking an idle host adds, as a step from the shortest gap that shows it. Pin "
+		"this process and each pcd to cores of "
 		"their own (taskset) when they share a machine: the model gives every node its "
 		"own. The file records the "
 		"machine, the date, the commit, the cluster, every case (measured and predicted) "
@@ -198,7 +201,7 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 	case 0: break;
 	case -EINVAL: tool_die(TOOL, "--batches: 1 to %d pages each", CALIB_MAX_BATCH);
 	default:
-		tool_die(TOOL, "--pages and --batches: at most %d cases (pages x (2 x batches + 4, + 4 with a disk) + 2)",
+		tool_die(TOOL, "--pages and --batches: at most %d cases (pages x (2 x batches + 4, + 4 with a disk) + 8)",
 			 CALIB_MAX_CASES);
 	}
 	fprintf(stderr, "%s: %u cases of %u timed batches on node %s\n", TOOL, cal.nr_cases, reps, node);
@@ -228,9 +231,9 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 		       k->sim_us, off(k->sim_us, k->real_us), k->real_p90_us, k->sim_p90_us,
 		       off(k->sim_p90_us, k->real_p90_us));
 	}
-	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f, jitter %.2f, rpc_us %.1f",
+	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f, jitter %.2f, rpc_us %.1f, wake_us %.1f after idle_us %.0f",
 	       cal.fit.latency_us, cal.fit.gbps, cal.fit.op_us, cal.fit.memcpy_gbps, cal.fit.jitter,
-	       cal.fit.rpc_us);
+	       cal.fit.rpc_us, cal.fit.wake_us, cal.fit.idle_us);
 	if (cal.disk)
 		printf("; nvme latency_us %.1f, read_mbps %.0f, write_mbps %.0f, iops %.0f",
 		       cal.fit.nvme_latency_us, cal.fit.read_mbps, cal.fit.write_mbps, cal.fit.iops);

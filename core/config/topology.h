@@ -69,6 +69,9 @@ struct pc_node {
 	double jitter;			/* the simulator's spread of the node's waits (sigma) */
 	double rpc_us;			/* the simulator's hand-off of a peer's RPC to a
 					 * worker and back (us) */
+	double wake_us;			/* the simulator's wake-up of a node idle longer
+					 * than idle_us (us) */
+	double idle_us;
 	bool has_nvme;
 	struct pc_nvme nvme;
 	struct pc_mark mark;		/* the node's entry in the file */

@@ -256,6 +256,17 @@ static const struct field node_fields[] = {
 	      "the quick ones, layouts, heartbeats and p2p's directory) to a worker thread "
 	      "and to take its answer back, beyond the handler's own waits: a tcp server "
 	      "wakes a worker and is woken by it. pccalibrate fits it.")),
+	F(struct pc_node, wake_us, FT_DOUBLE, 0, 1000000, "0",
+	  DOC("sim", "us", "The simulator's time for a node that has been idle longer than "
+	      "idle_us (none of its threads ran, none of its transfers moved) to start on "
+	      "what wakes it: a peer's request, or the answer it waits for. A virtual CPU "
+	      "that its hypervisor took off the core after idling, or a core in a deep sleep "
+	      "state, takes that long to run again; about 0 for a node that polls. "
+	      "pccalibrate measures it with gets after idle gaps.")),
+	F(struct pc_node, idle_us, FT_DOUBLE, 0, 1000000, "200",
+	  DOC("sim", "us", "How long a node must have been idle for wake_us to apply (the "
+	      "time a KVM host polls a halted virtual CPU before it deschedules it is 200 us "
+	      "by default). pccalibrate measures it with wake_us.")),
 	{ .name = "rails", DOC("all", NULL, "The node's NICs, a list of rails (below); one "
 			       "default rail when absent.") },
 	{ .name = "nvme", DOC("spill, tier, sim", NULL, "The node's disk (below); needed by "

@@ -344,6 +344,7 @@ int pc_fabric_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 		assert(rpcs[i].peer < f->nr_peers);
 		rpcs[i].status = 0;
 		rpcs[i].resp.len = 0;
+		rpcs[i].resp.virt_len = 0;
 	}
 	now = pc_env_now(f->env);
 	skipped = count_skipped(f, &e, now);
@@ -410,4 +411,5 @@ void pc_msg_free(struct pc_msg *m)
 	free(m->data);
 	m->data = NULL;
 	m->len = m->cap = 0;
+	m->virt_len = 0;
 }

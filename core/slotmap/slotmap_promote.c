@@ -180,6 +180,8 @@ static void promote_chunk(struct sm_spill *sp, const struct proto_promote_key *k
 			if (!sm->payload_free) {
 				memcpy((uint8_t *)payloads->data + payloads->len, d->data, d->len);
 				payloads->len += d->len;
+			} else {
+				payloads->virt_len += d->len;
 			}
 			pc_env_copy(sm->st->env, d->len);
 			*used += d->len;

@@ -23,7 +23,11 @@ static uint64_t senv_now(struct pc_env *c)
 
 static void senv_sleep(struct pc_env *c, uint64_t ns)
 {
-	sim_sleep(to_senv(c)->w->s, ns);
+	struct sim_env *sc = to_senv(c);
+
+	sim_env_busy(sc);
+	sim_sleep(sc->w->s, ns);
+	sim_env_busy(sc);
 }
 
 static uint64_t senv_random(struct pc_env *c)
@@ -76,6 +80,21 @@ uint64_t sim_env_stretch(struct sim_env *e, uint64_t ns)
 	return (uint64_t)((double)ns * expm1(fmin(e->jitter * z, JITTER_MAX_LOG)));
 }
 
+/*
+ * A node whose threads all wait for long enough is idle: its virtual CPU halts and
+ * the hypervisor deschedules it (or its core sleeps deeply), and what wakes it
+ * starts later. Every op of the node's processes marks it busy (the fabric's, the
+ * storage's, these), and so do its transfers as they end.
+ */
+uint64_t sim_env_wake(struct sim_env *e)
+{
+	uint64_t now = sim_now(e->w->s);
+	bool idle = e->wake_ns && now > e->busy_at + e->idle_ns;
+
+	e->busy_at = idle ? now + e->wake_ns : now > e->busy_at ? now : e->busy_at;
+	return idle ? e->wake_ns : 0;
+}
+
 /* T = bytes / memcpy bandwidth, stretched as any wait, on the process that copied. */
 static void senv_copy(struct pc_env *c, uint64_t bytes)
 {
@@ -86,6 +105,7 @@ static void senv_copy(struct pc_env *c, uint64_t bytes)
 		return;
 	t = (uint64_t)((double)bytes / sc->copy_rate);
 	sim_sleep(sc->w->s, t + sim_env_stretch(sc, t));
+	sim_env_busy(sc);
 }
 
 /* The other processes due now run first; no simulated time passes. */

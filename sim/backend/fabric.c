@@ -8,7 +8,9 @@
  * peer, WRITE bytes to it. The process that posted sleeps until every peer's
  * transfers are through; each peer's ops take effect then, in order. An RPC crosses
  * the network, runs its handler as a process on the target node (it may sleep on
- * storage there), and its answer crosses back. Without a time model, peers' regions
+ * storage there), and its answer crosses back. A node that idled past nodes.idle_us
+ * starts wake_us later on what wakes it (env.c): a peer on a post or a request, a
+ * caller on its answer. Without a time model, peers' regions
  * are mapped (pc_fabric_map) and the stores use them as their own memory.
  */
 #include <errno.h>
@@ -100,6 +102,11 @@ static void stretch_wait(struct sim_fabric *sf, uint64_t t0)
 		sim_sleep(w->s, extra);
 }
 
+static struct sim_env *node_env(struct sim_world *w, uint32_t node)
+{
+	return (struct sim_env *)(void *)sim_world_env(w, node);
+}
+
 /* ------------------------------------------------------------------ posts */
 
 struct post {
@@ -108,6 +115,7 @@ struct post {
 	struct pc_op *ops;
 	uint32_t *order;		/* op indices grouped by peer */
 	int pending;			/* peers not through yet */
+	uint64_t wake;			/* the longest wake-up of an idle peer (ns) */
 };
 
 struct peer_part {
@@ -123,6 +131,7 @@ static void peer_through(struct sim *s, void *arg)
 
 	if (--pp->parts)
 		return;
+	sim_env_busy(node_env(po->sf->w, po->ops[po->order[pp->first]].peer));
 	inproc_world_apply_batch(po->sf->w->mem, po->ops, po->order + pp->first, pp->count);
 	if (!--po->pending)
 		sim_wake(s, po->proc);
@@ -174,6 +183,7 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		return 0;
 	}
 	t0 = sim_now(w->s);
+	sim_env_busy(node_env(w, self));
 	/* one block: order[n], then peers[n] (group_by_peer's), then one part per peer */
 	po.order = malloc(n * (2 * sizeof(*po.order) + sizeof(*parts)));
 	if (!po.order)
@@ -183,6 +193,7 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	po.proc = sim_self(w->s);
 	for (size_t i = 0; i < n;) {
 		uint32_t peer = ops[po.order[i]].peer, rails, nops;
+		uint64_t wake;
 		double rd = 0, wr = 0;
 		struct peer_part *pp;
 		size_t j = i;
@@ -199,6 +210,8 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		}
 		pp = &parts[po.pending];
 		*pp = (struct peer_part){ 0 };
+		wake = sim_env_wake(node_env(w, peer));	/* the peer's server, if it idled */
+		po.wake = wake > po.wake ? wake : po.wake;
 		pp->post = &po;
 		pp->first = (uint32_t)i;
 		pp->count = (uint32_t)(j - i);
@@ -235,7 +248,11 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	if (po.pending) {
 		inproc_world_prefetch(w->mem, ops, n);	/* in cache when the ports are through */
 		sim_block(w->s);
+		/* a peer that idled started on the ops that much later */
+		if (po.wake)
+			sim_sleep(w->s, po.wake);
 		stretch_wait(sf, t0);
+		sim_env_busy(node_env(w, self));
 	}
 	free(po.order);
 	return 0;
@@ -261,6 +278,7 @@ struct call {
 	struct sim_fabric *sf;
 	struct sim_proc *proc;
 	int pending;
+	uint64_t woken_at;		/* when the caller, if it idled, runs again */
 };
 
 struct rpc_run {
@@ -268,14 +286,30 @@ struct rpc_run {
 	struct pc_rpc *rpc;
 };
 
+static void wake_caller(struct sim *s, void *arg)
+{
+	struct call *c = arg;
+
+	sim_wake(s, c->proc);
+}
+
+/* An answer is in: a caller that idled meanwhile takes its wake-up to see it (the
+ * first answer wakes it, later ones find it up), and then copies out the bytes that
+ * waited in its socket; one that was up took them in as they came. */
 static void answer_arrived(struct sim *s, void *arg)
 {
 	struct rpc_run *rr = arg;
 	struct call *c = rr->c;
+	struct sim_env *e = node_env(c->sf->w, c->sf->base.self);
+	uint64_t up = sim_env_wake(e);
 
+	if (up && e->copy_rate > 0)
+		up += (uint64_t)((double)(rr->rpc->resp.len + rr->rpc->resp.virt_len) / e->copy_rate);
+	up += sim_now(s);
 	free(rr);
+	c->woken_at = up > c->woken_at ? up : c->woken_at;
 	if (!--c->pending)
-		sim_wake(s, c->proc);
+		sim_at(s, c->woken_at, wake_caller, c);
 }
 
 /* The handler, as a process on the target node: after nodes.rpc_us for a request
@@ -289,14 +323,19 @@ static void serve_rpc(void *arg)
 	uint32_t peer = rr->rpc->peer;
 	uint16_t op = rr->rpc->opcode;
 	double hand_off = w->topo->nodes[peer].rpc_us;
+	uint64_t wake = sim_env_wake(node_env(w, peer));	/* it idled: it wakes first */
 
 	if (hand_off > 0 && !(op < 64 && w->quick[peer] >> op & 1))
-		sim_sleep(w->s, (uint64_t)(hand_off * 1000.0));
+		wake += (uint64_t)(hand_off * 1000.0);
+	if (wake)
+		sim_sleep(w->s, wake);
 	rr->rpc->status = inproc_world_call(w->mem, sf->base.self, rr->rpc);
-	w->rpc_bytes += (double)rr->rpc->resp.len;
+	sim_env_busy(node_env(w, peer));
+	w->rpc_bytes += (double)rr->rpc->resp.len + (double)rr->rpc->resp.virt_len;
 	count_rpc(w, rr->rpc);
 	net_transfer(w->net, sf->base.self, peer, sf->base.self, 0, 1,
-		     (double)rr->rpc->resp.len + MSG_OVERHEAD, answer_arrived, rr);
+		     (double)(rr->rpc->resp.len + rr->rpc->resp.virt_len) + MSG_OVERHEAD,
+		     answer_arrived, rr);
 }
 
 static void request_arrived(struct sim *s, void *arg)
@@ -327,6 +366,7 @@ static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	}
 	c.proc = sim_self(sf->w->s);
 	t0 = sim_now(sf->w->s);
+	sim_env_busy(node_env(sf->w, f->self));
 	for (size_t i = 0; i < n; i++) {
 		struct rpc_run *rr = calloc(1, sizeof(*rr));
 
@@ -342,6 +382,7 @@ static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	if (c.pending) {
 		sim_block(sf->w->s);
 		stretch_wait(sf, t0);
+		sim_env_busy(node_env(sf->w, f->self));
 	}
 	return 0;
 }

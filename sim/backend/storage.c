@@ -62,14 +62,17 @@ static int ss_rw(struct pc_storage *s, struct pc_io *ios, size_t n, bool write)
 	struct sim_storage *ss = to_ss(s);
 	struct sim_world *w = ss->w;
 	struct io_wait iw = { .proc = sim_self(w->s) };
+	struct sim_env *e = (struct sim_env *)(void *)sim_world_env(w, ss->node);
 
 	if (w->timing && iw.proc) {
+		sim_env_busy(e);
 		for (size_t i = 0; i < n; i++) {
 			iw.pending++;
 			nvme_io(w->nvme[ss->node], write, (double)ios[i].len, io_done, &iw);
 		}
 		if (iw.pending)
 			sim_block(w->s);
+		sim_env_busy(e);
 	}
 	for (size_t i = 0; i < n && ss->bytes; i++) {
 		if (write)

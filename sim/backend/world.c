@@ -32,6 +32,10 @@ struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, b
 						   .node = i < t->nr_nodes ? i : PC_PEER_NONE };
 		w->envs[i].copy_rate = (i < t->nr_nodes ? t->nodes[i].memcpy_gbps : 10.0);
 		w->envs[i].jitter = i < t->nr_nodes ? t->nodes[i].jitter : 0;
+		if (i < t->nr_nodes && timing) {
+			w->envs[i].wake_ns = (uint64_t)(t->nodes[i].wake_us * 1000.0);
+			w->envs[i].idle_ns = (uint64_t)(t->nodes[i].idle_us * 1000.0);
+		}
 		if (i < t->nr_nodes && t->nodes[i].has_nvme) {
 			w->nvme[i] = nvme_create(s, &t->nodes[i].nvme);
 			if (!w->nvme[i])

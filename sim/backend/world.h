@@ -27,6 +27,8 @@ struct sim_env {
 	uint32_t node;
 	double copy_rate;		/* bytes per ns of a local memcpy */
 	double jitter;			/* nodes.jitter: the spread of its waits */
+	uint64_t wake_ns, idle_ns;	/* nodes.wake_us, nodes.idle_us */
+	uint64_t busy_at;		/* when it last ran or moved bytes: idle since */
 };
 
 struct sim_world {
@@ -59,6 +61,19 @@ struct pc_env *sim_world_env(struct sim_world *w, uint32_t node);
  * s > 0, ns x (e^(s x max(0, Z)) - 1) for a standard normal Z from the engine's seeded
  * randomness; 0 otherwise, with no draw (the engine's random sequence is untouched). */
 uint64_t sim_env_stretch(struct sim_env *e, uint64_t ns);
+
+/* The node ran (or moved bytes) just now. */
+static inline void sim_env_busy(struct sim_env *e)
+{
+	uint64_t now = sim_now(e->w->s);
+
+	e->busy_at = now > e->busy_at ? now : e->busy_at;
+}
+
+/* Something wakes node e now (a request for it, an answer it waits for): the time
+ * it takes to start on it, nodes.wake_us when it has been idle longer than
+ * nodes.idle_us, else 0 (env.c). It is busy from now on. */
+uint64_t sim_env_wake(struct sim_env *e);
 
 /* Take node out of the network (its ops and RPCs fail) or put it back. */
 void sim_world_set_down(struct sim_world *w, uint32_t node, bool down);

@@ -28,10 +28,17 @@ const char *calib_where_name(enum calib_where w)
 
 const char *calib_op_name(enum calib_op op)
 {
-	static const char *const names[] = { "get", "set", "read", "write", "rpc" };
+	static const char *const names[] = { "get", "set", "read", "write", "rpc", "idle" };
 
 	return names[op];
 }
+
+/* The idle cases' gaps, and how the tables name them. */
+static const uint32_t gaps_us[CALIB_NR_GAPS] = { 50, 100, 200, 400, 800, 1600 };
+static const char *const gap_names[CALIB_NR_GAPS] = {
+	"peer, 50 us idle", "peer, 100 us idle", "peer, 200 us idle", "peer, 400 us idle",
+	"peer, 800 us idle", "peer, 1600 us idle",
+};
 
 static bool disk_op(enum calib_op op)
 {
@@ -40,7 +47,8 @@ static bool disk_op(enum calib_op op)
 
 const char *calib_case_pages(const struct calib_case *k)
 {
-	return disk_op(k->op) ? "disk" : calib_where_name(k->where);
+	return disk_op(k->op) ? "disk" : k->op == CALIB_IDLE ? gap_names[k->gap] :
+	       calib_where_name(k->where);
 }
 
 int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
@@ -56,7 +64,7 @@ int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const u
 			return -EINVAL;
 		spread = batches[b] > spread ? batches[b] : spread;	/* the largest */
 	}
-	if (npages * (2 * nbatches + 4 + (disk ? 4 : 0)) + 2 > CALIB_MAX_CASES)
+	if (npages * (2 * nbatches + 4 + (disk ? 4 : 0)) + 2 + CALIB_NR_GAPS > CALIB_MAX_CASES)
 		return -E2BIG;
 	for (uint32_t k = 0; k < npages; k++) {
 		for (int op = CALIB_GET; op <= CALIB_SET; op++)
@@ -78,6 +86,10 @@ int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const u
 	/* a request handed to a worker and answered: its time there and back */
 	for (uint32_t b = 1; b <= CALIB_RPC_KEYS; b += CALIB_RPC_KEYS - 1)
 		c->cases[c->nr_cases++] = (struct calib_case){ .op = CALIB_RPC, .batch = b };
+	/* a get after the node and its peer idled: what waking them costs */
+	for (uint32_t g = 0; g < CALIB_NR_GAPS; g++)
+		c->cases[c->nr_cases++] = (struct calib_case){ .op = CALIB_IDLE, .page = pages[0],
+							       .batch = 1, .gap = g };
 	return 0;
 }
 
@@ -201,7 +213,7 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 		snprintf(err, errlen, "a node owns no keys: it is not in the ring (is every node "
 			 "of the topology up?)");
 	for (uint32_t r = 0; r < groups + reps && !ret; r++) {	/* the first groups: store them */
-		bool timed = r >= groups, get = timed && k->op == CALIB_GET;
+		bool timed = r >= groups, get = timed && (k->op == CALIB_GET || k->op == CALIB_IDLE);
 		uint64_t *gk = keys + (size_t)(r % groups) * k->batch;
 		uint64_t t0;
 		int got;
@@ -210,6 +222,8 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 			pg[i] = (struct pc_page){ .key = &gk[i], .key_len = sizeof(gk[i]),
 						  .data = buf ? buf + (size_t)i * k->page : NULL,
 						  .len = k->page, .cap = k->page };
+		if (timed && k->op == CALIB_IDLE)	/* nothing runs here or at the peer */
+			pc_env_sleep(env, gaps_us[k->gap] * 1000ULL);
 		t0 = pc_env_now(env);
 		got = get ? pc_batch_get(st, pg, k->batch) : pc_batch_set(st, pg, k->batch);
 		if (timed)
@@ -385,6 +399,8 @@ void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk)
 		}
 		n->jitter = p->jitter;
 		n->rpc_us = p->rpc_us;
+		n->wake_us = p->wake_us;
+		n->idle_us = p->idle_us;
 		if (disk && n->has_nvme) {
 			n->nvme.latency_us = p->nvme_latency_us;
 			n->nvme.read_mbps = p->read_mbps;
@@ -557,7 +573,8 @@ static int jitter_error(struct pc_topology *t, uint32_t node, struct calib *c, d
 		const struct calib_case *k = &c->cases[i];
 		double d;
 
-		if (disk_op(k->op) || k->op == CALIB_RPC || !(k->real_us > 0) || !(k->sim_us > 0))
+		if (disk_op(k->op) || k->op == CALIB_RPC || k->op == CALIB_IDLE ||
+		    !(k->real_us > 0) || !(k->sim_us > 0))
 			continue;	/* disk waits are the NVMe model's, not stretched */
 		d = log(k->sim_p90_us / k->sim_us) - log(k->real_p90_us / k->real_us);
 		*sse += d * d;
@@ -612,6 +629,7 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 		.rpc_us = 20, .jitter = c->fit.jitter };
 	double x0[CALIB_NR_PARAMS], A[CALIB_MAX_CASES][CALIB_NR_PARAMS], c0[CALIB_MAX_CASES];
 	double y[CALIB_MAX_CASES], t0[CALIB_MAX_CASES], x[CALIB_NR_PARAMS] = { 0 };
+	uint32_t rows = 0;
 	int ret;
 
 	to_vars(&base, x0);
@@ -620,7 +638,7 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 		t0[i] = c->cases[i].sim_us;
 	for (int j = 0; !ret && j < CALIB_NR_PARAMS; j++) {
 		double xs[CALIB_NR_PARAMS];
-		struct calib_params p;
+		struct calib_params p = base;
 
 		memcpy(xs, x0, sizeof(xs));
 		xs[j] *= 2;		/* one variable doubled */
@@ -630,13 +648,17 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 		for (uint32_t i = 0; !ret && i < c->nr_cases; i++)
 			A[i][j] = (c->cases[i].sim_us - t0[i]) / x0[j];
 	}
+	/* the idle cases are the wake-up's (fit_wake), not the affine model's */
 	for (uint32_t i = 0; !ret && i < c->nr_cases; i++) {
-		c0[i] = t0[i];
+		if (c->cases[i].op == CALIB_IDLE)
+			continue;
+		memmove(A[rows], A[i], sizeof(A[i]));
+		c0[rows] = t0[i];
 		for (int j = 0; j < CALIB_NR_PARAMS; j++)
-			c0[i] -= A[i][j] * x0[j];
-		y[i] = c->cases[i].real_us;
+			c0[rows] -= A[rows][j] * x0[j];
+		y[rows++] = c->cases[i].real_us;
 	}
-	if (!ret && (!isfinite(nnls(c->nr_cases, A, c0, y, x)) || x[1] <= 0 ||
+	if (!ret && (!isfinite(nnls(rows, A, c0, y, x)) || x[1] <= 0 ||
 		     (c->disk && (x[5] <= 0 || x[6] <= 0)))) {
 		snprintf(err, errlen, "the measurements fit no model with a finite rate (the "
 			 "network's and the disk's both needed): measure larger batches");
@@ -647,6 +669,56 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 		c->fit.jitter = base.jitter;
 	}
 	return ret;
+}
+
+/*
+ * nodes.wake_us and nodes.idle_us from the idle cases: each one's excess over the
+ * same get back to back (the batch-of-one get of the first page size, measured), as
+ * a step: nothing at shorter gaps, wake_us (the median excess) from idle_us, the
+ * shortest gap that woke the peer, on. The step is the one of least absolute
+ * deviations over the gaps it may start at: a host's wake-up grows with the idle
+ * time in tiers, and one tier far out must not hide the first; none when the
+ * excesses are noise. (Between the gap before and idle_us the model cannot tell;
+ * it takes the longer, so that a wake-up, which lengthens the caller's wait, does
+ * not make the next one.)
+ */
+static void fit_wake(struct calib *c)
+{
+	double e[CALIB_NR_GAPS] = { 0 }, base = 0, best = INFINITY;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < c->nr_cases; i++) {
+		const struct calib_case *k = &c->cases[i];
+
+		if (k->op == CALIB_GET && k->where == CALIB_PEER && k->batch == 1 && !base &&
+		    k->page == c->cases[c->nr_cases - 1].page)
+			base = k->real_us;
+		if (k->op == CALIB_IDLE)
+			e[n++] = k->real_us;
+	}
+	c->fit.wake_us = 0;
+	c->fit.idle_us = n ? gaps_us[n - 1] : 0;
+	if (!base || n != CALIB_NR_GAPS)
+		return;
+	for (uint32_t g = 0; g < n; g++)
+		e[g] -= base;
+	for (uint32_t from = 0; from <= n; from++) {	/* gaps from..n-1 wake the peer */
+		double past[CALIB_NR_GAPS], wake = 0, cost = 0;
+		uint32_t m = n - from;
+
+		memcpy(past, e + from, m * sizeof(*past));
+		qsort(past, m, sizeof(*past), cmp_double);
+		if (m)
+			wake = m % 2 ? past[m / 2] : (past[m / 2 - 1] + past[m / 2]) / 2;
+		wake = wake > 0 ? wake : 0;
+		for (uint32_t g = 0; g < n; g++)
+			cost += fabs(e[g] - (g >= from ? wake : 0));
+		if (cost < best) {
+			best = cost;
+			c->fit.wake_us = m ? wake : 0;
+			c->fit.idle_us = gaps_us[from < n ? from : n - 1];
+		}
+	}
 }
 
 /* Rounds of fitting the affine keys and the jitter in turn: the jitter moves the
@@ -668,6 +740,8 @@ int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, ch
 		if (!ret && c->fit.jitter > 0)
 			ret = fit_affine(t, node, c, err, errlen);
 	}
+	if (!ret)
+		fit_wake(c);
 	if (!ret)	/* the model at the fit, simulated again: what it predicts for each case */
 		ret = simulate(t, node, c, &c->fit, err, errlen);
 	pc_topology_free(t);

@@ -27,6 +27,10 @@
  * byte read and written and its time per command, four more variables of the same fit).
  * The rpc cases time a request a peer hands to a worker thread (a promotion of keys it
  * does not hold: no disk read), which pins nodes.rpc_us, the hand-off there and back.
+ * The idle cases time a get of one peer page after the node slept, gaps of 50 us to
+ * 1.6 ms (the peer idles as long): how much longer than back to back it takes, as a
+ * step from nothing to nodes.wake_us at gaps over nodes.idle_us, fitted apart from
+ * the rest (the wake-up of a host that idled, which the affine model has not got).
  *
  * Validation replays a workload on the real node (one request at a time, a
  * batch_get timed, then a batch_set of the misses, as the simulator's run.c serves
@@ -50,12 +54,15 @@
 #define CALIB_DISK_BATCH 16
 #define CALIB_NR_PARAMS 9
 #define CALIB_RPC_KEYS 16		/* keys in the larger rpc case's request */
+#define CALIB_NR_GAPS 6			/* idle cases: gaps of 50 us to 1.6 ms */
 
 enum calib_op {
 	CALIB_GET, CALIB_SET,			/* batch calls of the store */
 	CALIB_DISK_READ, CALIB_DISK_WRITE,	/* batches of block I/O on the node's disk */
 	CALIB_RPC,				/* a peer's request that it hands to a worker
 						 * (a promotion of absent keys: batch keys) */
+	CALIB_IDLE,				/* a get of one peer's page after the node
+						 * slept gap_us, and the peer idled as long */
 };
 
 enum calib_where {
@@ -69,6 +76,7 @@ struct calib_case {
 	uint32_t page;			/* bytes */
 	uint32_t batch;			/* pages */
 	enum calib_where where;
+	uint32_t gap;			/* CALIB_IDLE: calib_gaps_us[gap] */
 	double real_us, sim_us;		/* medians: measured, and simulated at the fit */
 	double real_p90_us, sim_p90_us;	/* 90th percentiles, the same */
 };
@@ -83,6 +91,7 @@ struct calib_params {			/* the model keys a calibration sets */
 	double iops;			/* nodes.nvme.iops */
 	double jitter;			/* nodes.jitter */
 	double rpc_us;			/* nodes.rpc_us */
+	double wake_us, idle_us;	/* nodes.wake_us, nodes.idle_us */
 };
 
 struct calib {
@@ -105,8 +114,9 @@ const char *calib_case_pages(const struct calib_case *k);
  * peer's pages, and batches of the largest size of the node's own pages and
  * of every node's (gets and sets); with disk, reads and writes of one block and of
  * CALIB_DISK_BATCH blocks of each page size on the node's nvme.path; then two rpc
- * cases, of 1 and CALIB_RPC_KEYS keys. -EINVAL for a batch of 0 or over
- * CALIB_MAX_BATCH, -E2BIG for more than CALIB_MAX_CASES cases. */
+ * cases, of 1 and CALIB_RPC_KEYS keys, and the idle cases of the first page size.
+ * -EINVAL for a batch of 0 or over CALIB_MAX_BATCH, -E2BIG for more than
+ * CALIB_MAX_CASES cases. */
 int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
 		uint32_t nbatches, bool disk, uint32_t reps);
 

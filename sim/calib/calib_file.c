@@ -61,7 +61,7 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		   "  reps: %u\n"
 		   "  rms_error: %.4f\n"
 		   "  max_error: %.4f\n"
-		   "  cases:        # op, page bytes, batch (rpc: keys asked), whose pages (one peer's, own, all nodes', the disk's); median and 90th percentile us measured and simulated at the fit\n",
+		   "  cases:        # op, page bytes, batch (rpc: keys asked), whose pages (one peer's, own, all nodes', the disk's; idle: one peer's after the gap); median and 90th percentile us measured and simulated at the fit\n",
 		u.nodename, u.release, cpu, sysconf(_SC_NPROCESSORS_ONLN), date, PC_GIT_COMMIT,
 		pc_version(), t->name, topology_path, t->nr_nodes,
 		t->store.protocol == PC_PROTO_TCP ? "tcp" : t->store.protocol == PC_PROTO_RXE ? "rxe" : "rdma",
@@ -79,9 +79,11 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		   "  nodes.rails.op_us: %.3f\n"
 		   "  nodes.memcpy_gbps: %.3f\n"
 		   "  nodes.jitter: %.3f\n"
-		   "  nodes.rpc_us: %.3f\n",
+		   "  nodes.rpc_us: %.3f\n"
+		   "  nodes.wake_us: %.3f\n"
+		   "  nodes.idle_us: %.3f\n",
 		c->fit.latency_us, c->fit.gbps, c->fit.op_us, c->fit.memcpy_gbps, c->fit.jitter,
-		c->fit.rpc_us);
+		c->fit.rpc_us, c->fit.wake_us, c->fit.idle_us);
 	if (c->disk)
 		fprintf(f, "  nodes.nvme.latency_us: %.3f\n"
 			   "  nodes.nvme.read_mbps: %.3f\n"

@@ -36,9 +36,9 @@
  * off (the replay's sets take longer than the model's) and how far the real
  * cluster moves from one replay to the next. */
 #define BOUNDS "p50=45,p99=50,tput=50"
-/* With spill the real promotion path is slower than the model's (the docs say so):
+/* With spill the real promotion path is slower than the model's (the docs say where):
  * these bounds catch a broken model (units, a missing phase), not a weak one. */
-#define SPILL_BOUNDS "p50=70,p99=80,tput=150"
+#define SPILL_BOUNDS "p50=45,p99=80,tput=100"
 
 static int run(const char *cmd)
 {

@@ -104,6 +104,9 @@ struct pc_op {
 struct pc_msg {
 	void *data;
 	size_t len, cap;
+	uint64_t virt_len;		/* payload-free simulations: payload bytes the
+					 * message stands for, not in data (the
+					 * simulator's fabric moves them in time) */
 };
 
 /* Make room for more bytes after len. 0 or -ENOMEM. */

@@ -916,32 +916,75 @@ static void test_one_call_as_two(void)
 
 /* ---------------------------------------------------------------- rpc hand-off */
 
+/* fn on node 0 of a two-node cluster (16 KiB slots, a rail of 5 us each way, the node
+ * keys fixed), once with each of two values of the node key `key`; results[i] (size
+ * bytes each) gets the run with value v[i]. */
+static void two_node_runs(const char *fixed, const char *key, const int v[2],
+			  void (*fn)(struct pc_store *, void *), void *results, size_t size)
+{
+	char err[PC_ERR_MAX];
+
+	for (int i = 0; i < 2; i++) {
+		struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 1 };
+		struct pc_topology *t = NULL;
+		char keys[128], text[512];
+
+		snprintf(keys, sizeof(keys), "%s%s: %d", fixed, key, v[i]);
+		snprintf(text, sizeof(text),
+			 "store: {slot_size_classes: [16KiB], global_segment_size: 4MiB}\n"
+			 "node_defaults: {%s, rails: [{device: d, gbps: 100, latency_us: 5}]}\n"
+			 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n",
+			 keys);
+		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+		cfg.topo = t;
+		CU_ASSERT_EQUAL(run_on_node(&cfg, 0, fn, (char *)results + i * size, err, sizeof(err)), 0);
+		pc_topology_free(t);
+	}
+}
+
 struct rpc_times {
 	uint64_t layout_ns, promote_ns;
 };
 
-static void time_rpcs(struct pc_store *st, void *arg)
-{
-	struct rpc_times *t = arg;
-	struct pc_fabric *f = st->svc.fabric;
+/* From node 0 to node 1: a layout (answered on the spot) and a promotion of a key
+ * node 1 does not hold (handed to a worker). */
+struct two_rpcs {
 	struct {
 		struct proto_promote h;
 		struct proto_promote_key k;
-	} req = { .h = { .n = 1 }, .k = { .lo = 7, .hi = 9, .cap = 4096 } };
-	struct pc_rpc layout = { .peer = 1, .opcode = PC_RPC_LAYOUT };
-	struct pc_rpc promote = { .peer = 1, .opcode = PC_RPC_SLOT_PROMOTE, .req = &req,
-				  .req_len = sizeof(req) };
+	} req;
+	struct pc_rpc layout, promote;
+};
+
+static void two_rpcs_init(struct two_rpcs *r)
+{
+	r->req.h = (struct proto_promote){ .n = 1 };
+	r->req.k = (struct proto_promote_key){ .lo = 7, .hi = 9, .cap = 4096 };
+	r->layout = (struct pc_rpc){ .peer = 1, .opcode = PC_RPC_LAYOUT };
+	r->promote = (struct pc_rpc){ .peer = 1, .opcode = PC_RPC_SLOT_PROMOTE, .req = &r->req,
+				      .req_len = sizeof(r->req) };
+}
+
+/* One call's time; its answer freed. */
+static uint64_t time_call(struct pc_store *st, struct pc_rpc *r)
+{
 	uint64_t t0 = pc_env_now(st->svc.env);
 
-	CU_ASSERT_EQUAL(pc_fabric_call(f, &layout, 1), 0);
-	t->layout_ns = pc_env_now(st->svc.env) - t0;
-	t0 = pc_env_now(st->svc.env);
-	CU_ASSERT_EQUAL(pc_fabric_call(f, &promote, 1), 0);
-	t->promote_ns = pc_env_now(st->svc.env) - t0;
-	CU_ASSERT_EQUAL(layout.status, 0);
-	CU_ASSERT_EQUAL(promote.status, -EOPNOTSUPP);	/* node 1 does not spill */
-	pc_msg_free(&layout.resp);
-	pc_msg_free(&promote.resp);
+	CU_ASSERT_EQUAL(pc_fabric_call(st->svc.fabric, r, 1), 0);
+	pc_msg_free(&r->resp);
+	return pc_env_now(st->svc.env) - t0;
+}
+
+static void time_rpcs(struct pc_store *st, void *arg)
+{
+	struct rpc_times *t = arg;
+	struct two_rpcs r;
+
+	two_rpcs_init(&r);
+	t->layout_ns = time_call(st, &r.layout);
+	t->promote_ns = time_call(st, &r.promote);
+	CU_ASSERT_EQUAL(r.layout.status, 0);
+	CU_ASSERT_EQUAL(r.promote.status, -EOPNOTSUPP);	/* node 1 does not spill */
 }
 
 /* nodes.rpc_us: a request the peer hands to a worker (a promotion) takes it more,
@@ -949,28 +992,72 @@ static void time_rpcs(struct pc_store *st, void *arg)
 static void test_rpc_hand_off(void)
 {
 	struct rpc_times t[2];
-	char err[PC_ERR_MAX];
 
-	for (int i = 0; i < 2; i++) {
-		struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 1 };
-		struct pc_topology *t0 = NULL;
-		char text[512];
-
-		snprintf(text, sizeof(text),
-			 "store: {slot_size_classes: [16KiB], global_segment_size: 4MiB}\n"
-			 "node_defaults: {rpc_us: %d, rails: [{device: d, gbps: 100, latency_us: 5}]}\n"
-			 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n",
-			 i ? 150 : 0);
-		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t0, err, sizeof(err)), 0);
-		cfg.topo = t0;
-		CU_ASSERT_EQUAL(run_on_node(&cfg, 0, time_rpcs, &t[i], err, sizeof(err)), 0);
-		pc_topology_free(t0);
-	}
+	two_node_runs("", "rpc_us", (const int[2]){ 0, 150 }, time_rpcs, t, sizeof(t[0]));
 	printf("\n  layout %.1f / %.1f us, promotion %.1f / %.1f us, at rpc_us 0 / 150",
 	       t[0].layout_ns / 1e3, t[1].layout_ns / 1e3, t[0].promote_ns / 1e3, t[1].promote_ns / 1e3);
 	CU_ASSERT_EQUAL(t[1].layout_ns, t[0].layout_ns);
 	CU_ASSERT_EQUAL(t[1].promote_ns, t[0].promote_ns + 150000);
 	CU_ASSERT(t[0].promote_ns >= 10000);	/* a round trip of 5 us each way, at least */
+}
+
+/* ---------------------------------------------------------------- wake-ups */
+
+struct wake_times {
+	uint64_t quick, after_100us, after_1ms, get_after_1ms, long_rpc;
+};
+
+/* Node 0 asks node 1: layouts (answered on the spot) back to back and after idle
+ * gaps, a get of node 1's page after a gap, and a promotion (handed to a worker for
+ * rpc_us, longer than idle_us) right after. */
+static void time_wakes(struct pc_store *st, void *arg)
+{
+	struct wake_times *t = arg;
+	struct pc_env *env = st->svc.env;
+	struct two_rpcs r;
+	static uint8_t page[16384];
+	uint64_t key = 0, t0;
+	struct pc_page pg;
+
+	while (ring_owner_of(store_ring_of(st), keyhash_of(&key, sizeof(key))) != 1)
+		key++;
+	pg = (struct pc_page){ .key = &key, .key_len = sizeof(key), .data = page, .len = sizeof(page),
+			       .cap = sizeof(page) };
+	two_rpcs_init(&r);
+	CU_ASSERT_EQUAL(pc_batch_set(st, &pg, 1), 1);
+	time_call(st, &r.layout);
+	t->quick = time_call(st, &r.layout);
+	pc_env_sleep(env, 100000);
+	t->after_100us = time_call(st, &r.layout);
+	pc_env_sleep(env, 1000000);
+	t->after_1ms = time_call(st, &r.layout);
+	pc_env_sleep(env, 1000000);
+	t0 = pc_env_now(env);
+	CU_ASSERT_EQUAL(pc_batch_get(st, &pg, 1), 1);
+	t->get_after_1ms = pc_env_now(env) - t0;
+	t->long_rpc = time_call(st, &r.promote);
+}
+
+/* nodes.wake_us: a node idle for longer than nodes.idle_us (the peer after a gap;
+ * a caller that waited that long for its answer) takes wake_us more to start on
+ * what wakes it; after a shorter gap, or back to back, nothing. */
+static void test_wake(void)
+{
+	struct wake_times t[2];
+
+	two_node_runs("rpc_us: 300, idle_us: 200, ", "wake_us", (const int[2]){ 0, 40 }, time_wakes,
+		      t, sizeof(t[0]));
+	printf("\n  at wake_us 0 / 40: back to back %.1f / %.1f us, after 100 us %.1f / %.1f, after 1 ms %.1f / %.1f, get after 1 ms %.1f / %.1f, rpc of 300 us %.1f / %.1f",
+	       t[0].quick / 1e3, t[1].quick / 1e3, t[0].after_100us / 1e3, t[1].after_100us / 1e3,
+	       t[0].after_1ms / 1e3, t[1].after_1ms / 1e3, t[0].get_after_1ms / 1e3,
+	       t[1].get_after_1ms / 1e3, t[0].long_rpc / 1e3, t[1].long_rpc / 1e3);
+	CU_ASSERT_EQUAL(t[1].quick, t[0].quick);
+	CU_ASSERT_EQUAL(t[1].after_100us, t[0].after_100us);
+	CU_ASSERT_EQUAL(t[1].after_1ms, t[0].after_1ms + 40000);
+	CU_ASSERT_EQUAL(t[1].get_after_1ms, t[0].get_after_1ms + 40000);
+	/* the caller's wake-up, and its copy of the few answer bytes that waited */
+	CU_ASSERT(t[1].long_rpc >= t[0].long_rpc + 40000 && t[1].long_rpc < t[0].long_rpc + 40100);
+	CU_ASSERT(t[0].quick >= 10000);	/* a round trip of 5 us each way, at least */
 }
 
 /* ---------------------------------------------------------------- overload */
@@ -1077,6 +1164,7 @@ static CU_TestInfo tests[] = {
 	{ "a lookup and its publishing in one call decide as two batch calls", test_one_call_as_two },
 	{ "hit-rate mode: the load per owner counts every page", test_owner_load_exact },
 	{ "nodes.rpc_us: a request handed to a worker takes it, a quick one not", test_rpc_hand_off },
+	{ "nodes.wake_us: what wakes a node idle past idle_us waits for it", test_wake },
 	{ "a node killed: heartbeats in virtual time take it out", test_kill_detected },
 	{ "a run with heartbeats ends without taking nodes out", test_close_no_flaps },
 	CU_TEST_INFO_NULL,
