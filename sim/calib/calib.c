@@ -685,16 +685,18 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 static void fit_wake(struct calib *c)
 {
 	double e[CALIB_NR_GAPS] = { 0 }, base = 0, best = INFINITY;
-	uint32_t n = 0;
+	uint32_t n = 0, page = 0;
 
-	for (uint32_t i = 0; i < c->nr_cases; i++) {
+	for (uint32_t i = 0; i < c->nr_cases; i++)
+		if (c->cases[i].op == CALIB_IDLE && n < CALIB_NR_GAPS) {
+			e[n++] = c->cases[i].real_us;
+			page = c->cases[i].page;
+		}
+	for (uint32_t i = 0; i < c->nr_cases && !base; i++) {
 		const struct calib_case *k = &c->cases[i];
 
-		if (k->op == CALIB_GET && k->where == CALIB_PEER && k->batch == 1 && !base &&
-		    k->page == c->cases[c->nr_cases - 1].page)
+		if (k->op == CALIB_GET && k->where == CALIB_PEER && k->batch == 1 && k->page == page)
 			base = k->real_us;
-		if (k->op == CALIB_IDLE)
-			e[n++] = k->real_us;
 	}
 	c->fit.wake_us = 0;
 	c->fit.idle_us = n ? gaps_us[n - 1] : 0;
