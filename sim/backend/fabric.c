@@ -102,11 +102,6 @@ static void stretch_wait(struct sim_fabric *sf, uint64_t t0)
 		sim_sleep(w->s, extra);
 }
 
-static struct sim_env *node_env(struct sim_world *w, uint32_t node)
-{
-	return (struct sim_env *)(void *)sim_world_env(w, node);
-}
-
 /* ------------------------------------------------------------------ posts */
 
 struct post {
@@ -131,7 +126,7 @@ static void peer_through(struct sim *s, void *arg)
 
 	if (--pp->parts)
 		return;
-	sim_env_busy(node_env(po->sf->w, po->ops[po->order[pp->first]].peer));
+	sim_env_busy(sim_world_senv(po->sf->w, po->ops[po->order[pp->first]].peer));
 	inproc_world_apply_batch(po->sf->w->mem, po->ops, po->order + pp->first, pp->count);
 	if (!--po->pending)
 		sim_wake(s, po->proc);
@@ -183,7 +178,7 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		return 0;
 	}
 	t0 = sim_now(w->s);
-	sim_env_busy(node_env(w, self));
+	sim_env_busy(sim_world_senv(w, self));
 	/* one block: order[n], then peers[n] (group_by_peer's), then one part per peer */
 	po.order = malloc(n * (2 * sizeof(*po.order) + sizeof(*parts)));
 	if (!po.order)
@@ -210,7 +205,7 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		}
 		pp = &parts[po.pending];
 		*pp = (struct peer_part){ 0 };
-		wake = sim_env_wake(node_env(w, peer));	/* the peer's server, if it idled */
+		wake = sim_env_wake(sim_world_senv(w, peer));	/* the peer's server, if it idled */
 		po.wake = wake > po.wake ? wake : po.wake;
 		pp->post = &po;
 		pp->first = (uint32_t)i;
@@ -252,7 +247,7 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		if (po.wake)
 			sim_sleep(w->s, po.wake);
 		stretch_wait(sf, t0);
-		sim_env_busy(node_env(w, self));
+		sim_env_busy(sim_world_senv(w, self));
 	}
 	free(po.order);
 	return 0;
@@ -300,7 +295,7 @@ static void answer_arrived(struct sim *s, void *arg)
 {
 	struct rpc_run *rr = arg;
 	struct call *c = rr->c;
-	struct sim_env *e = node_env(c->sf->w, c->sf->base.self);
+	struct sim_env *e = sim_world_senv(c->sf->w, c->sf->base.self);
 	uint64_t up = sim_env_wake(e);
 
 	if (up && e->copy_rate > 0)
@@ -323,14 +318,14 @@ static void serve_rpc(void *arg)
 	uint32_t peer = rr->rpc->peer;
 	uint16_t op = rr->rpc->opcode;
 	double hand_off = w->topo->nodes[peer].rpc_us;
-	uint64_t wake = sim_env_wake(node_env(w, peer));	/* it idled: it wakes first */
+	uint64_t wake = sim_env_wake(sim_world_senv(w, peer));	/* it idled: it wakes first */
 
 	if (hand_off > 0 && !(op < 64 && w->quick[peer] >> op & 1))
 		wake += (uint64_t)(hand_off * 1000.0);
 	if (wake)
 		sim_sleep(w->s, wake);
 	rr->rpc->status = inproc_world_call(w->mem, sf->base.self, rr->rpc);
-	sim_env_busy(node_env(w, peer));
+	sim_env_busy(sim_world_senv(w, peer));
 	w->rpc_bytes += (double)rr->rpc->resp.len + (double)rr->rpc->resp.virt_len;
 	count_rpc(w, rr->rpc);
 	net_transfer(w->net, sf->base.self, peer, sf->base.self, 0, 1,
@@ -366,7 +361,7 @@ static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	}
 	c.proc = sim_self(sf->w->s);
 	t0 = sim_now(sf->w->s);
-	sim_env_busy(node_env(sf->w, f->self));
+	sim_env_busy(sim_world_senv(sf->w, f->self));
 	for (size_t i = 0; i < n; i++) {
 		struct rpc_run *rr = calloc(1, sizeof(*rr));
 
@@ -382,7 +377,7 @@ static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	if (c.pending) {
 		sim_block(sf->w->s);
 		stretch_wait(sf, t0);
-		sim_env_busy(node_env(sf->w, f->self));
+		sim_env_busy(sim_world_senv(sf->w, f->self));
 	}
 	return 0;
 }

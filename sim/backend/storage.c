@@ -62,7 +62,7 @@ static int ss_rw(struct pc_storage *s, struct pc_io *ios, size_t n, bool write)
 	struct sim_storage *ss = to_ss(s);
 	struct sim_world *w = ss->w;
 	struct io_wait iw = { .proc = sim_self(w->s) };
-	struct sim_env *e = (struct sim_env *)(void *)sim_world_env(w, ss->node);
+	struct sim_env *e = sim_world_senv(w, ss->node);
 
 	if (w->timing && iw.proc) {
 		sim_env_busy(e);

@@ -66,7 +66,7 @@ void sim_world_destroy(struct sim_world *w)
 
 struct pc_env *sim_world_env(struct sim_world *w, uint32_t node)
 {
-	return &w->envs[node == PC_PEER_NONE ? w->topo->nr_nodes : node].base;
+	return &sim_world_senv(w, node)->base;
 }
 
 void sim_world_set_down(struct sim_world *w, uint32_t node, bool down)

@@ -54,8 +54,13 @@ struct sim_world {
 struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, bool timing);
 void sim_world_destroy(struct sim_world *w);
 
-/* The env of node (PC_PEER_NONE: a client's). */
+/* The env of node (PC_PEER_NONE: a client's), and the same as the simulator's own. */
 struct pc_env *sim_world_env(struct sim_world *w, uint32_t node);
+
+static inline struct sim_env *sim_world_senv(struct sim_world *w, uint32_t node)
+{
+	return &w->envs[node == PC_PEER_NONE ? w->topo->nr_nodes : node];
+}
 
 /* What a wait of ns on node e takes beyond its modelled time (env.c): with nodes.jitter
  * s > 0, ns x (e^(s x max(0, Z)) - 1) for a standard normal Z from the engine's seeded

@@ -678,9 +678,9 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
  * shortest gap that woke the peer, on. The step is the one of least absolute
  * deviations over the gaps it may start at: a host's wake-up grows with the idle
  * time in tiers, and one tier far out must not hide the first; none when the
- * excesses are noise. (Between the gap before and idle_us the model cannot tell;
- * it takes the longer, so that a wake-up, which lengthens the caller's wait, does
- * not make the next one.)
+ * excesses are noise. idle_us is a measured gap, not a point between two: the
+ * shorter choice would let a wake-up, which lengthens a caller's wait, cause the
+ * next one.
  */
 static void fit_wake(struct calib *c)
 {
