@@ -163,6 +163,7 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 	sv->storage = d->storage;
 	sv->backend_arg = d->backend_arg;
 	sv->payload_free = d->payload_free;
+	sv->serial = pc_env_serial(d->env);
 	sv->self = PC_PEER_NONE;
 	store_svc_init(sv);
 	pthread_mutex_init(&st->member_lock, NULL);
@@ -247,7 +248,7 @@ static int timed(struct pc_store *st, enum store_batch_op op,
 	pass = store_ring_enter(&st->svc);
 	ret = fn(st->mode, pages, n);
 	store_ring_exit(&st->svc, pass);
-	latency_record(&st->lat[op], pc_env_now(st->svc.env) - t0);
+	latency_record(&st->lat[op], pc_env_now(st->svc.env) - t0, st->svc.serial);
 	return ret;
 }
 
@@ -281,9 +282,9 @@ int store_lookup_fill(struct pc_store *st, struct pc_page *pages, size_t n, bool
 	/* one call for the two: each is recorded as taking the pair's time */
 	t = pc_env_now(st->svc.env) - t0;
 	METRIC_ADD(&st->svc, batches, filled ? 2 : 1);
-	latency_record(&st->lat[STORE_OP_GET], t);
+	latency_record(&st->lat[STORE_OP_GET], t, st->svc.serial);
 	if (filled)
-		latency_record(&st->lat[STORE_OP_SET], t);
+		latency_record(&st->lat[STORE_OP_SET], t, st->svc.serial);
 	return ret;
 }
 

@@ -45,10 +45,11 @@ struct store_svc {
 	const struct pc_storage_ops *storage;	/* the disk backend */
 	void *backend_arg;		/* the fabric's and storage's backend argument */
 	bool payload_free;		/* headers only, pages not stored (simulator) */
+	bool serial;			/* pc_env_serial(env): plain adds for the counters */
 	struct ring *ring;		/* replaced whole on membership change (member.c) */
 	uint32_t ring_epoch;		/* readers of ring (store_ring_enter) count ... */
 	uint64_t ring_readers[2];	/* ... here by epoch, so retired rings can go */
-	struct pc_metrics metrics;	/* updated with atomics */
+	struct pc_metrics metrics;	/* store_stat_add */
 	pthread_mutex_t stage_lock;	/* guards the list only, never held across a call */
 	struct store_stage *stages;	/* idle staging areas */
 	pthread_rwlock_t bufs_lock;
@@ -61,7 +62,17 @@ struct store_svc {
 void store_svc_init(struct store_svc *st);
 void store_svc_fini(struct store_svc *st);
 
-#define METRIC_ADD(st, field, v) pc_stat_add(&(st)->metrics.field, (uint64_t)(v))
+/* Add to a counter of the store's: atomically, unless every thread of the store is
+ * one (serial). */
+static inline void store_stat_add(const struct store_svc *st, uint64_t *c, uint64_t v)
+{
+	if (st->serial)
+		*c += v;
+	else
+		pc_stat_add(c, v);
+}
+
+#define METRIC_ADD(st, field, v) store_stat_add((st), &(st)->metrics.field, (uint64_t)(v))
 
 /*
  * Who reads the ring holds a pass: every batch, every RPC a node serves, the
@@ -74,13 +85,19 @@ static inline unsigned store_ring_enter(struct store_svc *st)
 {
 	unsigned e = __atomic_load_n(&st->ring_epoch, __ATOMIC_SEQ_CST) & 1;
 
-	__atomic_fetch_add(&st->ring_readers[e], 1, __ATOMIC_SEQ_CST);
+	if (st->serial)
+		st->ring_readers[e]++;
+	else
+		__atomic_fetch_add(&st->ring_readers[e], 1, __ATOMIC_SEQ_CST);
 	return e;
 }
 
 static inline void store_ring_exit(struct store_svc *st, unsigned pass)
 {
-	__atomic_fetch_sub(&st->ring_readers[pass], 1, __ATOMIC_SEQ_CST);
+	if (st->serial)
+		st->ring_readers[pass]--;
+	else
+		__atomic_fetch_sub(&st->ring_readers[pass], 1, __ATOMIC_SEQ_CST);
 }
 
 /* The current ring. */

@@ -10,6 +10,7 @@
 #ifndef PC_LATENCY_H
 #define PC_LATENCY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define LAT_BUCKETS 26		/* 1 us .. 2^24 us (16.8 s), then +Inf */
@@ -34,8 +35,14 @@ static inline double latency_bound_s(unsigned k)
 	return (double)(1ULL << k) * 1e-6;
 }
 
-static inline void latency_record(struct latency_hist *h, uint64_t ns)
+/* Count a duration; serial: every recorder runs on one thread (plain adds). */
+static inline void latency_record(struct latency_hist *h, uint64_t ns, bool serial)
 {
+	if (serial) {
+		h->bucket[latency_bucket(ns)]++;
+		h->sum_ns += ns;
+		return;
+	}
 	__atomic_fetch_add(&h->bucket[latency_bucket(ns)], 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&h->sum_ns, ns, __ATOMIC_RELAXED);
 }

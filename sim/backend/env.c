@@ -124,4 +124,5 @@ const struct pc_env_ops sim_env_ops = {
 	.join = senv_join,
 	.copy = senv_copy,
 	.yield = senv_yield,
+	.flags = PC_ENV_SERIAL,	/* coroutines of one thread (engine.c) */
 };

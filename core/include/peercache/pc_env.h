@@ -14,6 +14,7 @@
 #ifndef PC_ENV_H
 #define PC_ENV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,12 +51,26 @@ struct pc_env_ops {
 	/* Let other threads (simulated processes) run before the caller goes on: a
 	 * caller that waits for another writer to leave a slot. */
 	void (*yield)(struct pc_env *c);
+	/* PC_ENV_* below; a backend built before the field has none (size says). */
+	uint32_t flags;
 };
+
+/* Every task and every caller of the env runs on one thread, one at a time (the
+ * simulator's coroutines): what they share needs no atomic instructions, and the
+ * core counts its statistics with plain adds. */
+#define PC_ENV_SERIAL 1u
 
 /* The base every env backend embeds first (container_of gets back to the backend). */
 struct pc_env {
 	const struct pc_env_ops *ops;
 };
+
+/* Whether the env runs everything on one thread (PC_ENV_SERIAL). */
+static inline bool pc_env_serial(const struct pc_env *c)
+{
+	return c->ops->size >= offsetof(struct pc_env_ops, flags) + sizeof(c->ops->flags) &&
+	       (c->ops->flags & PC_ENV_SERIAL);
+}
 
 static inline uint64_t pc_env_now(struct pc_env *c)
 {

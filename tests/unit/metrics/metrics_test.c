@@ -93,7 +93,7 @@ static void test_latency_buckets(void)
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		CU_ASSERT_EQUAL(latency_bucket(v[i].ns), v[i].k);
-		latency_record(&h, v[i].ns % 100000000000ULL);
+		latency_record(&h, v[i].ns % 100000000000ULL, false);
 	}
 	CU_ASSERT_EQUAL(latency_snapshot(&h, &snap), sizeof(v) / sizeof(v[0]));
 	CU_ASSERT_DOUBLE_EQUAL(latency_bound_s(10), 1.024e-3, 1e-12);

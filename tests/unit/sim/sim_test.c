@@ -1147,6 +1147,70 @@ static void test_owner_load_exact(void)
 	pc_topology_free(t);
 }
 
+/* ---------------------------------------------------------------- serial counters */
+
+struct counted {
+	bool serial;
+	struct pc_metrics m;
+	double get_batches, set_batches;	/* the histograms' counts, from the text */
+};
+
+/* The text's value for a sample that starts with prefix, or -1. */
+static double sample_of(const char *text, const char *prefix)
+{
+	const char *p = strstr(text, prefix);
+
+	return p ? strtod(p + strlen(prefix), NULL) : -1;
+}
+
+/* 5 sets and 5 gets of 64 keys on node a, then its counters. */
+static void count_batches(struct pc_store *st, void *arg)
+{
+	struct counted *c = arg;
+	char text[65536];
+
+	c->serial = st->svc.serial;
+	CU_ASSERT_EQUAL(through(st, 0, 320, true), 320);
+	CU_ASSERT_EQUAL(through(st, 0, 320, false), 320);
+	c->m.size = sizeof(c->m);
+	pc_store_metrics(st, &c->m);
+	CU_ASSERT_FATAL(pc_store_metrics_text(st, text, sizeof(text)) > 0);
+	c->get_batches = sample_of(text, "peercache_batch_duration_seconds_count{node=\"a\",op=\"get\"}");
+	c->set_batches = sample_of(text, "peercache_batch_duration_seconds_count{node=\"a\",op=\"set\"}");
+}
+
+/* The simulator's env runs every process on one thread (PC_ENV_SERIAL): the stores
+ * count with plain adds, and count exactly what they did. An env built before the
+ * flags field, or the posix one, is not serial. */
+static void test_serial_counters(void)
+{
+	static struct pc_env_ops old;
+	const char *text = "store: {slot_size_classes: [4KiB], global_segment_size: 8MiB}\n"
+			   "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n";
+	struct run_cfg cfg = { .payload_free = true, .seed = 3 };
+	struct pc_env old_env = { .ops = &old };
+	struct pc_topology *t = NULL;
+	struct counted c = { .serial = false };
+	char err[PC_ERR_MAX];
+
+	old = sim_env_ops;
+	old.size = (uint32_t)offsetof(struct pc_env_ops, flags);
+	CU_ASSERT(!pc_env_serial(&old_env));
+	CU_ASSERT(!pc_env_serial(pc_env_posix()));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+	cfg.topo = t;
+	CU_ASSERT_EQUAL(run_on_node(&cfg, 0, count_batches, &c, err, sizeof(err)), 0);
+	CU_ASSERT(c.serial);
+	CU_ASSERT_EQUAL(c.m.write_requests, 320);
+	CU_ASSERT_EQUAL(c.m.bytes_written, 320 * 4096);
+	CU_ASSERT_EQUAL(c.m.read_requests, 320);
+	CU_ASSERT_EQUAL(c.m.hits, 320);
+	CU_ASSERT_EQUAL(c.m.batches, 10);
+	CU_ASSERT_EQUAL(c.set_batches, 5);
+	CU_ASSERT_EQUAL(c.get_batches, 5);
+	pc_topology_free(t);
+}
+
 static CU_TestInfo tests[] = {
 	{ "engine: deterministic for a seed", test_determinism },
 	{ "latency histogram quantiles within 3%", test_hist },
@@ -1163,6 +1227,7 @@ static CU_TestInfo tests[] = {
 	{ "an arrival rate past capacity stops the run", test_overload_stops },
 	{ "a lookup and its publishing in one call decide as two batch calls", test_one_call_as_two },
 	{ "hit-rate mode: the load per owner counts every page", test_owner_load_exact },
+	{ "the simulator's stores count with plain adds, exactly", test_serial_counters },
 	{ "nodes.rpc_us: a request handed to a worker takes it, a quick one not", test_rpc_hand_off },
 	{ "nodes.wake_us: what wakes a node idle past idle_us waits for it", test_wake },
 	{ "a node killed: heartbeats in virtual time take it out", test_kill_detected },
