@@ -142,8 +142,9 @@ static const struct field store_fields[] = {
 	      DOC("slotmap", NULL, "How a get reads. bucket: the whole bucket, one round trip. "
 		  "index: the 64-byte tag index, then the slot (two). predict: index, predicted "
 		  "header and payload at once. auto: bucket for tiny buckets, index for large "
-		  "pages and batches, predict for one or two pages and for every key whose way "
-		  "this node learned (it wrote or read the key before: a way hint).")),
+		  "pages and batches, predict for one or two pages, and for every key whose way "
+		  "this node learned (it wrote or read the key before: a way hint) that way's "
+		  "header and payload alone (the index after, if the key left it).")),
 	F(struct pc_store_cfg, slot_spill_ways, FT_U32, 0, SLOT_MAX_WAYS - 1, NULL,
 	  DOC("slotmap (spill)", "ways", "Keep this many ways of every bucket free by moving the "
 	      "oldest pages to the node's nvme; a get that misses asks the owner to bring them "

@@ -4,11 +4,13 @@
  * A get through ops reads a key's index block first and its slot second: two round
  * trips, because the way that holds the key is known only from the index. A node
  * that wrote a key, or read it through the index, knows that way; it keeps it here,
- * and its next get of the key reads the index, that way's header and its payload in
- * one round trip (the predict read with the way it learned). A hint is a guess, never
- * trusted: the slot's header and checksum decide as for any read, and a key no longer
- * in its hinted way is found through the index block read alongside (a second round
- * trip for that key, as without the hint).
+ * and its next get of the key reads that way's header and payload alone, in one
+ * round trip (slotmap_read.c: hinted). A hint is a guess, never trusted: the slot's
+ * header and checksum decide as for any read, and a key no longer in its hinted way
+ * reads its index block in a second round trip. So that a key gone costs no such
+ * trip where this node knows it is gone: a node's own write that evicts a key drops
+ * that key's hint, and exists (which reads the index block alongside a hinted
+ * header) drops the hints of the keys it finds absent.
  *
  * One table per store of 2^17 words (1 MiB), in sets of eight (a cache line): a word
  * holds a key's 32-bit check, its class and way. A key lives in the set its hash

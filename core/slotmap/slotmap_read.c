@@ -11,12 +11,19 @@
  *            trip; a key elsewhere (a third or more at high occupancy, since remote
  *            writers cannot move pages into place) costs a wasted payload and a
  *            second phase.
+ *   hinted:  the way a hint names (slotmap_hints.h: this node wrote or read the key,
+ *            and saw it there), header and payload, and no index block: one READ.
+ *            The hint is right unless the key was evicted or moved since; then the
+ *            index block follows in a second phase (and the slot it names in a
+ *            third).
  * auto takes bucket where a bucket is small (ways x slot <= 16 KiB), index for large
- * pages, and for the rest predict for a key with a way hint (slotmap_hints.h: this
- * node wrote or read it, and predicts the way it saw), and for the others predict
- * when the batch has at most two of them, index otherwise: in a bigger batch some
- * key almost surely misses its hashed way, so the batch takes two phases anyway and
- * index moves fewer bytes.
+ * pages, and for the rest hinted for a key with a way hint in a one-class read (a
+ * serving engine asks exists, which hints every key it finds and drops the hints of
+ * keys gone, then gets the pages that exist: their hints are that fresh), predict
+ * for a hinted key of several classes, and for the others predict when the batch
+ * has at most two of them, index otherwise: in a bigger batch some key almost surely
+ * misses its hashed way, so the batch takes two phases anyway and index moves fewer
+ * bytes.
  * Every candidate passes slot_matches(); a failed op fails its key only. Keys in
  * memory this node can address (its own slots, or peers' that the fabric maps:
  * sm_direct) are read in place through the index instead, with no ops at all.
@@ -45,6 +52,8 @@ struct gkey {
 	uint64_t bucket[PC_MAX_CLASSES];
 	uint8_t *idx[PC_MAX_CLASSES];	/* index blocks (direct keys: in place) */
 	int policy;			/* how c0 is read in this batch */
+	bool hinted;			/* predict in the hinted way without the index */
+	bool need_index;		/* hinted, and the way held another key */
 	uint32_t pred;
 	int hint;			/* the way this node last saw it in (c0), or -1 */
 	uint8_t *scratch;		/* a whole bucket (bucket policy) */
@@ -213,6 +222,15 @@ static int read_gate(const struct gkey *k, int c, const struct slot_header *h, u
 	return sm_gate(cl, h, k->kc.pg->data, k->kc.h, k->expect, max);
 }
 
+/* The READ of the key's index block of class c. */
+static struct pc_op index_read_op(const struct gkey *k, int c)
+{
+	const struct sm_class *cl = &k->kc.lay->cls[c];
+
+	return sm_op(PC_OP_READ, k->kc.lay, sm_index_addr(cl, k->bucket[c]), cl->rkey, k->idx[c],
+		     (uint32_t)cl->g.index_stride);
+}
+
 /* Phase 1 ops for one key; returns how many it appended. */
 static uint32_t phase1_ops(struct gkey *k, struct pc_op *ops)
 {
@@ -225,19 +243,15 @@ static uint32_t phase1_ops(struct gkey *k, struct pc_op *ops)
 			       k->scratch, (uint32_t)(c0->g.ways * c0->g.mem_stride));
 		ops[n++].virt_len = (uint32_t)(c0->g.ways * (c0->g.stride - c0->g.mem_stride));
 	} else {
-		ops[n++] = sm_op(PC_OP_READ, lay, sm_index_addr(c0, k->bucket[k->c0]), c0->rkey,
-				      k->idx[k->c0], (uint32_t)c0->g.index_stride);
+		if (!k->hinted)
+			ops[n++] = index_read_op(k, k->c0);
 		if (k->policy == PC_READ_PREDICT) {
 			ops[n++] = slot_read_op(k, k->c0, sm_slot_addr(c0, k->bucket[k->c0], k->pred));
 		}
 	}
-	for (int c = k->c0 - 1; c >= 0; c--) {
-		const struct sm_class *cl = &lay->cls[c];
-
+	for (int c = k->c0 - 1; c >= 0; c--)
 		if (k->mask >> c & 1)
-			ops[n++] = sm_op(PC_OP_READ, lay, sm_index_addr(cl, k->bucket[c]), cl->rkey, k->idx[c],
-					      (uint32_t)cl->g.index_stride);
-	}
+			ops[n++] = index_read_op(k, c);
 	return n;
 }
 
@@ -257,12 +271,35 @@ static int tagged_way(const struct gkey *k, int c, int skip)
 	return -1;
 }
 
-/* Phase 1 landed: a hit, a final miss, or a candidate slot for phase 2. */
+/* The key's index blocks are in (its predicted way, skip, already read): a candidate
+ * slot for phase 2, or a final miss. */
+static void index_eval(struct slotmap *sm, struct gkey *k, int skip)
+{
+	for (int c = k->c0; c >= 0; c--) {
+		int w;
+
+		if (!(k->mask >> c & 1) || (c == k->c0 && k->policy == PC_READ_BUCKET))
+			continue;
+		w = tagged_way(k, c, c == k->c0 ? skip : -1);
+		if (w >= 0) {
+			k->cand_cls = c;
+			k->cand_way = w;
+			return;
+		}
+	}
+	if (k->policy == PC_READ_PREDICT && k->hint >= 0)	/* it left the way */
+		sm_hint_drop(sm, k->kc.h, k->c0, (uint32_t)k->hint);
+	k->first_phase = !k->hinted;
+	finish(k, SLOT_MISS_ABSENT);
+}
+
+/* Phase 1 landed: a hit, a final miss, a candidate slot for phase 2, or (hinted,
+ * the way held another key) the index block to read first. */
 static void phase1_eval(struct slotmap *sm, struct gkey *k)
 {
 	const struct sm_class *c0 = &k->kc.lay->cls[k->c0];
 	struct slot_header h;
-	int skip = -1, miss = SLOT_MISS_ABSENT;
+	int skip = -1;
 
 	if (k->policy == PC_READ_BUCKET) {
 		for (uint32_t w = 0; w < c0->g.ways; w++) {
@@ -296,23 +333,12 @@ static void phase1_eval(struct slotmap *sm, struct gkey *k)
 			finish(k, v);
 			return;
 		}
-	}
-	for (int c = k->c0; c >= 0; c--) {
-		int w;
-
-		if (!(k->mask >> c & 1) || (c == k->c0 && k->policy == PC_READ_BUCKET))
-			continue;
-		w = tagged_way(k, c, c == k->c0 ? skip : -1);
-		if (w >= 0) {
-			k->cand_cls = c;
-			k->cand_way = w;
+		if (k->hinted) {
+			k->need_index = true;
 			return;
 		}
 	}
-	if (k->policy == PC_READ_PREDICT && k->hint >= 0)	/* it left the way */
-		sm_hint_drop(sm, k->kc.h, k->c0, (uint32_t)k->hint);
-	k->first_phase = true;
-	finish(k, miss);
+	index_eval(sm, k, skip);
 }
 
 /* Which classes may hold the key and its buckets; false when no class can hold such
@@ -348,8 +374,8 @@ static bool plan_classes(struct gkey *k)
 /* How a key read through ops is read (policy, predicted way); returns the bytes of
  * landing space it needs (index blocks, a whole bucket). unhinted is the number of
  * keys the batch reads through ops in this pass without a way hint: auto reads a
- * hinted key as predict, in its hinted way, and the others as predict too when they
- * are at most two, else as index. */
+ * hinted key in its hinted way (without the index when it reads one class), and the
+ * others as predict when they are at most two, else as index. */
 static size_t plan_reads(struct gkey *k, size_t unhinted)
 {
 	const struct sm_layout *lay = k->kc.lay;
@@ -360,8 +386,11 @@ static size_t plan_reads(struct gkey *k, size_t unhinted)
 			need += lay->cls[c].g.index_stride;
 	k->pred = k->hint >= 0 ? (uint32_t)k->hint : slot_predicted_way(&lay->cls[k->c0].g, k->kc.h);
 	k->policy = lay->cls[k->c0].policy;
-	if (k->policy == PC_READ_AUTO)
+	k->hinted = k->need_index = false;
+	if (k->policy == PC_READ_AUTO) {
+		k->hinted = k->hint >= 0 && k->mask == 1u << k->c0;
 		k->policy = k->hint >= 0 || unhinted <= 2 ? PC_READ_PREDICT : PC_READ_INDEX;
+	}
 	if (k->policy == PC_READ_BUCKET)
 		need += lay->cls[k->c0].g.ways * lay->cls[k->c0].g.mem_stride;
 	return need;
@@ -457,6 +486,25 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 	for (size_t i = 0; i < n; i++)
 		if (keys[i].kc.state == SM_PENDING)
 			phase1_eval(sm, &keys[i]);
+	/* Hinted keys whose way held another key: their index blocks. */
+	nops = 0;
+	sm_phase_begin(keys, sizeof(*keys), n);
+	for (size_t i = 0; i < n; i++) {
+		struct gkey *k = &keys[i];
+
+		if (k->kc.state != SM_PENDING || !k->need_index)
+			continue;
+		k->kc.op0 = nops;
+		k->kc.nops = 1;
+		ops[nops] = index_read_op(k, k->c0);
+		ops[nops++].lreg = &sg->r;
+	}
+	if (nops) {
+		*bytes += sm_phase_post(sm, keys, sizeof(*keys), n, ops, nops);
+		for (size_t i = 0; i < n; i++)
+			if (keys[i].kc.state == SM_PENDING && keys[i].need_index)
+				index_eval(sm, &keys[i], (int)keys[i].pred);
+	}
 	/* Phase 2: the exact slot the index pointed at. */
 	nops = 0;
 	sm_phase_begin(keys, sizeof(*keys), n);

@@ -405,7 +405,9 @@ static void write_remote(struct slotmap *sm, struct arena *a, struct skey *keys,
 		if (k->kc.state == SM_PENDING && !k->superseded) {
 			k->written = true;
 			k->kc.state = SM_DONE;
-			/* a get reads it there */
+			/* a get reads it there, and not the key it displaced */
+			if (k->evicts)
+				sm_hint_drop(sm, k->b->dec[k->way].key, k->cls, (uint32_t)k->way);
 			sm_hint_put(sm, k->kc.lay, k->kc.h, k->cls, (uint32_t)k->way);
 		}
 	}

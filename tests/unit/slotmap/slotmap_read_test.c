@@ -314,6 +314,61 @@ static void test_way_hints(void)
 	down(C);
 }
 
+/* READs cl's fabric posted since *ops (updated). */
+static uint64_t reads_since(struct pc_store *s, uint64_t *ops)
+{
+	struct pc_fabric_stats f;
+	uint64_t was = *ops;
+
+	pc_fabric_get_stats(s->svc.fabric, &f);
+	*ops = f.ops_read;
+	return f.ops_read - was;
+}
+
+/*
+ * A hinted get reads the hinted way alone (slotmap_read.c: hinted): one READ a key.
+ * A key that moved reads the index block next and then its slot (three round trips),
+ * and is hinted in its new way after; a key this node evicted by its own write has
+ * no hint left, so its miss is decided in one round trip.
+ */
+static void test_hinted_reads(void)
+{
+	struct cluster *C = up(2, "slot_size_classes: [4KiB], slot_ways: 4, slot_num_buckets: 1");
+	struct pc_store *cl = open_node(C, NULL, NULL), *other = open_node(C, NULL, NULL);
+	struct batch *b = batch_new(9, 4096);	/* K, F1..F3, G, H1..H4: n0's one bucket */
+	uint64_t ops = 0;
+	int j = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		key_on(C, 0, "hinted-", &j, b->keys[i]);
+	batch_for_set(b, 1);
+	CU_ASSERT_EQUAL(pc_batch_set(cl, &b->pg[0], 1), 1);
+	get_trips(cl, b, 1, 1, 1);		/* n0's layout is known now */
+	reads_since(cl, &ops);
+	CU_ASSERT_EQUAL(get_trips(cl, b, 1, 1, 1), 1);
+	CU_ASSERT_EQUAL(reads_since(cl, &ops), 1);	/* the slot, no index block */
+	/* another writer fills the bucket, evicts K (the oldest) with G, and writes K
+	 * again over F1 (the oldest then): K left the way cl saw it in */
+	for (size_t i = 1; i <= 4; i++)
+		CU_ASSERT_EQUAL(pc_batch_set(other, &b->pg[i], 1), 1);
+	batch_for_set(b, 2);
+	CU_ASSERT_EQUAL(pc_batch_set(other, &b->pg[0], 1), 1);
+	CU_ASSERT_EQUAL(get_trips(cl, b, 1, 1, 2), 3);	/* G's header, the index, K */
+	CU_ASSERT_EQUAL(reads_since(cl, &ops), 3);
+	CU_ASSERT_EQUAL(get_trips(cl, b, 1, 1, 2), 1);	/* hinted in its new way */
+	CU_ASSERT_EQUAL(reads_since(cl, &ops), 1);
+	/* cl's own writes evict F2, F3, G and then K: K's hint goes with it */
+	batch_for_set(b, 3);
+	for (size_t i = 5; i < 9; i++)
+		CU_ASSERT_EQUAL(pc_batch_set(cl, &b->pg[i], 1), 1);
+	CU_ASSERT_EQUAL(get_trips(cl, b, 1, 0, 2), 1);	/* the index says: absent */
+	CU_ASSERT_EQUAL(b->pg[0].status, -ENOENT);
+	batch_free(b);
+	pc_store_close(other);
+	pc_store_close(cl);
+	down(C);
+}
+
 /* Pages of 1 MiB and more are read index-first: no hints kept for them, no table. */
 static void test_no_hints_for_large_pages(void)
 {
@@ -416,6 +471,7 @@ static CU_TestInfo tests[] = {
 	{ "(e) exists is header-only and agrees with get", test_exists },
 	{ "read amplification at 80% occupancy", test_read_amplification },
 	{ "way hints: one round trip for a key seen, never a wrong way", test_way_hints },
+	{ "a hinted get reads the way alone; a key that moved or that this node evicted", test_hinted_reads },
 	{ "no way hints for pages read index-first", test_no_hints_for_large_pages },
 	{ "(d) a restarted owner is re-resolved", test_restarted_owner },
 	{ "an owner down: its keys fail, the rest hit", test_owner_down },
