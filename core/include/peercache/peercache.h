@@ -107,7 +107,8 @@ struct pc_page {
  * number of pages with status 0, or -errno when the call itself failed (then no page
  * status is meaningful). A batch costs a fixed number of network round trips per
  * phase whatever its size: slotmap gets take one (two for pages not in the way this
- * node predicted or last saw them in, or in classes read index-first), sets two. A
+ * node predicted or last saw them in, or in classes read index-first; three for a
+ * page that moved from the way this node last saw it in), sets two. A
  * get's buffer holds the page on a hit only: on a miss its bytes are undefined (a
  * read may have landed there before the gate refused it). In p2p mode (store.mode)
  * a set writes into this node's published pool and tells the directory (one round
