@@ -247,6 +247,14 @@ bool pc_test_under_valgrind(void)
 	return getenv("PC_TEST_UNDER_VALGRIND") != NULL;
 }
 
+double pc_test_metric(const char *text, const char *prefix)
+{
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, prefix, strlen(prefix)) && strchr(p, '}'))
+			return strtod(strchr(p, '}') + 1, NULL);
+	return -1;
+}
+
 bool pc_test_precise(const char *what)
 {
 	if (!pc_test_under_valgrind())

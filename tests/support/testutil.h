@@ -75,6 +75,10 @@ bool pc_test_under_valgrind(void);
  * which checks did not run. */
 bool pc_test_precise(const char *what);
 
+/* The value of the Prometheus sample in text whose line starts with prefix (its
+ * name and labels, with or without the closing brace), or -1. */
+double pc_test_metric(const char *text, const char *prefix);
+
 /* Set before pc_test_main runs (e.g. from argv in a suite's test): suites for which
  * it returns false are registered but inactive, and show as such in the summary. */
 extern bool (*pc_test_suite_wanted)(const char *suite, int argc, char **argv);

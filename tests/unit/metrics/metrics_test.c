@@ -61,15 +61,6 @@ static char *text_of(struct pc_store *s)
 	return t;
 }
 
-/* The value of the sample whose line starts with prefix (name{labels...), or -1. */
-static double value_of(const char *text, const char *prefix)
-{
-	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (!strncmp(p, prefix, strlen(prefix)))
-			return strtod(strchr(p, '}') + 1, NULL);
-	return -1;
-}
-
 /* promtool's verdict on text: 0 when it parses and passes the lint rules. */
 static int promtool_check(const char *text)
 {
@@ -116,29 +107,29 @@ static void test_histogram_text(void)
 		CU_ASSERT_EQUAL(wrong + bad, 0);
 	}
 	t = text_of(client);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_batch_duration_seconds_count{node=\"client\",op=\"set\"}"), 7);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_batch_duration_seconds_count{node=\"client\",op=\"set\"}"), 7);
 	/* pc_test_read_pages reads 16 pages 16 per batch: one batch each time */
-	CU_ASSERT_EQUAL(value_of(t, "peercache_batch_duration_seconds_count{node=\"client\",op=\"get\"}"), 5);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_batch_duration_seconds_count{node=\"client\",op=\"exists\"}"), 0);
-	CU_ASSERT(value_of(t, "peercache_batch_duration_seconds_sum{node=\"client\",op=\"set\"}") > 0);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_batch_duration_seconds_count{node=\"client\",op=\"get\"}"), 5);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_batch_duration_seconds_count{node=\"client\",op=\"exists\"}"), 0);
+	CU_ASSERT(pc_test_metric(t, "peercache_batch_duration_seconds_sum{node=\"client\",op=\"set\"}") > 0);
 	for (unsigned k = 0; k < LAT_BUCKETS - 1; k++) {
 		double v;
 
 		snprintf(pre, sizeof(pre),
 			 "peercache_batch_duration_seconds_bucket{node=\"client\",op=\"set\",le=\"%g\"}",
 			 latency_bound_s(k));
-		v = value_of(t, pre);
+		v = pc_test_metric(t, pre);
 		CU_ASSERT(v >= prev);
 		prev = v;
 	}
-	CU_ASSERT_EQUAL(value_of(t, "peercache_batch_duration_seconds_bucket{node=\"client\",op=\"set\",le=\"+Inf\"}"), 7);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_batches_total{node=\"client\"}"), 12);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_batch_duration_seconds_bucket{node=\"client\",op=\"set\",le=\"+Inf\"}"), 7);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_batches_total{node=\"client\"}"), 12);
 	CU_ASSERT_EQUAL(promtool_check(t), 0);
 	free(t);
 	t = text_of(C->s[1]);
 	CU_ASSERT_EQUAL(promtool_check(t), 0);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_ready{node=\"n1\"}"), 1);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_members{node=\"n1\"}"), NN);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_ready{node=\"n1\"}"), 1);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_members{node=\"n1\"}"), NN);
 	free(t);
 	down3(C);
 }
@@ -189,11 +180,11 @@ static void test_served_matches_client(void)
 	/* the text says the same, per size class and per RPC type */
 	n0 = served(C->s[0]);
 	t = text_of(C->s[0]);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_served_ops_total{node=\"n0\",op=\"read\"}"), (double)n0.reads);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_served_bytes_total{node=\"n0\",op=\"write\"}"),
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_served_ops_total{node=\"n0\",op=\"read\"}"), (double)n0.reads);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_served_bytes_total{node=\"n0\",op=\"write\"}"),
 			(double)n0.write_bytes);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_slots_used{node=\"n0\",class=\"4096\"}"), (double)n0.slots_used);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_slots_used{node=\"n0\",class=\"16384\"}"), 0);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_slots_used{node=\"n0\",class=\"4096\"}"), (double)n0.slots_used);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_slots_used{node=\"n0\",class=\"16384\"}"), 0);
 	free(t);
 	{
 		double layouts = 0;
@@ -202,7 +193,7 @@ static void test_served_matches_client(void)
 		for (int i = 0; i < NN; i++) {
 			t = text_of(C->s[i]);
 			snprintf(pre, sizeof(pre), "peercache_served_rpcs_total{node=\"n%d\",type=\"layout\"}", i);
-			layouts += value_of(t, pre);
+			layouts += pc_test_metric(t, pre);
 			free(t);
 		}
 		CU_ASSERT_EQUAL(layouts, (double)cm.layout_fetches);
@@ -283,8 +274,8 @@ static void test_peer_transitions(void)
 	CU_ASSERT_NSTRING_EQUAL(lines[0], "peer n2 (127.0.0.1:40002): Connection refused; skipping it for ",
 				strlen("peer n2 (127.0.0.1:40002): Connection refused; skipping it for "));
 	t = text_of(client);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_peer_up{node=\"client\",peer=\"n2\"}"), 0);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_peer_up{node=\"client\",peer=\"n1\"}"), 1);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_peer_up{node=\"client\",peer=\"n2\"}"), 0);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_peer_up{node=\"client\",peer=\"n1\"}"), 1);
 	free(t);
 	inproc_world_set_down(C->w, 2, false);
 	usleep(1100 * 1000);	/* past the peer's backoff */
@@ -296,7 +287,7 @@ static void test_peer_transitions(void)
 					strlen("peer n2 (127.0.0.1:40002) answers again after "));
 	pc_log_set_sink(NULL, NULL);
 	t = text_of(client);
-	CU_ASSERT_EQUAL(value_of(t, "peercache_peer_up{node=\"client\",peer=\"n2\"}"), 1);
+	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_peer_up{node=\"client\",peer=\"n2\"}"), 1);
 	free(t);
 	down3(C);
 }

@@ -1155,14 +1155,6 @@ struct counted {
 	double get_batches, set_batches;	/* the histograms' counts, from the text */
 };
 
-/* The text's value for a sample that starts with prefix, or -1. */
-static double sample_of(const char *text, const char *prefix)
-{
-	const char *p = strstr(text, prefix);
-
-	return p ? strtod(p + strlen(prefix), NULL) : -1;
-}
-
 /* 5 sets and 5 gets of 64 keys on node a, then its counters. */
 static void count_batches(struct pc_store *st, void *arg)
 {
@@ -1175,8 +1167,8 @@ static void count_batches(struct pc_store *st, void *arg)
 	c->m.size = sizeof(c->m);
 	pc_store_metrics(st, &c->m);
 	CU_ASSERT_FATAL(pc_store_metrics_text(st, text, sizeof(text)) > 0);
-	c->get_batches = sample_of(text, "peercache_batch_duration_seconds_count{node=\"a\",op=\"get\"}");
-	c->set_batches = sample_of(text, "peercache_batch_duration_seconds_count{node=\"a\",op=\"set\"}");
+	c->get_batches = pc_test_metric(text, "peercache_batch_duration_seconds_count{node=\"a\",op=\"get\"");
+	c->set_batches = pc_test_metric(text, "peercache_batch_duration_seconds_count{node=\"a\",op=\"set\"");
 }
 
 /* The simulator's env runs every process on one thread (PC_ENV_SERIAL): the stores
