@@ -265,9 +265,9 @@ static const struct field node_fields[] = {
 	      "state, takes that long to run again; about 0 for a node that polls. "
 	      "pccalibrate measures it with gets after idle gaps.")),
 	F(struct pc_node, idle_us, FT_DOUBLE, 0, 1000000, "200",
-	  DOC("sim", "us", "How long a node must have been idle for wake_us to apply (the "
-	      "time a KVM host polls a halted virtual CPU before it deschedules it is 200 us "
-	      "by default). pccalibrate measures it with wake_us.")),
+	  DOC("sim", "us", "How long a node must have been idle for wake_us to apply; the "
+	      "default is a KVM host's halt-polling window (halt_poll_ns). pccalibrate "
+	      "measures it with wake_us.")),
 	{ .name = "rails", DOC("all", NULL, "The node's NICs, a list of rails (below); one "
 			       "default rail when absent.") },
 	{ .name = "nvme", DOC("spill, tier, sim", NULL, "The node's disk (below); needed by "
