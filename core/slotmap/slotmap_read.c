@@ -418,7 +418,7 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 	struct store_stage *sg = NULL;
 	struct pc_op *ops = NULL;
 	uint8_t *land = NULL;
-	size_t nremote = 0, unhinted = 0, ndirect = 0, need = 0, *at;
+	size_t nremote = 0, unhinted = 0, ndirect = 0, need = 0, need_index = 0, *at;
 	uint64_t epoch = sm_direct_epoch(sm), copied = 0;
 	uint32_t nops = 0;
 
@@ -484,22 +484,24 @@ static bool get_pass(struct slotmap *sm, struct arena *a, struct gkey *keys, siz
 	}
 	*bytes += sm_phase_post(sm, keys, sizeof(*keys), n, ops, nops);
 	for (size_t i = 0; i < n; i++)
-		if (keys[i].kc.state == SM_PENDING)
+		if (keys[i].kc.state == SM_PENDING) {
 			phase1_eval(sm, &keys[i]);
+			need_index += keys[i].need_index;
+		}
 	/* Hinted keys whose way held another key: their index blocks. */
-	nops = 0;
-	sm_phase_begin(keys, sizeof(*keys), n);
-	for (size_t i = 0; i < n; i++) {
-		struct gkey *k = &keys[i];
+	if (need_index) {
+		nops = 0;
+		sm_phase_begin(keys, sizeof(*keys), n);
+		for (size_t i = 0; i < n; i++) {
+			struct gkey *k = &keys[i];
 
-		if (k->kc.state != SM_PENDING || !k->need_index)
-			continue;
-		k->kc.op0 = nops;
-		k->kc.nops = 1;
-		ops[nops] = index_read_op(k, k->c0);
-		ops[nops++].lreg = &sg->r;
-	}
-	if (nops) {
+			if (k->kc.state != SM_PENDING || !k->need_index)
+				continue;
+			k->kc.op0 = nops;
+			k->kc.nops = 1;
+			ops[nops] = index_read_op(k, k->c0);
+			ops[nops++].lreg = &sg->r;
+		}
 		*bytes += sm_phase_post(sm, keys, sizeof(*keys), n, ops, nops);
 		for (size_t i = 0; i < n; i++)
 			if (keys[i].kc.state == SM_PENDING && keys[i].need_index)
