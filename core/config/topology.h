@@ -72,6 +72,9 @@ struct pc_node {
 	double wake_us;			/* the simulator's wake-up of a node idle longer
 					 * than idle_us (us) */
 	double idle_us;
+	double nap_us;			/* and of one idle longer than nap_idle_us,
+					 * not idle_us (us) */
+	double nap_idle_us;
 	bool has_nvme;
 	struct pc_nvme nvme;
 	struct pc_mark mark;		/* the node's entry in the file */

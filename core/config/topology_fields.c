@@ -262,12 +262,24 @@ static const struct field node_fields[] = {
 	      "idle_us (none of its threads ran, none of its transfers moved) to start on "
 	      "what wakes it: a peer's request, or the answer it waits for. A virtual CPU "
 	      "that its hypervisor took off the core after idling, or a core in a deep sleep "
-	      "state, takes that long to run again; about 0 for a node that polls. "
-	      "pccalibrate measures it with gets after idle gaps.")),
+	      "state, takes that long to run again (the whole of it: nap_us does not add); "
+	      "about 0 for a node that polls. pccalibrate measures it with gets after idle "
+	      "gaps.")),
 	F(struct pc_node, idle_us, FT_DOUBLE, 0, 1000000, "200",
 	  DOC("sim", "us", "How long a node must have been idle for wake_us to apply; the "
 	      "default is a KVM host's halt-polling window (halt_poll_ns). pccalibrate "
 	      "measures it with wake_us.")),
+	F(struct pc_node, nap_us, FT_DOUBLE, 0, 1000000, "0",
+	  DOC("sim", "us", "The simulator's time for a node idle longer than nap_idle_us but "
+	      "not idle_us to start on a peer's request: the first, shorter tier of a host's "
+	      "wake-up (its threads stopped polling and sleep while its CPU still runs, or "
+	      "the edge of the hypervisor's halt-polling window). Not for an answer the node "
+	      "waits for: a caller polls through a round trip. wake_us, not both, past "
+	      "idle_us. pccalibrate measures it with wake_us.")),
+	F(struct pc_node, nap_idle_us, FT_DOUBLE, 0, 1000000, "50",
+	  DOC("sim", "us", "How long a node must have been idle for nap_us to apply; the "
+	      "default is store.tcp_poll_us's, how long a tcp node polls before its thread "
+	      "sleeps. pccalibrate measures it with nap_us.")),
 	{ .name = "rails", DOC("all", NULL, "The node's NICs, a list of rails (below); one "
 			       "default rail when absent.") },
 	{ .name = "nvme", DOC("spill, tier, sim", NULL, "The node's disk (below); needed by "

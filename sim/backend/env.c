@@ -81,18 +81,25 @@ uint64_t sim_env_stretch(struct sim_env *e, uint64_t ns)
 }
 
 /*
- * A node whose threads all wait for long enough is idle: its virtual CPU halts and
- * the hypervisor deschedules it (or its core sleeps deeply), and what wakes it
- * starts later. Every op of the node's processes marks it busy (the fabric's, the
- * storage's, these), and so do its transfers as they end.
+ * A node whose threads all wait for long enough is idle, in two tiers: first its
+ * threads stop polling and sleep, and waking one takes the scheduler nap_ns; later
+ * its virtual CPU halts and the hypervisor deschedules it (or its core sleeps
+ * deeply), and what wakes it starts wake_ns later. A caller waiting for its answer
+ * polls through the round trip (a tcp client until nothing moved for its poll
+ * window, from its request's last byte): only the halt reaches it. Every op of the
+ * node's processes marks it busy (the fabric's, the storage's, these), and so do
+ * its transfers as they end.
  */
-uint64_t sim_env_wake(struct sim_env *e)
+uint64_t sim_env_wake(struct sim_env *e, bool answer)
 {
-	uint64_t now = sim_now(e->w->s);
-	bool idle = e->wake_ns && now > e->busy_at + e->idle_ns;
+	uint64_t now = sim_now(e->w->s), up = 0;
 
-	e->busy_at = idle ? now + e->wake_ns : now > e->busy_at ? now : e->busy_at;
-	return idle ? e->wake_ns : 0;
+	if (e->wake_ns && now > e->busy_at + e->idle_ns)
+		up = e->wake_ns;
+	else if (!answer && e->nap_ns && now > e->busy_at + e->nap_idle_ns)
+		up = e->nap_ns;
+	e->busy_at = up ? now + up : now > e->busy_at ? now : e->busy_at;
+	return up;
 }
 
 /* T = bytes / memcpy bandwidth, stretched as any wait, on the process that copied. */

@@ -205,7 +205,7 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 		}
 		pp = &parts[po.pending];
 		*pp = (struct peer_part){ 0 };
-		wake = sim_env_wake(sim_world_senv(w, peer));	/* the peer's server, if it idled */
+		wake = sim_env_wake(sim_world_senv(w, peer), false);	/* the peer's server, if it idled */
 		po.wake = wake > po.wake ? wake : po.wake;
 		pp->post = &po;
 		pp->first = (uint32_t)i;
@@ -296,7 +296,7 @@ static void answer_arrived(struct sim *s, void *arg)
 	struct rpc_run *rr = arg;
 	struct call *c = rr->c;
 	struct sim_env *e = sim_world_senv(c->sf->w, c->sf->base.self);
-	uint64_t up = sim_env_wake(e);
+	uint64_t up = sim_env_wake(e, true);
 
 	if (up && e->copy_rate > 0)
 		up += (uint64_t)((double)(rr->rpc->resp.len + rr->rpc->resp.virt_len) / e->copy_rate);
@@ -318,7 +318,7 @@ static void serve_rpc(void *arg)
 	uint32_t peer = rr->rpc->peer;
 	uint16_t op = rr->rpc->opcode;
 	double hand_off = w->topo->nodes[peer].rpc_us;
-	uint64_t wake = sim_env_wake(sim_world_senv(w, peer));	/* it idled: it wakes first */
+	uint64_t wake = sim_env_wake(sim_world_senv(w, peer), false);	/* it idled: it wakes first */
 
 	if (hand_off > 0 && !(op < 64 && w->quick[peer] >> op & 1))
 		wake += (uint64_t)(hand_off * 1000.0);

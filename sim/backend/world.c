@@ -35,6 +35,8 @@ struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, b
 		if (i < t->nr_nodes && timing) {
 			w->envs[i].wake_ns = (uint64_t)(t->nodes[i].wake_us * 1000.0);
 			w->envs[i].idle_ns = (uint64_t)(t->nodes[i].idle_us * 1000.0);
+			w->envs[i].nap_ns = (uint64_t)(t->nodes[i].nap_us * 1000.0);
+			w->envs[i].nap_idle_ns = (uint64_t)(t->nodes[i].nap_idle_us * 1000.0);
 		}
 		if (i < t->nr_nodes && t->nodes[i].has_nvme) {
 			w->nvme[i] = nvme_create(s, &t->nodes[i].nvme);

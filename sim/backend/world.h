@@ -28,6 +28,7 @@ struct sim_env {
 	double copy_rate;		/* bytes per ns of a local memcpy */
 	double jitter;			/* nodes.jitter: the spread of its waits */
 	uint64_t wake_ns, idle_ns;	/* nodes.wake_us, nodes.idle_us */
+	uint64_t nap_ns, nap_idle_ns;	/* nodes.nap_us, nodes.nap_idle_us */
 	uint64_t busy_at;		/* when it last ran or moved bytes: idle since */
 };
 
@@ -75,10 +76,11 @@ static inline void sim_env_busy(struct sim_env *e)
 	e->busy_at = now > e->busy_at ? now : e->busy_at;
 }
 
-/* Something wakes node e now (a request for it, an answer it waits for): the time
- * it takes to start on it, nodes.wake_us when it has been idle longer than
- * nodes.idle_us, else 0 (env.c). It is busy from now on. */
-uint64_t sim_env_wake(struct sim_env *e);
+/* Something wakes node e now (a request for it; an answer it waits for, when
+ * answer): the time it takes to start on it, nodes.wake_us when it has been idle
+ * longer than nodes.idle_us, nodes.nap_us (not for an answer) when longer than
+ * nodes.nap_idle_us, else 0 (env.c). It is busy from now on. */
+uint64_t sim_env_wake(struct sim_env *e, bool answer);
 
 /* Take node out of the network (its ops and RPCs fail) or put it back. */
 void sim_world_set_down(struct sim_world *w, uint32_t node, bool down);

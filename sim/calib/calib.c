@@ -34,10 +34,10 @@ const char *calib_op_name(enum calib_op op)
 }
 
 /* The idle cases' gaps, and how the tables name them. */
-static const uint32_t gaps_us[CALIB_NR_GAPS] = { 50, 100, 200, 400, 800, 1600 };
+static const uint32_t gaps_us[CALIB_NR_GAPS] = { 25, 50, 100, 200, 400, 800, 1600 };
 static const char *const gap_names[CALIB_NR_GAPS] = {
-	"peer, 50 us idle", "peer, 100 us idle", "peer, 200 us idle", "peer, 400 us idle",
-	"peer, 800 us idle", "peer, 1600 us idle",
+	"peer, 25 us idle", "peer, 50 us idle", "peer, 100 us idle", "peer, 200 us idle",
+	"peer, 400 us idle", "peer, 800 us idle", "peer, 1600 us idle",
 };
 
 static bool disk_op(enum calib_op op)
@@ -401,6 +401,8 @@ void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk)
 		n->rpc_us = p->rpc_us;
 		n->wake_us = p->wake_us;
 		n->idle_us = p->idle_us;
+		n->nap_us = p->nap_us;
+		n->nap_idle_us = p->nap_idle_us;
 		if (disk && n->has_nvme) {
 			n->nvme.latency_us = p->nvme_latency_us;
 			n->nvme.read_mbps = p->read_mbps;
@@ -671,25 +673,62 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 	return ret;
 }
 
-/*
- * nodes.wake_us and nodes.idle_us from the idle cases: each one's excess over the
- * same get back to back (the batch-of-one get of the first page size, measured), as
- * a step: nothing at shorter gaps, wake_us (the median excess) from idle_us, the
- * shortest gap that woke the peer, on. The step is the one of least absolute
- * deviations over the gaps it may start at: a host's wake-up grows with the idle
- * time in tiers, and one tier far out must not hide the first; none when the
- * excesses are noise. idle_us is a measured gap, not a point between two: the
- * shorter choice would let a wake-up, which lengthens a caller's wait, cause the
- * next one.
- */
-static void fit_wake(struct calib *c)
+/* An excess over back to back and the weight of its deviations: 1 / the case's time. */
+struct excess {
+	double us, w;
+};
+
+static int cmp_excess(const void *a, const void *b)
 {
-	double e[CALIB_NR_GAPS] = { 0 }, base = 0, best = INFINITY;
-	uint32_t n = 0, page = 0;
+	double x = ((const struct excess *)a)->us, y = ((const struct excess *)b)->us;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The level of least weighted absolute deviation from v[0..n-1] (its weighted
+ * median), sorted in place; 0 for none, and never below 0. */
+static double level_of(struct excess *v, uint32_t n)
+{
+	double half = 0, sum = 0;
+	uint32_t i = 0;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_excess);
+	for (uint32_t k = 0; k < n; k++)
+		half += v[k].w / 2;
+	while (i + 1 < n && (sum += v[i].w) < half)
+		i++;
+	return v[i].us > 0 ? v[i].us : 0;
+}
+
+/*
+ * nodes.nap_us, nap_idle_us, wake_us and idle_us from the idle cases: each one's
+ * excess over the same get back to back (the batch-of-one get of the first page
+ * size, measured), as two steps: nothing at the shortest gaps, nap_us from
+ * nap_idle_us on, wake_us from idle_us on. A host's wake-up grows with the idle time
+ * in tiers (a thread that stopped polling sleeps; later its CPU halts), and one tier
+ * far out must not hide the first. The steps are those of least absolute deviation
+ * relative to the cases' times (as the affine fit weighs its cases) over the gaps
+ * they may start at, a tier left out where that fits as well (none when the excesses
+ * are noise; a lone one is the wake), the nap no longer than the wake, and on tcp
+ * not from a gap shorter than a node polls (store.tcp_poll_us): what is slower after
+ * a shorter gap is not a sleeping thread. A gap at a tier's edge mixes the two (the
+ * host's own window is no sharper): the fit gives it to one. A step's start is a
+ * measured gap, not a point between two: the shorter choice would let a wake-up,
+ * which lengthens a caller's wait, cause the next one.
+ */
+static void fit_wake(struct calib *c, const struct pc_topology *t)
+{
+	double poll_us = t->store.protocol == PC_PROTO_TCP ? t->store.tcp_poll_us : 0;
+	struct excess e[CALIB_NR_GAPS] = { 0 };
+	double base = 0, best = INFINITY;
+	uint32_t n = 0, page = 0, best_tiers = 0;
 
 	for (uint32_t i = 0; i < c->nr_cases; i++)
-		if (c->cases[i].op == CALIB_IDLE && n < CALIB_NR_GAPS) {
-			e[n++] = c->cases[i].real_us;
+		if (c->cases[i].op == CALIB_IDLE && n < CALIB_NR_GAPS && c->cases[i].real_us > 0) {
+			e[n].us = c->cases[i].real_us;
+			e[n++].w = 1 / c->cases[i].real_us;
 			page = c->cases[i].page;
 		}
 	for (uint32_t i = 0; i < c->nr_cases && !base; i++) {
@@ -698,29 +737,38 @@ static void fit_wake(struct calib *c)
 		if (k->op == CALIB_GET && k->where == CALIB_PEER && k->batch == 1 && k->page == page)
 			base = k->real_us;
 	}
-	c->fit.wake_us = 0;
-	c->fit.idle_us = n ? gaps_us[n - 1] : 0;
+	c->fit.wake_us = c->fit.nap_us = 0;
+	c->fit.idle_us = c->fit.nap_idle_us = n ? gaps_us[n - 1] : 0;
 	if (!base || n != CALIB_NR_GAPS)
 		return;
 	for (uint32_t g = 0; g < n; g++)
-		e[g] -= base;
-	for (uint32_t from = 0; from <= n; from++) {	/* gaps from..n-1 wake the peer */
-		double past[CALIB_NR_GAPS], wake = 0, cost = 0;
-		uint32_t m = n - from;
+		e[g].us -= base;
+	/* gaps nap..wake-1 nap and wake..n-1 wake the peer; nap == wake: no nap tier,
+	 * wake == n: no tier */
+	for (uint32_t wake = n + 1; wake-- > 0;)
+		for (uint32_t nap = wake + 1; nap-- > 0;) {
+			struct excess v[CALIB_NR_GAPS];
+			double level[2], cost = 0;
+			uint32_t tiers = (nap < wake) + (wake < n);
 
-		memcpy(past, e + from, m * sizeof(*past));
-		qsort(past, m, sizeof(*past), cmp_double);
-		if (m)
-			wake = m % 2 ? past[m / 2] : (past[m / 2 - 1] + past[m / 2]) / 2;
-		wake = wake > 0 ? wake : 0;
-		for (uint32_t g = 0; g < n; g++)
-			cost += fabs(e[g] - (g >= from ? wake : 0));
-		if (cost < best) {
-			best = cost;
-			c->fit.wake_us = m ? wake : 0;
-			c->fit.idle_us = gaps_us[from < n ? from : n - 1];
+			memcpy(v, e + nap, (wake - nap) * sizeof(*v));
+			level[0] = level_of(v, wake - nap);
+			memcpy(v, e + wake, (n - wake) * sizeof(*v));
+			level[1] = level_of(v, n - wake);
+			if (nap < wake && (wake == n || level[0] > level[1] || gaps_us[nap] < poll_us))
+				continue;	/* a lone tier is the wake's; the nap's the shorter */
+			for (uint32_t g = 0; g < n; g++)
+				cost += fabs(e[g].us - (g >= wake ? level[1] : g >= nap ? level[0] : 0)) *
+					e[g].w;
+			if (cost < best || (cost == best && tiers < best_tiers)) {
+				best = cost;
+				best_tiers = tiers;
+				c->fit.nap_us = nap < wake ? level[0] : 0;
+				c->fit.wake_us = wake < n ? level[1] : 0;
+				c->fit.idle_us = gaps_us[wake < n ? wake : n - 1];
+				c->fit.nap_idle_us = nap < wake ? gaps_us[nap] : c->fit.idle_us;
+			}
 		}
-	}
 }
 
 /* Rounds of fitting the affine keys and the jitter in turn: the jitter moves the
@@ -743,7 +791,7 @@ int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, ch
 			ret = fit_affine(t, node, c, err, errlen);
 	}
 	if (!ret)
-		fit_wake(c);
+		fit_wake(c, topo);
 	if (!ret)	/* the model at the fit, simulated again: what it predicts for each case */
 		ret = simulate(t, node, c, &c->fit, err, errlen);
 	pc_topology_free(t);

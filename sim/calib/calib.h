@@ -27,10 +27,11 @@
  * byte read and written and its time per command, four more variables of the same fit).
  * The rpc cases time a request a peer hands to a worker thread (a promotion of keys it
  * does not hold: no disk read), which pins nodes.rpc_us, the hand-off there and back.
- * The idle cases time a get of one peer page after the node slept, gaps of 50 us to
- * 1.6 ms (the peer idles as long): how much longer than back to back it takes, as a
- * step from nothing to nodes.wake_us at gaps over nodes.idle_us, fitted apart from
- * the rest (the wake-up of a host that idled, which the affine model has not got).
+ * The idle cases time a get of one peer page after the node slept, gaps of 25 us to
+ * 1.6 ms (the peer idles as long): how much longer than back to back it takes, as
+ * steps from nothing to nodes.nap_us at gaps over nodes.nap_idle_us and to
+ * nodes.wake_us over nodes.idle_us, fitted apart from the rest (the wake-up of a
+ * host that idled, which the affine model has not got).
  *
  * Validation replays a workload on the real node (one request at a time, a
  * batch_get timed, then a batch_set of the misses, as the simulator's run.c serves
@@ -54,7 +55,7 @@
 #define CALIB_DISK_BATCH 16
 #define CALIB_NR_PARAMS 9
 #define CALIB_RPC_KEYS 16		/* keys in the larger rpc case's request */
-#define CALIB_NR_GAPS 6			/* idle cases: gaps of 50 us to 1.6 ms */
+#define CALIB_NR_GAPS 7			/* idle cases: gaps of 25 us to 1.6 ms */
 
 enum calib_op {
 	CALIB_GET, CALIB_SET,			/* batch calls of the store */
@@ -92,6 +93,7 @@ struct calib_params {			/* the model keys a calibration sets */
 	double jitter;			/* nodes.jitter */
 	double rpc_us;			/* nodes.rpc_us */
 	double wake_us, idle_us;	/* nodes.wake_us, nodes.idle_us */
+	double nap_us, nap_idle_us;	/* nodes.nap_us, nodes.nap_idle_us */
 };
 
 struct calib {

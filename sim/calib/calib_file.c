@@ -81,9 +81,11 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		   "  nodes.jitter: %.3f\n"
 		   "  nodes.rpc_us: %.3f\n"
 		   "  nodes.wake_us: %.3f\n"
-		   "  nodes.idle_us: %.3f\n",
+		   "  nodes.idle_us: %.3f\n"
+		   "  nodes.nap_us: %.3f\n"
+		   "  nodes.nap_idle_us: %.3f\n",
 		c->fit.latency_us, c->fit.gbps, c->fit.op_us, c->fit.memcpy_gbps, c->fit.jitter,
-		c->fit.rpc_us, c->fit.wake_us, c->fit.idle_us);
+		c->fit.rpc_us, c->fit.wake_us, c->fit.idle_us, c->fit.nap_us, c->fit.nap_idle_us);
 	if (c->disk)
 		fprintf(f, "  nodes.nvme.latency_us: %.3f\n"
 			   "  nodes.nvme.read_mbps: %.3f\n"

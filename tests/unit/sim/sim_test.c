@@ -1060,6 +1060,28 @@ static void test_wake(void)
 	CU_ASSERT(t[0].quick >= 10000);	/* a round trip of 5 us each way, at least */
 }
 
+/* nodes.nap_us: a node idle for longer than nodes.nap_idle_us but not idle_us takes
+ * nap_us more to start on a peer's request; a caller waiting for its answer polls
+ * (no nap), and past idle_us wake_us alone applies. */
+static void test_nap(void)
+{
+	struct wake_times t[2];
+
+	two_node_runs("rpc_us: 300, idle_us: 200, wake_us: 40, nap_idle_us: 50, ", "nap_us",
+		      (const int[2]){ 0, 10 }, time_wakes, t, sizeof(t[0]));
+	printf("\n  at nap_us 0 / 10: back to back %.1f / %.1f us, after 100 us %.1f / %.1f, after 1 ms %.1f / %.1f, get after 1 ms %.1f / %.1f, rpc of 300 us %.1f / %.1f",
+	       t[0].quick / 1e3, t[1].quick / 1e3, t[0].after_100us / 1e3, t[1].after_100us / 1e3,
+	       t[0].after_1ms / 1e3, t[1].after_1ms / 1e3, t[0].get_after_1ms / 1e3,
+	       t[1].get_after_1ms / 1e3, t[0].long_rpc / 1e3, t[1].long_rpc / 1e3);
+	CU_ASSERT_EQUAL(t[1].quick, t[0].quick);
+	CU_ASSERT_EQUAL(t[1].after_100us, t[0].after_100us + 10000);
+	/* the peer's wake alone; the caller, whose answer came 60 us later, polled */
+	CU_ASSERT_EQUAL(t[0].after_1ms, t[0].quick + 40000);
+	CU_ASSERT_EQUAL(t[1].after_1ms, t[0].after_1ms);
+	CU_ASSERT_EQUAL(t[1].get_after_1ms, t[0].get_after_1ms);
+	CU_ASSERT_EQUAL(t[1].long_rpc, t[0].long_rpc);	/* the caller's wake-up alone */
+}
+
 /* ---------------------------------------------------------------- overload */
 
 /* An arrival rate the cluster cannot serve stops the run with a line that says so and
@@ -1222,6 +1244,8 @@ static CU_TestInfo tests[] = {
 	{ "the simulator's stores count with plain adds, exactly", test_serial_counters },
 	{ "nodes.rpc_us: a request handed to a worker takes it, a quick one not", test_rpc_hand_off },
 	{ "nodes.wake_us: what wakes a node idle past idle_us waits for it", test_wake },
+	{ "nodes.nap_us: a request to a node idle past nap_idle_us, not idle_us, waits for it",
+	  test_nap },
 	{ "a node killed: heartbeats in virtual time take it out", test_kill_detected },
 	{ "a run with heartbeats ends without taking nodes out", test_close_no_flaps },
 	CU_TEST_INFO_NULL,
