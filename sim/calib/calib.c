@@ -711,14 +711,15 @@ static double level_of(struct excess *v, uint32_t n)
  * far out must not hide the first. The steps are those of least absolute deviation
  * relative to the cases' times (as the affine fit weighs its cases) over the gaps
  * they may start at, a tier left out where that fits as well (none when the excesses
- * are noise; a lone one is the wake), the nap no longer than the wake, and on tcp
+ * are noise; a lone one is the wake), the nap at most half the wake (two steps
+ * closer than that are one wake-up and its noise), and on tcp
  * not from a gap shorter than a node polls (store.tcp_poll_us): what is slower after
  * a shorter gap is not a sleeping thread. A gap at a tier's edge mixes the two (the
  * host's own window is no sharper): the fit gives it to one. A step's start is a
  * measured gap, not a point between two: the shorter choice would let a wake-up,
  * which lengthens a caller's wait, cause the next one.
  */
-static void fit_wake(struct calib *c, const struct pc_topology *t)
+void calib_fit_wake(struct calib *c, const struct pc_topology *t)
 {
 	double poll_us = t->store.protocol == PC_PROTO_TCP ? t->store.tcp_poll_us : 0;
 	struct excess e[CALIB_NR_GAPS] = { 0 };
@@ -755,7 +756,7 @@ static void fit_wake(struct calib *c, const struct pc_topology *t)
 			level[0] = level_of(v, wake - nap);
 			memcpy(v, e + wake, (n - wake) * sizeof(*v));
 			level[1] = level_of(v, n - wake);
-			if (nap < wake && (wake == n || level[0] > level[1] || gaps_us[nap] < poll_us))
+			if (nap < wake && (wake == n || 2 * level[0] > level[1] || gaps_us[nap] < poll_us))
 				continue;	/* a lone tier is the wake's; the nap's the shorter */
 			for (uint32_t g = 0; g < n; g++)
 				cost += fabs(e[g].us - (g >= wake ? level[1] : g >= nap ? level[0] : 0)) *
@@ -791,7 +792,7 @@ int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, ch
 			ret = fit_affine(t, node, c, err, errlen);
 	}
 	if (!ret)
-		fit_wake(c, topo);
+		calib_fit_wake(c, topo);
 	if (!ret)	/* the model at the fit, simulated again: what it predicts for each case */
 		ret = simulate(t, node, c, &c->fit, err, errlen);
 	pc_topology_free(t);

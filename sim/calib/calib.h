@@ -77,7 +77,7 @@ struct calib_case {
 	uint32_t page;			/* bytes */
 	uint32_t batch;			/* pages */
 	enum calib_where where;
-	uint32_t gap;			/* CALIB_IDLE: calib_gaps_us[gap] */
+	uint32_t gap;			/* CALIB_IDLE: the gap's index, shortest first */
 	double real_us, sim_us;		/* medians: measured, and simulated at the fit */
 	double real_p90_us, sim_p90_us;	/* 90th percentiles, the same */
 };
@@ -130,6 +130,11 @@ int calib_measure(struct pc_store *st, struct calib *c, char *err, size_t errlen
  * topology t, fills fit, sim_us and the errors. */
 int calib_fit(const struct pc_topology *t, uint32_t node, struct calib *c, char *err,
 	      size_t errlen);
+
+/* The wake-up's keys (nodes.nap_us, nap_idle_us, wake_us, idle_us) from the idle
+ * cases' real_us against the back-to-back get's, for a cluster like t (its protocol,
+ * store.tcp_poll_us): part of calib_fit. */
+void calib_fit_wake(struct calib *c, const struct pc_topology *t);
 
 /* Set the model keys of every node and rail of t (the nvme keys with disk, on the
  * nodes that have one). */

@@ -22,6 +22,7 @@
 #include <peercache/peercache.h>
 #include "backend/world.h"
 #include "builtin.h"
+#include "calib/calib.h"
 #include "config/topology.h"
 #include "engine/engine.h"
 #include "inproc/inproc.h"
@@ -1082,6 +1083,59 @@ static void test_nap(void)
 	CU_ASSERT_EQUAL(t[1].long_rpc, t[0].long_rpc);	/* the caller's wake-up alone */
 }
 
+/* pccalibrate's wake-up fit over idle cases whose excesses over a 30 us get back to
+ * back are ex[] (gaps of 25 us to 1.6 ms), on a cluster of protocol proto. */
+static struct calib_params wake_fit(const char *proto, const double ex[CALIB_NR_GAPS])
+{
+	static struct calib c;
+	const uint32_t page = 16384, batch = 1;
+	struct pc_topology *t = NULL;
+	char text[512], err[PC_ERR_MAX];
+
+	snprintf(text, sizeof(text),
+		 "store: {protocol: %s, slot_size_classes: [16KiB], global_segment_size: 4MiB}\n"
+		 "node_defaults: {rails: [{device: d, gbps: 100, latency_us: 5}]}\n"
+		 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n",
+		 proto);
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(calib_cases(&c, &page, 1, &batch, 1, false, 1), 0);
+	for (uint32_t i = 0; i < c.nr_cases; i++) {
+		struct calib_case *k = &c.cases[i];
+
+		k->real_us = k->op == CALIB_IDLE ? 30 + ex[k->gap] : 30;
+	}
+	calib_fit_wake(&c, t);
+	pc_topology_free(t);
+	return c.fit;
+}
+
+/* The fit's two steps: where the excesses step, the nap at most half the wake (the
+ * spread of one tier is not two), on tcp not before the poll window (50 us), a step
+ * left out where it fits no better, a gap at the edge of two tiers given to one. */
+static void test_wake_fit(void)
+{
+	static const double two[CALIB_NR_GAPS] = { 2, 14, 13, 120, 121, 119, 122 },
+			    early[CALIB_NR_GAPS] = { 14, 0, 0, 120, 121, 119, 122 },
+			    from25[CALIB_NR_GAPS] = { 14, 13, 14, 120, 121, 119, 122 },
+			    none[CALIB_NR_GAPS] = { 0 },
+			    edge[CALIB_NR_GAPS] = { 0, 0, 0, 60, 120, 121, 119 };
+	struct calib_params p;
+
+	p = wake_fit("tcp", two);
+	CU_ASSERT(p.nap_us >= 13 && p.nap_us <= 14 && p.nap_idle_us == 50);
+	CU_ASSERT(p.wake_us >= 120 && p.wake_us <= 121 && p.idle_us == 200);
+	/* slower after 25 us, before the poll window ends: not a nap */
+	p = wake_fit("tcp", early);
+	CU_ASSERT(p.nap_us == 0 && p.wake_us >= 120 && p.wake_us <= 121 && p.idle_us == 200);
+	/* a fabric that does not poll a window: from the first gap that shows it */
+	p = wake_fit("rdma", from25);
+	CU_ASSERT(p.nap_us >= 13 && p.nap_us <= 14 && p.nap_idle_us == 25);
+	p = wake_fit("tcp", none);
+	CU_ASSERT(p.nap_us == 0 && p.wake_us == 0);
+	p = wake_fit("tcp", edge);
+	CU_ASSERT(p.nap_us == 60 && p.nap_idle_us == 200 && p.wake_us == 120 && p.idle_us == 400);
+}
+
 /* ---------------------------------------------------------------- overload */
 
 /* An arrival rate the cluster cannot serve stops the run with a line that says so and
@@ -1246,6 +1300,7 @@ static CU_TestInfo tests[] = {
 	{ "nodes.wake_us: what wakes a node idle past idle_us waits for it", test_wake },
 	{ "nodes.nap_us: a request to a node idle past nap_idle_us, not idle_us, waits for it",
 	  test_nap },
+	{ "pccalibrate's wake-up fit: two steps where the idle cases step", test_wake_fit },
 	{ "a node killed: heartbeats in virtual time take it out", test_kill_detected },
 	{ "a run with heartbeats ends without taking nodes out", test_close_no_flaps },
 	CU_TEST_INFO_NULL,
