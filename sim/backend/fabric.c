@@ -288,15 +288,18 @@ static void wake_caller(struct sim *s, void *arg)
 	sim_wake(s, c->proc);
 }
 
-/* An answer is in: a caller that idled meanwhile takes its wake-up to see it (the
- * first answer wakes it, later ones find it up), and then copies out the bytes that
- * waited in its socket; one that was up took them in as they came. */
+/* An answer is in: the peer sent it until now (its idle time starts here, as after
+ * the last byte of a post). A caller that idled meanwhile takes its wake-up to see it
+ * (the first answer wakes it, later ones find it up), and then copies out the bytes
+ * that waited in its socket; one that was up took them in as they came. */
 static void answer_arrived(struct sim *s, void *arg)
 {
 	struct rpc_run *rr = arg;
 	struct call *c = rr->c;
 	struct sim_env *e = sim_world_senv(c->sf->w, c->sf->base.self);
 	uint64_t up = sim_env_wake(e, true);
+
+	sim_env_busy(sim_world_senv(c->sf->w, rr->rpc->peer));
 
 	if (up && e->copy_rate > 0)
 		up += (uint64_t)((double)(rr->rpc->resp.len + rr->rpc->resp.virt_len) / e->copy_rate);
