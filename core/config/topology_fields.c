@@ -901,6 +901,10 @@ static int validate_nodes(struct pc_topology *t, char *err, size_t errlen)
 				address_problem(n->bind_address));
 		if (!n->nr_rails)
 			FAIL_AT(n->mark, "nodes[%u].rails: expected at least one rail", i);
+		if (n->nap_us > 0 && n->wake_us > 0 && n->nap_idle_us >= n->idle_us)
+			FAIL_AT(n->mark,
+				"nodes[%u].nap_idle_us: %g us is not shorter than idle_us (%g us), so nap_us never applies; make it shorter, or nap_us 0",
+				i, n->nap_idle_us, n->idle_us);
 		for (uint32_t j = 0; j < i; j++) {
 			const struct pc_node *o = &t->nodes[j];
 

@@ -219,6 +219,8 @@ static void test_errors(void)
 	expect_error("nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.1}\n",
 		     "t.yaml:3:5: ", "duplicate address 10.0.0.1 port 31998");
 	expect_error("nodes:\n  - {name: a}\n", "t.yaml:2:5: ", "nodes[0].address: expected an address");
+	expect_error("nodes:\n  - {name: a, address: x, wake_us: 100, nap_us: 10, nap_idle_us: 200}\n",
+		     "t.yaml:2:5: ", "nodes[0].nap_idle_us: 200 us is not shorter than idle_us (200 us)");
 	expect_error("nodes:\n  - {name: a b, address: x}\n", "t.yaml:2:5: ", "nodes[0].name");
 	expect_error("nodes:\n  - {name: a, address: 999.1.1.1}\n", "t.yaml:2:5: ",
 		     "nodes[0].address: '999.1.1.1': not an IPv4 address");
