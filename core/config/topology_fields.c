@@ -310,8 +310,9 @@ static const struct field rail_fields[] = {
 
 static const struct field nvme_fields[] = {
 	FSTR(struct pc_nvme, path, "/var/tmp",
-	     DOC("spill, tier", "path", "A writable directory for the disk pool's unlinked file "
-		 "(O_DIRECT where the filesystem allows it).")),
+	     DOC("spill, tier, sim", "path", "A writable directory for the disk pool's unlinked file "
+		 "(O_DIRECT where the filesystem allows it). The simulator gives nodes at one "
+		 "address with one path one disk, whose I/O takes turns.")),
 	F(struct pc_nvme, capacity, FT_SIZE, 4 * KiB, 1024 * TiB, "1TiB",
 	  DOC("spill, sim", "bytes", "Disk bytes for spilled pages, split over the size "
 	      "classes.")),

@@ -3,9 +3,27 @@
  * from the topology, the nodes' memory, and an env per node plus one for clients.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "inproc/inproc.h"
 #include "world.h"
+
+/* The node before node i whose disk it is: one at the same address that spills to
+ * the same directory (two processes of one host, as a laptop's or a test's cluster
+ * runs, whose I/O takes turns on that disk's queue); i when none is. */
+static uint32_t disk_owner(const struct pc_topology *t, uint32_t i)
+{
+	const struct pc_node *n = &t->nodes[i];
+
+	for (uint32_t j = 0; j < i; j++) {
+		const struct pc_node *o = &t->nodes[j];
+
+		if (o->has_nvme && !strcmp(o->address, n->address) &&
+		    !strcmp(o->nvme.path, n->nvme.path))
+			return j;
+	}
+	return i;
+}
 
 struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, bool timing)
 {
@@ -39,7 +57,9 @@ struct sim_world *sim_world_create(struct sim *s, const struct pc_topology *t, b
 			w->envs[i].nap_idle_ns = (uint64_t)(t->nodes[i].nap_idle_us * 1000.0);
 		}
 		if (i < t->nr_nodes && t->nodes[i].has_nvme) {
-			w->nvme[i] = nvme_create(s, &t->nodes[i].nvme);
+			uint32_t owner = disk_owner(t, i);
+
+			w->nvme[i] = owner < i ? w->nvme[owner] : nvme_create(s, &t->nodes[i].nvme);
 			if (!w->nvme[i])
 				goto err;
 		}
@@ -55,7 +75,8 @@ void sim_world_destroy(struct sim_world *w)
 	if (!w)
 		return;
 	for (uint32_t i = 0; w->nvme && i < w->topo->nr_nodes; i++)
-		nvme_destroy(w->nvme[i]);
+		if (!w->nvme[i] || disk_owner(w->topo, i) == i)	/* a shared disk once */
+			nvme_destroy(w->nvme[i]);
 	free(w->nvme);
 	net_destroy(w->net);
 	inproc_world_destroy(w->mem);

@@ -38,7 +38,8 @@ struct sim_world {
 	bool timing;
 	bool keep_data;			/* storage keeps block bytes (not payload-free) */
 	struct sim_net *net;
-	struct sim_nvme **nvme;		/* per node; NULL without NVMe */
+	struct sim_nvme **nvme;		/* per node; NULL without NVMe; one for the nodes
+					 * at one address that spill to one directory */
 	struct inproc_world *mem;
 	struct sim_env *envs;	/* per node, and one more for clients */
 	uint32_t *peer_ops;		/* per node, zero between posts (fabric.c) */

@@ -297,6 +297,34 @@ static void test_jitter(void)
 	free(f);
 }
 
+/* Nodes at one address that spill to one directory are processes of one host on
+ * one disk: the model gives them one NVMe queue; other nodes their own. */
+static void test_shared_disk(void)
+{
+	static const char text[] =
+		"node_defaults: {nvme: {path: /var/tmp, capacity: 64MiB}}\n"
+		"nodes:\n  - {name: a, address: 127.0.0.1}\n"
+		"  - {name: b, address: 127.0.0.1, port: 31999}\n"
+		"  - {name: c, address: 127.0.0.1, port: 32000, nvme: {path: /srv, capacity: 64MiB}}\n"
+		"  - {name: d, address: 10.0.0.4}\n  - {name: e, address: 127.0.0.1, port: 32001}\n";
+	char err[PC_ERR_MAX];
+	struct pc_topology *t = NULL;
+	struct sim *s = sim_create(5);
+	struct sim_world *w;
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "d.yaml", &t, err, sizeof(err)), 0);
+	w = sim_world_create(s, t, true);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	CU_ASSERT_PTR_NOT_NULL(w->nvme[0]);
+	CU_ASSERT_PTR_EQUAL(w->nvme[1], w->nvme[0]);
+	CU_ASSERT_PTR_EQUAL(w->nvme[4], w->nvme[0]);
+	CU_ASSERT(w->nvme[2] && w->nvme[2] != w->nvme[0]);	/* another directory */
+	CU_ASSERT(w->nvme[3] && w->nvme[3] != w->nvme[0] && w->nvme[3] != w->nvme[2]);
+	sim_world_destroy(w);	/* each disk freed once: valgrind and ASan say so */
+	sim_destroy(s);
+	pc_topology_free(t);
+}
+
 /* ---------------------------------------------------------------- placement */
 
 static struct pc_store *one_node(const char *store, struct inproc_world **w, struct pc_topology **t)
@@ -1286,6 +1314,7 @@ static CU_TestInfo tests[] = {
 	{ "processor sharing vs E[S]/(1-rho)", test_ps_sojourn },
 	{ "NVMe at queue depth 1 vs M/D/1", test_nvme_md1 },
 	{ "nodes.jitter stretches waits by e^(s max(0, Z))", test_jitter },
+	{ "nodes at one address spilling to one directory share one disk", test_shared_disk },
 	{ "W-way bucket overflow vs Poisson", test_bucket_overflow },
 	{ "Zipf samplers vs the exact distribution", test_zipf },
 	{ "slotmap hit rate vs FIFO approximation", test_fifo_hit_rate },
