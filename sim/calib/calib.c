@@ -712,12 +712,12 @@ static double level_of(struct excess *v, uint32_t n)
  * relative to the cases' times (as the affine fit weighs its cases) over the gaps
  * they may start at, a tier left out where that fits as well (none when the excesses
  * are noise; a lone one is the wake), the nap at most half the wake (two steps
- * closer than that are one wake-up and its noise), and on tcp
- * not from a gap shorter than a node polls (store.tcp_poll_us): what is slower after
- * a shorter gap is not a sleeping thread. A gap at a tier's edge mixes the two (the
- * host's own window is no sharper): the fit gives it to one. A step's start is a
- * measured gap, not a point between two: the shorter choice would let a wake-up,
- * which lengthens a caller's wait, cause the next one.
+ * closer than that are one wake-up and its spread), and on tcp not from a gap
+ * shorter than a node polls (store.tcp_poll_us): what is slower after a shorter gap
+ * is not a sleeping thread. A gap at a tier's edge mixes the two (the host's own
+ * window is no sharper): the fit gives it to one. A step's start is a measured gap,
+ * not a point between two: the shorter choice would let a wake-up, which lengthens a
+ * caller's wait, cause the next one.
  */
 void calib_fit_wake(struct calib *c, const struct pc_topology *t)
 {
