@@ -96,7 +96,8 @@ static const struct tool_doc doc = {
 		"to their medians as the measured ones do; and nodes.nap_us, nap_idle_us, wake_us "
 		"and idle_us, from gets of one page after the node and its peer idled 25 us to "
 		"1.6 ms: what waking an idle host adds, as two steps, each from the shortest gap "
-		"that shows it. Pin "
+		"that shows it, as slept (a sleep outlasts what it asks; the simulation sleeps as "
+		"long). Pin "
 		"this process and each pcd to cores of "
 		"their own (taskset) when they share a machine: the model gives every node its "
 		"own. The file records the "
@@ -190,7 +191,7 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 		     uint32_t nbatches)
 {
 	static struct calib cal;
-	char err[PC_ERR_MAX];
+	char err[PC_ERR_MAX], gap[48];
 
 	if (!npages)	/* the first two size classes */
 		for (; npages < t->store.nr_classes && npages < 2; npages++)
@@ -203,8 +204,8 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 	case 0: break;
 	case -EINVAL: tool_die(TOOL, "--batches: 1 to %d pages each", CALIB_MAX_BATCH);
 	default:
-		tool_die(TOOL, "--pages and --batches: at most %d cases (pages x (2 x batches + 4, + 4 with a disk) + 8)",
-			 CALIB_MAX_CASES);
+		tool_die(TOOL, "--pages and --batches: at most %d cases (pages x (2 x batches + 4, + 4 with a disk) + %d)",
+			 CALIB_MAX_CASES, 2 + CALIB_NR_GAPS);
 	}
 	fprintf(stderr, "%s: %u cases of %u timed batches on node %s\n", TOOL, cal.nr_cases, reps, node);
 	if (calib_measure(st, &cal, err, sizeof(err))) {
@@ -216,7 +217,8 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 		for (uint32_t i = 0; i < cal.nr_cases; i++)	/* what was measured, still */
 			fprintf(stderr, "  %s %u KiB x %u (%s): %.1f us\n",
 				calib_op_name(cal.cases[i].op), cal.cases[i].page >> 10,
-				cal.cases[i].batch, calib_case_pages(&cal.cases[i]), cal.cases[i].real_us);
+				cal.cases[i].batch, calib_case_pages(&cal.cases[i], gap, sizeof(gap)),
+				cal.cases[i].real_us);
 		return 1;
 	}
 	printf("## Calibration (%s, node %s)\n\n| op | page | batch | pages | measured | model | p90 measured | p90 model |\n|---|---|---|---|---|---|---|---|\n",
@@ -229,7 +231,7 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 		if (k->page)
 			snprintf(page, sizeof(page), "%u KiB", k->page >> 10);
 		printf("| %s | %s | %u | %s | %.1f us | %.1f us (%+.0f%%) | %.1f us | %.1f us (%+.0f%%) |\n",
-		       calib_op_name(k->op), page, k->batch, calib_case_pages(k), k->real_us,
+		       calib_op_name(k->op), page, k->batch, calib_case_pages(k, gap, sizeof(gap)), k->real_us,
 		       k->sim_us, off(k->sim_us, k->real_us), k->real_p90_us, k->sim_p90_us,
 		       off(k->sim_p90_us, k->real_p90_us));
 	}

@@ -33,22 +33,28 @@ const char *calib_op_name(enum calib_op op)
 	return names[op];
 }
 
-/* The idle cases' gaps, and how the tables name them. */
+/* The idle cases' gaps, as asked of the sleep. */
 static const uint32_t gaps_us[CALIB_NR_GAPS] = { 25, 50, 100, 200, 400, 800, 1600 };
-static const char *const gap_names[CALIB_NR_GAPS] = {
-	"peer, 25 us idle", "peer, 50 us idle", "peer, 100 us idle", "peer, 200 us idle",
-	"peer, 400 us idle", "peer, 800 us idle", "peer, 1600 us idle",
-};
+
+double calib_case_gap_us(const struct calib_case *k)
+{
+	return k->gap_us > 0 ? k->gap_us : gaps_us[k->gap];
+}
 
 static bool disk_op(enum calib_op op)
 {
 	return op == CALIB_DISK_READ || op == CALIB_DISK_WRITE;
 }
 
-const char *calib_case_pages(const struct calib_case *k)
+const char *calib_case_pages(const struct calib_case *k, char *buf, size_t len)
 {
-	return disk_op(k->op) ? "disk" : k->op == CALIB_IDLE ? gap_names[k->gap] :
-	       calib_where_name(k->where);
+	if (k->op != CALIB_IDLE)
+		return disk_op(k->op) ? "disk" : calib_where_name(k->where);
+	if (k->gap_us > 0)
+		snprintf(buf, len, "peer, %.0f us idle (%u asked)", k->gap_us, gaps_us[k->gap]);
+	else
+		snprintf(buf, len, "peer, %u us idle", gaps_us[k->gap]);
+	return buf;
 }
 
 int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
@@ -194,14 +200,15 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 	uint64_t misses = 0;
 	uint64_t *keys;
 	struct pc_page pg[CALIB_MAX_BATCH];
-	double *t = calloc(reps, sizeof(*t));
+	double *t = calloc(reps, sizeof(*t)), *slept = calloc(reps, sizeof(*slept));
 	uint8_t *buf = sim ? NULL : malloc((size_t)k->batch * k->page);
 	int ret = 0;
 
 	groups = groups < 1 ? 1 : groups > MAX_GROUPS ? MAX_GROUPS : groups;
 	keys = malloc((size_t)groups * k->batch * sizeof(*keys));
-	if (!t || !keys || (!sim && !buf)) {
+	if (!t || !slept || !keys || (!sim && !buf)) {
 		free(t);
+		free(slept);
 		free(keys);
 		free(buf);
 		return -ENOMEM;
@@ -222,8 +229,12 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 			pg[i] = (struct pc_page){ .key = &gk[i], .key_len = sizeof(gk[i]),
 						  .data = buf ? buf + (size_t)i * k->page : NULL,
 						  .len = k->page, .cap = k->page };
-		if (timed && k->op == CALIB_IDLE)	/* nothing runs here or at the peer */
-			pc_env_sleep(env, gaps_us[k->gap] * 1000ULL);
+		if (timed && k->op == CALIB_IDLE) {	/* nothing runs here or at the peer */
+			t0 = pc_env_now(env);
+			pc_env_sleep(env, (uint64_t)((sim ? calib_case_gap_us(k) : gaps_us[k->gap]) *
+						     1000.0));
+			slept[r - groups] = (double)(pc_env_now(env) - t0) / 1000.0;
+		}
 		t0 = pc_env_now(env);
 		got = get ? pc_batch_get(st, pg, k->batch) : pc_batch_set(st, pg, k->batch);
 		if (timed)
@@ -238,7 +249,12 @@ static int run_case(struct pc_store *st, struct calib_case *k, uint32_t reps, ui
 		}
 	}
 	keep_quantiles(k, t, reps, sim);
+	if (!ret && !sim && k->op == CALIB_IDLE) {
+		qsort(slept, reps, sizeof(*slept), cmp_double);
+		k->gap_us = slept[reps / 2];
+	}
 	free(t);
+	free(slept);
 	free(keys);
 	free(buf);
 	return ret;
@@ -712,22 +728,20 @@ static double level_of(struct excess *v, uint32_t n)
  * relative to the cases' times (as the affine fit weighs its cases) over the gaps
  * they may start at, a tier left out where that fits as well (none when the excesses
  * are noise; a lone one is the wake), the nap at most half the wake (two steps
- * closer than that are one wake-up and its spread), and on tcp not from a gap
- * shorter than a node polls (store.tcp_poll_us): what is slower after a shorter gap
- * is not a sleeping thread. A gap at a tier's edge mixes the two (the host's own
- * window is no sharper): the fit gives it to one. A step's start is a measured gap,
- * not a point between two: the shorter choice would let a wake-up, which lengthens a
- * caller's wait, cause the next one.
+ * closer than that are one wake-up and its spread). A gap at a tier's edge mixes the
+ * two (the host's own window is no sharper): the fit gives it to one. A step starts
+ * at a gap as slept (calib_case_gap_us), not a point between two: the shorter choice
+ * would let a wake-up, which lengthens a caller's wait, cause the next one.
  */
-void calib_fit_wake(struct calib *c, const struct pc_topology *t)
+void calib_fit_wake(struct calib *c)
 {
-	double poll_us = t->store.protocol == PC_PROTO_TCP ? t->store.tcp_poll_us : 0;
 	struct excess e[CALIB_NR_GAPS] = { 0 };
-	double base = 0, best = INFINITY;
+	double base = 0, best = INFINITY, gap[CALIB_NR_GAPS] = { 0 };
 	uint32_t n = 0, page = 0, best_tiers = 0;
 
 	for (uint32_t i = 0; i < c->nr_cases; i++)
 		if (c->cases[i].op == CALIB_IDLE && n < CALIB_NR_GAPS && c->cases[i].real_us > 0) {
+			gap[n] = calib_case_gap_us(&c->cases[i]);
 			e[n].us = c->cases[i].real_us;
 			e[n++].w = 1 / c->cases[i].real_us;
 			page = c->cases[i].page;
@@ -739,7 +753,7 @@ void calib_fit_wake(struct calib *c, const struct pc_topology *t)
 			base = k->real_us;
 	}
 	c->fit.wake_us = c->fit.nap_us = 0;
-	c->fit.idle_us = c->fit.nap_idle_us = n ? gaps_us[n - 1] : 0;
+	c->fit.idle_us = c->fit.nap_idle_us = n ? gap[n - 1] : 0;
 	if (!base || n != CALIB_NR_GAPS)
 		return;
 	for (uint32_t g = 0; g < n; g++)
@@ -756,7 +770,7 @@ void calib_fit_wake(struct calib *c, const struct pc_topology *t)
 			level[0] = level_of(v, wake - nap);
 			memcpy(v, e + wake, (n - wake) * sizeof(*v));
 			level[1] = level_of(v, n - wake);
-			if (nap < wake && (wake == n || 2 * level[0] > level[1] || gaps_us[nap] < poll_us))
+			if (nap < wake && (wake == n || 2 * level[0] > level[1]))
 				continue;	/* a lone tier is the wake's; the nap's the shorter */
 			for (uint32_t g = 0; g < n; g++)
 				cost += fabs(e[g].us - (g >= wake ? level[1] : g >= nap ? level[0] : 0)) *
@@ -766,8 +780,8 @@ void calib_fit_wake(struct calib *c, const struct pc_topology *t)
 				best_tiers = tiers;
 				c->fit.nap_us = nap < wake ? level[0] : 0;
 				c->fit.wake_us = wake < n ? level[1] : 0;
-				c->fit.idle_us = gaps_us[wake < n ? wake : n - 1];
-				c->fit.nap_idle_us = nap < wake ? gaps_us[nap] : c->fit.idle_us;
+				c->fit.idle_us = gap[wake < n ? wake : n - 1];
+				c->fit.nap_idle_us = nap < wake ? gap[nap] : c->fit.idle_us;
 			}
 		}
 }
@@ -792,7 +806,7 @@ int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, ch
 			ret = fit_affine(t, node, c, err, errlen);
 	}
 	if (!ret)
-		calib_fit_wake(c, topo);
+		calib_fit_wake(c);
 	if (!ret)	/* the model at the fit, simulated again: what it predicts for each case */
 		ret = simulate(t, node, c, &c->fit, err, errlen);
 	pc_topology_free(t);

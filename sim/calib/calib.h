@@ -78,6 +78,9 @@ struct calib_case {
 	uint32_t batch;			/* pages */
 	enum calib_where where;
 	uint32_t gap;			/* CALIB_IDLE: the gap's index, shortest first */
+	double gap_us;			/* and the gap the real node slept (median): a
+					 * sleep outlasts what it asks by a timer's
+					 * wake-up; the simulation sleeps the same */
 	double real_us, sim_us;		/* medians: measured, and simulated at the fit */
 	double real_p90_us, sim_p90_us;	/* 90th percentiles, the same */
 };
@@ -107,10 +110,13 @@ struct calib {
 };
 
 /* "peer", "own", "all"; "get", "set", "read", "write", "rpc"; a case's pages: its
- * where, or "disk" */
+ * where, "disk", or for an idle case its gap (written into buf) */
 const char *calib_where_name(enum calib_where w);
 const char *calib_op_name(enum calib_op op);
-const char *calib_case_pages(const struct calib_case *k);
+const char *calib_case_pages(const struct calib_case *k, char *buf, size_t len);
+
+/* An idle case's gap, us: as slept on the real node once measured, else as asked. */
+double calib_case_gap_us(const struct calib_case *k);
 
 /* The benchmark cases: for each page size, gets and sets of each batch size of one
  * peer's pages, and batches of the largest size of the node's own pages and
@@ -132,9 +138,8 @@ int calib_fit(const struct pc_topology *t, uint32_t node, struct calib *c, char 
 	      size_t errlen);
 
 /* The wake-up's keys (nodes.nap_us, nap_idle_us, wake_us, idle_us) from the idle
- * cases' real_us against the back-to-back get's, for a cluster like t (its protocol,
- * store.tcp_poll_us): part of calib_fit. */
-void calib_fit_wake(struct calib *c, const struct pc_topology *t);
+ * cases' real_us and gaps against the back-to-back get's: part of calib_fit. */
+void calib_fit_wake(struct calib *c);
 
 /* Set the model keys of every node and rail of t (the nvme keys with disk, on the
  * nodes that have one). */

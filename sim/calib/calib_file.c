@@ -68,9 +68,10 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		c->reps, c->rms_error, c->max_error);
 	for (uint32_t i = 0; i < c->nr_cases; i++) {
 		const struct calib_case *k = &c->cases[i];
+		char gap[48];
 
-		fprintf(f, "    - {op: %s, page: %u, batch: %u, pages: %s, real_us: %.1f, sim_us: %.1f, real_p90_us: %.1f, sim_p90_us: %.1f}\n",
-			calib_op_name(k->op), k->page, k->batch, calib_case_pages(k), k->real_us,
+		fprintf(f, "    - {op: %s, page: %u, batch: %u, pages: \"%s\", real_us: %.1f, sim_us: %.1f, real_p90_us: %.1f, sim_p90_us: %.1f}\n",
+			calib_op_name(k->op), k->page, k->batch, calib_case_pages(k, gap, sizeof(gap)), k->real_us,
 			k->sim_us, k->real_p90_us, k->sim_p90_us);
 	}
 	fprintf(f, "set:\n"

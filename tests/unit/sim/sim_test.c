@@ -1112,55 +1112,50 @@ static void test_nap(void)
 }
 
 /* pccalibrate's wake-up fit over idle cases whose excesses over a 30 us get back to
- * back are ex[] (gaps of 25 us to 1.6 ms), on a cluster of protocol proto. */
-static struct calib_params wake_fit(const char *proto, const double ex[CALIB_NR_GAPS])
+ * back are ex[], their gaps as slept slept[] (NULL: as asked, 25 us to 1.6 ms). */
+static struct calib_params wake_fit(const double ex[CALIB_NR_GAPS], const double *slept)
 {
 	static struct calib c;
 	const uint32_t page = 16384, batch = 1;
-	struct pc_topology *t = NULL;
-	char text[512], err[PC_ERR_MAX];
 
-	snprintf(text, sizeof(text),
-		 "store: {protocol: %s, slot_size_classes: [16KiB], global_segment_size: 4MiB}\n"
-		 "node_defaults: {rails: [{device: d, gbps: 100, latency_us: 5}]}\n"
-		 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n",
-		 proto);
-	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(calib_cases(&c, &page, 1, &batch, 1, false, 1), 0);
 	for (uint32_t i = 0; i < c.nr_cases; i++) {
 		struct calib_case *k = &c.cases[i];
 
 		k->real_us = k->op == CALIB_IDLE ? 30 + ex[k->gap] : 30;
+		k->gap_us = k->op == CALIB_IDLE && slept ? slept[k->gap] : 0;
 	}
-	calib_fit_wake(&c, t);
-	pc_topology_free(t);
+	calib_fit_wake(&c);
 	return c.fit;
 }
 
-/* The fit's two steps: where the excesses step, the nap at most half the wake (the
- * spread of one tier is not two), on tcp not before the poll window (50 us), a step
- * left out where it fits no better, a gap at the edge of two tiers given to one. */
+/* The fit's two steps: where the excesses step, from the gap as slept, the nap at
+ * most half the wake (the spread of one tier is not two), a step left out where it
+ * fits no better, a gap at the edge of two tiers given to one. */
 static void test_wake_fit(void)
 {
 	static const double two[CALIB_NR_GAPS] = { 2, 14, 13, 120, 121, 119, 122 },
-			    early[CALIB_NR_GAPS] = { 14, 0, 0, 120, 121, 119, 122 },
+			    lone[CALIB_NR_GAPS] = { 14, 0, 0, 120, 121, 119, 122 },
 			    from25[CALIB_NR_GAPS] = { 14, 13, 14, 120, 121, 119, 122 },
 			    none[CALIB_NR_GAPS] = { 0 },
-			    edge[CALIB_NR_GAPS] = { 0, 0, 0, 60, 120, 121, 119 };
+			    edge[CALIB_NR_GAPS] = { 0, 0, 0, 60, 120, 121, 119 },
+			    slept[CALIB_NR_GAPS] = { 45, 70, 121, 234, 435, 836, 1641 };
 	struct calib_params p;
 
-	p = wake_fit("tcp", two);
+	p = wake_fit(two, NULL);
 	CU_ASSERT(p.nap_us >= 13 && p.nap_us <= 14 && p.nap_idle_us == 50);
 	CU_ASSERT(p.wake_us >= 120 && p.wake_us <= 121 && p.idle_us == 200);
-	/* slower after 25 us, before the poll window ends: not a nap */
-	p = wake_fit("tcp", early);
+	/* one slow gap before fast ones is not a tier */
+	p = wake_fit(lone, NULL);
 	CU_ASSERT(p.nap_us == 0 && p.wake_us >= 120 && p.wake_us <= 121 && p.idle_us == 200);
-	/* a fabric that does not poll a window: from the first gap that shows it */
-	p = wake_fit("rdma", from25);
+	p = wake_fit(from25, NULL);
 	CU_ASSERT(p.nap_us >= 13 && p.nap_us <= 14 && p.nap_idle_us == 25);
-	p = wake_fit("tcp", none);
+	/* a sleep outlasts what it asks: the steps start at the gaps as slept */
+	p = wake_fit(from25, slept);
+	CU_ASSERT(p.nap_us >= 13 && p.nap_us <= 14 && p.nap_idle_us == 45 && p.idle_us == 234);
+	p = wake_fit(none, NULL);
 	CU_ASSERT(p.nap_us == 0 && p.wake_us == 0);
-	p = wake_fit("tcp", edge);
+	p = wake_fit(edge, NULL);
 	CU_ASSERT(p.nap_us == 60 && p.nap_idle_us == 200 && p.wake_us == 120 && p.idle_us == 400);
 }
 
