@@ -271,8 +271,8 @@ int main(int argc, char **argv)
 	struct pc_store *st;
 
 	tool_std_flags(&doc, opts, argc, argv);
-	/* the idle cases' gaps as asked: a sleep's default slack (50 us) is as long as
-	 * the shortest of them */
+	/* the idle cases' gaps nearer to what they ask: a sleep's default slack (50 us)
+	 * is twice the shortest of them */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

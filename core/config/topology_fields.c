@@ -270,12 +270,12 @@ static const struct field node_fields[] = {
 	      "default is a KVM host's halt-polling window (halt_poll_ns). pccalibrate "
 	      "measures it with wake_us.")),
 	F(struct pc_node, nap_us, FT_DOUBLE, 0, 1000000, "0",
-	  DOC("sim", "us", "The simulator's time for a node idle longer than nap_idle_us but "
-	      "not idle_us to start on a peer's request: the first, shorter tier of a host's "
-	      "wake-up (its threads stopped polling and sleep while its CPU still runs, or "
-	      "the edge of the hypervisor's halt-polling window). Not for an answer the node "
-	      "waits for: a caller polls through a round trip. wake_us, not both, past "
-	      "idle_us. pccalibrate measures it with wake_us.")),
+	  DOC("sim", "us", "The simulator's time for a node idle longer than nap_idle_us to "
+	      "start on a peer's request: the first, shorter tier of a host's wake-up (its "
+	      "threads stopped polling and sleep while its CPU still runs, or the edge of the "
+	      "hypervisor's halt-polling window); past idle_us, wake_us instead when it is "
+	      "set. Not for an answer the node waits for: a caller polls through a round "
+	      "trip. pccalibrate measures it with wake_us.")),
 	F(struct pc_node, nap_idle_us, FT_DOUBLE, 0, 1000000, "50",
 	  DOC("sim", "us", "How long a node must have been idle for nap_us to apply; the "
 	      "default is store.tcp_poll_us's, how long a tcp node polls before its thread "
@@ -312,7 +312,8 @@ static const struct field nvme_fields[] = {
 	FSTR(struct pc_nvme, path, "/var/tmp",
 	     DOC("spill, tier, sim", "path", "A writable directory for the disk pool's unlinked file "
 		 "(O_DIRECT where the filesystem allows it). The simulator gives nodes at one "
-		 "address with one path one disk, whose I/O takes turns.")),
+		 "address with one path one disk, whose I/O takes turns (with the first such "
+		 "node's nvme keys).")),
 	F(struct pc_nvme, capacity, FT_SIZE, 4 * KiB, 1024 * TiB, "1TiB",
 	  DOC("spill, sim", "bytes", "Disk bytes for spilled pages, split over the size "
 	      "classes.")),

@@ -666,7 +666,7 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 		for (uint32_t i = 0; !ret && i < c->nr_cases; i++)
 			A[i][j] = (c->cases[i].sim_us - t0[i]) / x0[j];
 	}
-	/* the idle cases are the wake-up's (fit_wake), not the affine model's */
+	/* the idle cases are the wake-up's (calib_fit_wake), not the affine model's */
 	for (uint32_t i = 0; !ret && i < c->nr_cases; i++) {
 		if (c->cases[i].op == CALIB_IDLE)
 			continue;
@@ -726,14 +726,19 @@ static double level_of(struct excess *v, uint32_t n)
  * in tiers (a thread that stopped polling sleeps; later its CPU halts), and one tier
  * far out must not hide the first. The steps are those of least absolute deviation
  * relative to the cases' times (as the affine fit weighs its cases) over the gaps
- * they may start at, a tier left out where that fits as well (none when the excesses
- * are noise; a lone one is the wake), the nap at most half the wake (two steps
- * closer than that are one wake-up and its spread). A gap at a tier's edge mixes the
- * two (the host's own window is no sharper): the fit gives it to one. A step starts
- * at a gap as slept (calib_case_gap_us), not a point between two: the shorter choice
- * would let a wake-up, which lengthens a caller's wait, cause the next one.
+ * they may start at, a tier left out where that fits as well (none when no gap is
+ * slower; noise makes a tier its size; a lone one is the wake), the nap at most half
+ * the wake (two steps closer than that are one wake-up and its spread) and from a
+ * shorter gap than the wake's. A gap at a tier's edge mixes the two (the host's own
+ * window is no sharper): the fit gives it to one. A step starts at a gap as slept
+ * (calib_case_gap_us), not a point between two: the shorter choice would let a
+ * wake-up, which lengthens a caller's wait, cause the next one. The nap, though, no
+ * sooner than poll_us: the peer idles longer than the node slept (the answer's
+ * flight and the request's), and a thread that polls that long does not sleep
+ * before (a nap from the slept gap took the model's replays past it between requests
+ * where the real peer polled).
  */
-void calib_fit_wake(struct calib *c)
+void calib_fit_wake(struct calib *c, double poll_us)
 {
 	struct excess e[CALIB_NR_GAPS] = { 0 };
 	double base = 0, best = INFINITY, gap[CALIB_NR_GAPS] = { 0 };
@@ -770,7 +775,7 @@ void calib_fit_wake(struct calib *c)
 			level[0] = level_of(v, wake - nap);
 			memcpy(v, e + wake, (n - wake) * sizeof(*v));
 			level[1] = level_of(v, n - wake);
-			if (nap < wake && (wake == n || 2 * level[0] > level[1]))
+			if (nap < wake && (wake == n || 2 * level[0] > level[1] || gap[nap] >= gap[wake]))
 				continue;	/* a lone tier is the wake's; the nap's the shorter */
 			for (uint32_t g = 0; g < n; g++)
 				cost += fabs(e[g].us - (g >= wake ? level[1] : g >= nap ? level[0] : 0)) *
@@ -781,7 +786,7 @@ void calib_fit_wake(struct calib *c)
 				c->fit.nap_us = nap < wake ? level[0] : 0;
 				c->fit.wake_us = wake < n ? level[1] : 0;
 				c->fit.idle_us = gap[wake < n ? wake : n - 1];
-				c->fit.nap_idle_us = nap < wake ? gap[nap] : c->fit.idle_us;
+				c->fit.nap_idle_us = nap < wake ? fmax(gap[nap], poll_us) : c->fit.idle_us;
 			}
 		}
 }
@@ -806,7 +811,7 @@ int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, ch
 			ret = fit_affine(t, node, c, err, errlen);
 	}
 	if (!ret)
-		calib_fit_wake(c);
+		calib_fit_wake(c, topo->store.protocol == PC_PROTO_TCP ? topo->store.tcp_poll_us : 0);
 	if (!ret)	/* the model at the fit, simulated again: what it predicts for each case */
 		ret = simulate(t, node, c, &c->fit, err, errlen);
 	pc_topology_free(t);

@@ -138,8 +138,10 @@ int calib_fit(const struct pc_topology *t, uint32_t node, struct calib *c, char 
 	      size_t errlen);
 
 /* The wake-up's keys (nodes.nap_us, nap_idle_us, wake_us, idle_us) from the idle
- * cases' real_us and gaps against the back-to-back get's: part of calib_fit. */
-void calib_fit_wake(struct calib *c);
+ * cases' real_us and gaps against the back-to-back get's, on nodes that poll for
+ * poll_us before their threads sleep (store.tcp_poll_us on tcp, else 0): part of
+ * calib_fit. */
+void calib_fit_wake(struct calib *c, double poll_us);
 
 /* Set the model keys of every node and rail of t (the nvme keys with disk, on the
  * nodes that have one). */

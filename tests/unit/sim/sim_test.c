@@ -1033,7 +1033,7 @@ static void test_rpc_hand_off(void)
 /* ---------------------------------------------------------------- wake-ups */
 
 struct wake_times {
-	uint64_t quick, after_100us, after_1ms, get_after_1ms, long_rpc;
+	uint64_t quick, after_100us, after_1ms, get_after_100us, get_after_1ms, long_rpc;
 };
 
 /* Node 0 asks node 1: layouts (answered on the spot) back to back and after idle
@@ -1060,6 +1060,10 @@ static void time_wakes(struct pc_store *st, void *arg)
 	t->after_100us = time_call(st, &r.layout);
 	pc_env_sleep(env, 1000000);
 	t->after_1ms = time_call(st, &r.layout);
+	pc_env_sleep(env, 100000);
+	t0 = pc_env_now(env);
+	CU_ASSERT_EQUAL(pc_batch_get(st, &pg, 1), 1);
+	t->get_after_100us = pc_env_now(env) - t0;
 	pc_env_sleep(env, 1000000);
 	t0 = pc_env_now(env);
 	CU_ASSERT_EQUAL(pc_batch_get(st, &pg, 1), 1);
@@ -1076,13 +1080,15 @@ static void test_wake(void)
 
 	two_node_runs("rpc_us: 300, idle_us: 200, ", "wake_us", (const int[2]){ 0, 40 }, time_wakes,
 		      t, sizeof(t[0]));
-	printf("\n  at wake_us 0 / 40: back to back %.1f / %.1f us, after 100 us %.1f / %.1f, after 1 ms %.1f / %.1f, get after 1 ms %.1f / %.1f, rpc of 300 us %.1f / %.1f",
+	printf("\n  at wake_us 0 / 40: back to back %.1f / %.1f us, after 100 us %.1f / %.1f, after 1 ms %.1f / %.1f, get after 100 us %.1f / %.1f, get after 1 ms %.1f / %.1f, rpc of 300 us %.1f / %.1f",
 	       t[0].quick / 1e3, t[1].quick / 1e3, t[0].after_100us / 1e3, t[1].after_100us / 1e3,
-	       t[0].after_1ms / 1e3, t[1].after_1ms / 1e3, t[0].get_after_1ms / 1e3,
+	       t[0].after_1ms / 1e3, t[1].after_1ms / 1e3, t[0].get_after_100us / 1e3,
+	       t[1].get_after_100us / 1e3, t[0].get_after_1ms / 1e3,
 	       t[1].get_after_1ms / 1e3, t[0].long_rpc / 1e3, t[1].long_rpc / 1e3);
 	CU_ASSERT_EQUAL(t[1].quick, t[0].quick);
 	CU_ASSERT_EQUAL(t[1].after_100us, t[0].after_100us);
 	CU_ASSERT_EQUAL(t[1].after_1ms, t[0].after_1ms + 40000);
+	CU_ASSERT_EQUAL(t[1].get_after_100us, t[0].get_after_100us);
 	CU_ASSERT_EQUAL(t[1].get_after_1ms, t[0].get_after_1ms + 40000);
 	/* the caller's wake-up, and its copy of the few answer bytes that waited */
 	CU_ASSERT(t[1].long_rpc >= t[0].long_rpc + 40000 && t[1].long_rpc < t[0].long_rpc + 40100);
@@ -1098,22 +1104,26 @@ static void test_nap(void)
 
 	two_node_runs("rpc_us: 300, idle_us: 200, wake_us: 40, nap_idle_us: 50, ", "nap_us",
 		      (const int[2]){ 0, 10 }, time_wakes, t, sizeof(t[0]));
-	printf("\n  at nap_us 0 / 10: back to back %.1f / %.1f us, after 100 us %.1f / %.1f, after 1 ms %.1f / %.1f, get after 1 ms %.1f / %.1f, rpc of 300 us %.1f / %.1f",
+	printf("\n  at nap_us 0 / 10: back to back %.1f / %.1f us, after 100 us %.1f / %.1f, after 1 ms %.1f / %.1f, get after 100 us %.1f / %.1f, get after 1 ms %.1f / %.1f, rpc of 300 us %.1f / %.1f",
 	       t[0].quick / 1e3, t[1].quick / 1e3, t[0].after_100us / 1e3, t[1].after_100us / 1e3,
-	       t[0].after_1ms / 1e3, t[1].after_1ms / 1e3, t[0].get_after_1ms / 1e3,
+	       t[0].after_1ms / 1e3, t[1].after_1ms / 1e3, t[0].get_after_100us / 1e3,
+	       t[1].get_after_100us / 1e3, t[0].get_after_1ms / 1e3,
 	       t[1].get_after_1ms / 1e3, t[0].long_rpc / 1e3, t[1].long_rpc / 1e3);
 	CU_ASSERT_EQUAL(t[1].quick, t[0].quick);
 	CU_ASSERT_EQUAL(t[1].after_100us, t[0].after_100us + 10000);
 	/* the peer's wake alone; the caller, whose answer came 60 us later, polled */
 	CU_ASSERT_EQUAL(t[0].after_1ms, t[0].quick + 40000);
 	CU_ASSERT_EQUAL(t[1].after_1ms, t[0].after_1ms);
+	CU_ASSERT_EQUAL(t[1].get_after_100us, t[0].get_after_100us + 10000);	/* the peer's */
 	CU_ASSERT_EQUAL(t[1].get_after_1ms, t[0].get_after_1ms);
 	CU_ASSERT_EQUAL(t[1].long_rpc, t[0].long_rpc);	/* the caller's wake-up alone */
 }
 
 /* pccalibrate's wake-up fit over idle cases whose excesses over a 30 us get back to
- * back are ex[], their gaps as slept slept[] (NULL: as asked, 25 us to 1.6 ms). */
-static struct calib_params wake_fit(const double ex[CALIB_NR_GAPS], const double *slept)
+ * back are ex[], their gaps as slept slept[] (NULL: as asked, 25 us to 1.6 ms), on
+ * nodes that poll poll_us. */
+static struct calib_params wake_fit(const double ex[CALIB_NR_GAPS], const double *slept,
+				    double poll_us)
 {
 	static struct calib c;
 	const uint32_t page = 16384, batch = 1;
@@ -1125,38 +1135,47 @@ static struct calib_params wake_fit(const double ex[CALIB_NR_GAPS], const double
 		k->real_us = k->op == CALIB_IDLE ? 30 + ex[k->gap] : 30;
 		k->gap_us = k->op == CALIB_IDLE && slept ? slept[k->gap] : 0;
 	}
-	calib_fit_wake(&c);
+	calib_fit_wake(&c, poll_us);
 	return c.fit;
 }
 
-/* The fit's two steps: where the excesses step, from the gap as slept, the nap at
- * most half the wake (the spread of one tier is not two), a step left out where it
- * fits no better, a gap at the edge of two tiers given to one. */
+/* The fit's two steps: where the excesses step, from the gap as slept (the nap not
+ * before the poll window), the nap at most half the wake (the spread of one tier is
+ * not two), a step left out where it fits no better, a gap at the edge of two tiers
+ * given to one. */
 static void test_wake_fit(void)
 {
 	static const double two[CALIB_NR_GAPS] = { 2, 14, 13, 120, 121, 119, 122 },
 			    lone[CALIB_NR_GAPS] = { 14, 0, 0, 120, 121, 119, 122 },
 			    from25[CALIB_NR_GAPS] = { 14, 13, 14, 120, 121, 119, 122 },
 			    none[CALIB_NR_GAPS] = { 0 },
-			    edge[CALIB_NR_GAPS] = { 0, 0, 0, 60, 120, 121, 119 },
+			    edge[CALIB_NR_GAPS] = { 0, 0, 0, 50, 120, 121, 119 },
+			    near[CALIB_NR_GAPS] = { 0, 0, 0, 80, 120, 121, 119 },
 			    slept[CALIB_NR_GAPS] = { 45, 70, 121, 234, 435, 836, 1641 };
 	struct calib_params p;
 
-	p = wake_fit(two, NULL);
+	p = wake_fit(two, NULL, 0);
 	CU_ASSERT(p.nap_us >= 13 && p.nap_us <= 14 && p.nap_idle_us == 50);
 	CU_ASSERT(p.wake_us >= 120 && p.wake_us <= 121 && p.idle_us == 200);
 	/* one slow gap before fast ones is not a tier */
-	p = wake_fit(lone, NULL);
+	p = wake_fit(lone, NULL, 0);
 	CU_ASSERT(p.nap_us == 0 && p.wake_us >= 120 && p.wake_us <= 121 && p.idle_us == 200);
-	p = wake_fit(from25, NULL);
+	p = wake_fit(from25, NULL, 0);
 	CU_ASSERT(p.nap_us >= 13 && p.nap_us <= 14 && p.nap_idle_us == 25);
 	/* a sleep outlasts what it asks: the steps start at the gaps as slept */
-	p = wake_fit(from25, slept);
+	p = wake_fit(from25, slept, 0);
 	CU_ASSERT(p.nap_us >= 13 && p.nap_us <= 14 && p.nap_idle_us == 45 && p.idle_us == 234);
-	p = wake_fit(none, NULL);
+	/* but a node that polls 50 us naps no sooner */
+	p = wake_fit(from25, slept, 50);
+	CU_ASSERT(p.nap_us >= 13 && p.nap_us <= 14 && p.nap_idle_us == 50 && p.idle_us == 234);
+	p = wake_fit(none, NULL, 0);
 	CU_ASSERT(p.nap_us == 0 && p.wake_us == 0);
-	p = wake_fit(edge, NULL);
-	CU_ASSERT(p.nap_us == 60 && p.nap_idle_us == 200 && p.wake_us == 120 && p.idle_us == 400);
+	/* a gap between two tiers: to the nap where it is at most half the wake, else
+	 * to the wake */
+	p = wake_fit(edge, NULL, 0);
+	CU_ASSERT(p.nap_us == 50 && p.nap_idle_us == 200 && p.wake_us == 120 && p.idle_us == 400);
+	p = wake_fit(near, NULL, 0);
+	CU_ASSERT(p.nap_us == 0 && p.wake_us == 119 && p.idle_us == 200);
 }
 
 /* ---------------------------------------------------------------- overload */
