@@ -735,8 +735,8 @@ static double level_of(struct excess *v, uint32_t n)
  * wake-up, which lengthens a caller's wait, cause the next one. The nap, though, no
  * sooner than poll_us: the peer idles longer than the node slept (the answer's
  * flight and the request's), and a thread that polls that long does not sleep
- * before (a nap from the slept gap took the model's replays past it between requests
- * where the real peer polled).
+ * before; a shorter start would have the model's peer nap between requests where a
+ * real one still polls.
  */
 void calib_fit_wake(struct calib *c, double poll_us)
 {
