@@ -1071,6 +1071,17 @@ static void time_wakes(struct pc_store *st, void *arg)
 	t->long_rpc = time_call(st, &r.promote);
 }
 
+/* time_wakes with key at 0 and at v, the fixed keys the same; both printed. */
+static void wake_runs(const char *fixed, const char *key, int v, struct wake_times t[2])
+{
+	two_node_runs(fixed, key, (const int[2]){ 0, v }, time_wakes, t, sizeof(t[0]));
+	printf("\n  at %s 0 / %d: back to back %.1f / %.1f us, after 100 us %.1f / %.1f, after 1 ms %.1f / %.1f, get after 100 us %.1f / %.1f, get after 1 ms %.1f / %.1f, rpc of 300 us %.1f / %.1f",
+	       key, v, t[0].quick / 1e3, t[1].quick / 1e3, t[0].after_100us / 1e3,
+	       t[1].after_100us / 1e3, t[0].after_1ms / 1e3, t[1].after_1ms / 1e3,
+	       t[0].get_after_100us / 1e3, t[1].get_after_100us / 1e3, t[0].get_after_1ms / 1e3,
+	       t[1].get_after_1ms / 1e3, t[0].long_rpc / 1e3, t[1].long_rpc / 1e3);
+}
+
 /* nodes.wake_us: a node idle for longer than nodes.idle_us (the peer after a gap;
  * a caller that waited that long for its answer) takes wake_us more to start on
  * what wakes it; after a shorter gap, or back to back, nothing. */
@@ -1078,13 +1089,7 @@ static void test_wake(void)
 {
 	struct wake_times t[2];
 
-	two_node_runs("rpc_us: 300, idle_us: 200, ", "wake_us", (const int[2]){ 0, 40 }, time_wakes,
-		      t, sizeof(t[0]));
-	printf("\n  at wake_us 0 / 40: back to back %.1f / %.1f us, after 100 us %.1f / %.1f, after 1 ms %.1f / %.1f, get after 100 us %.1f / %.1f, get after 1 ms %.1f / %.1f, rpc of 300 us %.1f / %.1f",
-	       t[0].quick / 1e3, t[1].quick / 1e3, t[0].after_100us / 1e3, t[1].after_100us / 1e3,
-	       t[0].after_1ms / 1e3, t[1].after_1ms / 1e3, t[0].get_after_100us / 1e3,
-	       t[1].get_after_100us / 1e3, t[0].get_after_1ms / 1e3,
-	       t[1].get_after_1ms / 1e3, t[0].long_rpc / 1e3, t[1].long_rpc / 1e3);
+	wake_runs("rpc_us: 300, idle_us: 200, ", "wake_us", 40, t);
 	CU_ASSERT_EQUAL(t[1].quick, t[0].quick);
 	CU_ASSERT_EQUAL(t[1].after_100us, t[0].after_100us);
 	CU_ASSERT_EQUAL(t[1].after_1ms, t[0].after_1ms + 40000);
@@ -1102,13 +1107,7 @@ static void test_nap(void)
 {
 	struct wake_times t[2];
 
-	two_node_runs("rpc_us: 300, idle_us: 200, wake_us: 40, nap_idle_us: 50, ", "nap_us",
-		      (const int[2]){ 0, 10 }, time_wakes, t, sizeof(t[0]));
-	printf("\n  at nap_us 0 / 10: back to back %.1f / %.1f us, after 100 us %.1f / %.1f, after 1 ms %.1f / %.1f, get after 100 us %.1f / %.1f, get after 1 ms %.1f / %.1f, rpc of 300 us %.1f / %.1f",
-	       t[0].quick / 1e3, t[1].quick / 1e3, t[0].after_100us / 1e3, t[1].after_100us / 1e3,
-	       t[0].after_1ms / 1e3, t[1].after_1ms / 1e3, t[0].get_after_100us / 1e3,
-	       t[1].get_after_100us / 1e3, t[0].get_after_1ms / 1e3,
-	       t[1].get_after_1ms / 1e3, t[0].long_rpc / 1e3, t[1].long_rpc / 1e3);
+	wake_runs("rpc_us: 300, idle_us: 200, wake_us: 40, nap_idle_us: 50, ", "nap_us", 10, t);
 	CU_ASSERT_EQUAL(t[1].quick, t[0].quick);
 	CU_ASSERT_EQUAL(t[1].after_100us, t[0].after_100us + 10000);
 	/* the peer's wake alone; the caller, whose answer came 60 us later, polled */
