@@ -108,7 +108,9 @@ static const struct tool_doc doc = {
 		"own, and once in the simulator with the fitted model, requests at the same node "
 		"and back to back; a markdown table compares p50, p99 and throughput (pages "
 		"looked up per second of the whole replay), and the mean get and set per request "
-		"that it comes from, and shows how far the two real replays differ. "
+		"that it comes from, and shows how far the two real replays differ; the fit's "
+		"gets and sets of a peer's pages of the first size, measured again after the "
+		"replays, say how far the machine moved meanwhile. "
 		"docs/simulator.md says what the model does not have.",
 	.opts = options,
 	.examples = examples,
@@ -188,9 +190,8 @@ static bool outside(double err, double bound)
 static int calibrate(struct pc_store *st, const struct pc_topology *t, const char *path,
 		     const char *node, int self, struct pc_topology *model, const char *out,
 		     uint32_t reps, uint32_t *pages, uint32_t npages, const uint32_t *batches,
-		     uint32_t nbatches)
+		     uint32_t nbatches, struct calib *c)
 {
-	static struct calib cal;
 	char err[PC_ERR_MAX], gap[48];
 
 	if (!npages)	/* the first two size classes */
@@ -200,31 +201,31 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 		if (pages[i] > t->store.slot_max_page_bytes)
 			tool_die(TOOL, "--pages: %u bytes is larger than the largest size class of %s (%llu)",
 				 pages[i], path, (unsigned long long)t->store.slot_max_page_bytes);
-	switch (calib_cases(&cal, pages, npages, batches, nbatches, t->nodes[self].has_nvme, reps)) {
+	switch (calib_cases(c, pages, npages, batches, nbatches, t->nodes[self].has_nvme, reps)) {
 	case 0: break;
 	case -EINVAL: tool_die(TOOL, "--batches: 1 to %d pages each", CALIB_MAX_BATCH);
 	default:
 		tool_die(TOOL, "--pages and --batches: at most %d cases (pages x (2 x batches + 4, + 4 with a disk) + %d)",
 			 CALIB_MAX_CASES, 2 + CALIB_NR_GAPS);
 	}
-	fprintf(stderr, "%s: %u cases of %u timed batches on node %s\n", TOOL, cal.nr_cases, reps, node);
-	if (calib_measure(st, &cal, err, sizeof(err))) {
+	fprintf(stderr, "%s: %u cases of %u timed batches on node %s\n", TOOL, c->nr_cases, reps, node);
+	if (calib_measure(st, c, err, sizeof(err))) {
 		fprintf(stderr, "%s: node %s: %s\n", TOOL, node, err);
 		return 1;
 	}
-	if (calib_fit(model, (uint32_t)self, &cal, err, sizeof(err))) {
+	if (calib_fit(model, (uint32_t)self, c, err, sizeof(err))) {
 		fprintf(stderr, "%s: fit: %s\n", TOOL, err);
-		for (uint32_t i = 0; i < cal.nr_cases; i++)	/* what was measured, still */
+		for (uint32_t i = 0; i < c->nr_cases; i++)	/* what was measured, still */
 			fprintf(stderr, "  %s %u KiB x %u (%s): %.1f us\n",
-				calib_op_name(cal.cases[i].op), cal.cases[i].page >> 10,
-				cal.cases[i].batch, calib_case_pages(&cal.cases[i], gap, sizeof(gap)),
-				cal.cases[i].real_us);
+				calib_op_name(c->cases[i].op), c->cases[i].page >> 10,
+				c->cases[i].batch, calib_case_pages(&c->cases[i], gap, sizeof(gap)),
+				c->cases[i].real_us);
 		return 1;
 	}
 	printf("## Calibration (%s, node %s)\n\n| op | page | batch | pages | measured | model | p90 measured | p90 model |\n|---|---|---|---|---|---|---|---|\n",
 	       path, node);
-	for (uint32_t i = 0; i < cal.nr_cases; i++) {
-		const struct calib_case *k = &cal.cases[i];
+	for (uint32_t i = 0; i < c->nr_cases; i++) {
+		const struct calib_case *k = &c->cases[i];
 
 		char page[32] = "-";
 
@@ -236,17 +237,62 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 		       off(k->sim_p90_us, k->real_p90_us));
 	}
 	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f, jitter %.2f, rpc_us %.1f, nap_us %.1f after nap_idle_us %.0f, wake_us %.1f after idle_us %.0f",
-	       cal.fit.latency_us, cal.fit.gbps, cal.fit.op_us, cal.fit.memcpy_gbps, cal.fit.jitter,
-	       cal.fit.rpc_us, cal.fit.nap_us, cal.fit.nap_idle_us, cal.fit.wake_us, cal.fit.idle_us);
-	if (cal.disk)
+	       c->fit.latency_us, c->fit.gbps, c->fit.op_us, c->fit.memcpy_gbps, c->fit.jitter,
+	       c->fit.rpc_us, c->fit.nap_us, c->fit.nap_idle_us, c->fit.wake_us, c->fit.idle_us);
+	if (c->disk)
 		printf("; nvme latency_us %.1f, read_mbps %.0f, write_mbps %.0f, iops %.0f",
-		       cal.fit.nvme_latency_us, cal.fit.read_mbps, cal.fit.write_mbps, cal.fit.iops);
-	printf("; error rms %.1f%%, max %.1f%%\n", 100 * cal.rms_error, 100 * cal.max_error);
-	if (calib_write(out, &cal, t, path, err, sizeof(err)))
+		       c->fit.nvme_latency_us, c->fit.read_mbps, c->fit.write_mbps, c->fit.iops);
+	printf("; error rms %.1f%%, max %.1f%%\n", 100 * c->rms_error, 100 * c->max_error);
+	if (calib_write(out, c, t, path, err, sizeof(err)))
 		tool_die(TOOL, "--out %s", err);
 	fprintf(stderr, "%s: wrote %s\n", TOOL, out);
-	calib_apply(model, &cal.fit, cal.disk);
+	calib_apply(model, &c->fit, c->disk);
 	return 0;
+}
+
+static int cmp_ratio(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The fit's gets and sets of one peer's pages of the first size, measured again
+ * after the replays: how far the machine moved between the fit the predictions
+ * come from and the replays they are checked on. Prints a line; fails nothing. */
+static void drift(struct pc_store *st, const struct calib *c)
+{
+	static struct calib again;
+	uint32_t from[CALIB_MAX_CASES], n = 0;
+	double ratio[CALIB_MAX_CASES];
+	char err[PC_ERR_MAX];
+
+	memset(&again, 0, sizeof(again));
+	again.reps = c->reps;
+	for (uint32_t i = 0; i < c->nr_cases; i++) {
+		const struct calib_case *k = &c->cases[i];
+
+		if ((k->op == CALIB_GET || k->op == CALIB_SET) && k->where == CALIB_PEER &&
+		    k->page == c->cases[0].page && k->real_us > 0) {
+			from[again.nr_cases] = i;
+			again.cases[again.nr_cases] = *k;
+			again.cases[again.nr_cases++].real_us = 0;
+		}
+	}
+	if (!again.nr_cases)
+		return;
+	if (calib_measure(st, &again, err, sizeof(err))) {
+		fprintf(stderr, "%s: measuring again after the replays: %s\n", TOOL, err);
+		return;
+	}
+	for (uint32_t i = 0; i < again.nr_cases; i++)
+		if (again.cases[i].real_us > 0)
+			ratio[n++] = again.cases[i].real_us / c->cases[from[i]].real_us;
+	if (!n)
+		return;
+	qsort(ratio, n, sizeof(*ratio), cmp_ratio);
+	printf("\nDrift: the fit's %u gets and sets of a peer's %u KiB pages, measured again after the replays, took %.2f to %.2f times as long as at the fit (median %.2f).\n",
+	       n, c->cases[0].page >> 10, ratio[0], ratio[n - 1], ratio[n / 2]);
 }
 
 int main(int argc, char **argv)
@@ -266,6 +312,7 @@ int main(int argc, char **argv)
 	uint32_t reps = 200, pages[MAX_ARGS], npages = 0, nbatches = 5;
 	uint32_t batches[MAX_ARGS] = { 1, 4, 16, 32, 64 };
 	uint64_t salt;
+	static struct calib cal;
 	struct bounds bnd = { 0 };
 	struct pc_topology *t, *model;
 	struct pc_store *st;
@@ -347,7 +394,7 @@ int main(int argc, char **argv)
 		if (calib_read(calibration, model, err, sizeof(err)))
 			tool_die(TOOL, "--calibration %s", err);
 	} else if (calibrate(st, t, path, node, self, model, out, reps, pages, npages, batches,
-			     nbatches)) {
+			     nbatches, &cal)) {
 		pc_store_close(st);
 		pc_topology_free(model);
 		pc_topology_free(t);
@@ -387,6 +434,8 @@ int main(int argc, char **argv)
 			failed = 1;
 		}
 	}
+	if (!calibration && nval)
+		drift(st, &cal);
 	pc_store_close(st);
 	pc_topology_free(model);
 	pc_topology_free(t);
