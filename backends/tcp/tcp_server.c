@@ -471,16 +471,10 @@ static bool copied_out(const struct tcp_opdesc *d)
 /* A small op's bytes (bucket headers, index blocks: scattered over the slots, seldom
  * in cache) are asked for as the frame is checked, so that its ops' cache misses
  * overlap instead of coming one by one as on_ops_done copies them out. */
-static void prefetch_op(const struct tcp_opdesc *d, const uint8_t *at)
+static void prefetch_op(const uint8_t *at, uint32_t len)
 {
-	uintptr_t line = (uintptr_t)at & ~(uintptr_t)63, end = (uintptr_t)at + d->len;
-
-	if (d->kind == PC_OP_CAS) {
-		__builtin_prefetch(at, 1);
-		return;
-	}
-	for (; line < end; line += 64)
-		__builtin_prefetch((const void *)line);
+	for (uintptr_t p = (uintptr_t)at & ~(uintptr_t)63; p < (uintptr_t)at + len; p += 64)
+		__builtin_prefetch((const void *)p);
 }
 
 /* The OPS head is in and parsed: check every op against the region table, and
@@ -509,7 +503,7 @@ static int on_ops(struct tcp_server *s, struct sconn *c)
 		if (c->status[i])
 			region_count_refused(stats(s), c->status[i]);
 		else if (copied_out(&d[i]))
-			prefetch_op(&d[i], c->where[i]);
+			prefetch_op(c->where[i], d[i].kind == PC_OP_CAS ? 8 : d[i].len);
 		if (d[i].kind != PC_OP_WRITE)
 			continue;
 		/* WRITE payloads land in their regions; refused ones in the discard buffer. */
