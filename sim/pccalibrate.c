@@ -250,49 +250,20 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 	return 0;
 }
 
-static int cmp_ratio(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The fit's gets and sets of one peer's pages of the first size, measured again
- * after the replays: how far the machine moved between the fit the predictions
- * come from and the replays they are checked on. Prints a line; fails nothing. */
+/* How far the machine moved between the fit the predictions come from and the
+ * replays they are checked on: a line; fails nothing. */
 static void drift(struct pc_store *st, const struct calib *c)
 {
-	static struct calib again;
-	uint32_t from[CALIB_MAX_CASES], n = 0;
-	double ratio[CALIB_MAX_CASES];
+	struct calib_drift d;
 	char err[PC_ERR_MAX];
 
-	memset(&again, 0, sizeof(again));
-	again.reps = c->reps;
-	for (uint32_t i = 0; i < c->nr_cases; i++) {
-		const struct calib_case *k = &c->cases[i];
-
-		if ((k->op == CALIB_GET || k->op == CALIB_SET) && k->where == CALIB_PEER &&
-		    k->page == c->cases[0].page && k->real_us > 0) {
-			from[again.nr_cases] = i;
-			again.cases[again.nr_cases] = *k;
-			again.cases[again.nr_cases++].real_us = 0;
-		}
-	}
-	if (!again.nr_cases)
-		return;
-	if (calib_measure(st, &again, err, sizeof(err))) {
+	if (calib_drift(st, c, &d, err, sizeof(err))) {
 		fprintf(stderr, "%s: measuring again after the replays: %s\n", TOOL, err);
 		return;
 	}
-	for (uint32_t i = 0; i < again.nr_cases; i++)
-		if (again.cases[i].real_us > 0)
-			ratio[n++] = again.cases[i].real_us / c->cases[from[i]].real_us;
-	if (!n)
-		return;
-	qsort(ratio, n, sizeof(*ratio), cmp_ratio);
-	printf("\nDrift: the fit's %u gets and sets of a peer's %u KiB pages, measured again after the replays, took %.2f to %.2f times as long as at the fit (median %.2f).\n",
-	       n, c->cases[0].page >> 10, ratio[0], ratio[n - 1], ratio[n / 2]);
+	if (d.n)
+		printf("\nDrift: the fit's %u gets and sets of a peer's %u KiB pages, measured again after the replays, took %.2f to %.2f times as long as at the fit (median %.2f).\n",
+		       d.n, d.page >> 10, d.lo, d.hi, d.median);
 }
 
 int main(int argc, char **argv)
@@ -318,8 +289,8 @@ int main(int argc, char **argv)
 	struct pc_store *st;
 
 	tool_std_flags(&doc, opts, argc, argv);
-	/* the idle cases' gaps nearer to what they ask: a sleep's default slack (50 us)
-	 * is twice the shortest of them */
+	/* the idle cases' gaps nearer to what they ask: a sleep's default timer slack
+	 * is longer than the shortest of them */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

@@ -400,6 +400,43 @@ int calib_measure(struct pc_store *st, struct calib *c, char *err, size_t errlen
 	return b.ret;
 }
 
+int calib_drift(struct pc_store *st, const struct calib *c, struct calib_drift *d, char *err,
+		size_t errlen)
+{
+	static struct calib again;
+	uint32_t from[CALIB_MAX_CASES];
+	double ratio[CALIB_MAX_CASES];
+	int ret;
+
+	memset(&again, 0, sizeof(again));
+	memset(d, 0, sizeof(*d));
+	again.reps = c->reps;
+	for (uint32_t i = 0; i < c->nr_cases; i++) {
+		const struct calib_case *k = &c->cases[i];
+
+		if ((k->op == CALIB_GET || k->op == CALIB_SET) && k->where == CALIB_PEER &&
+		    k->page == c->cases[0].page && k->real_us > 0) {
+			from[again.nr_cases] = i;
+			again.cases[again.nr_cases] = *k;
+			again.cases[again.nr_cases++].real_us = 0;
+		}
+	}
+	if (!again.nr_cases)
+		return 0;
+	ret = calib_measure(st, &again, err, errlen);
+	for (uint32_t i = 0; !ret && i < again.nr_cases; i++)
+		if (again.cases[i].real_us > 0)
+			ratio[d->n++] = again.cases[i].real_us / c->cases[from[i]].real_us;
+	if (ret || !d->n)
+		return ret;
+	qsort(ratio, d->n, sizeof(*ratio), cmp_double);
+	d->page = c->cases[0].page;
+	d->lo = ratio[0];
+	d->median = ratio[d->n / 2];
+	d->hi = ratio[d->n - 1];
+	return 0;
+}
+
 /* ------------------------------------------------------------------ the fit */
 
 void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk)

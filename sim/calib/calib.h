@@ -132,6 +132,18 @@ int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const u
  * fills real_us. 0, or -errno with a line in err (a get that missed, no peer). */
 int calib_measure(struct pc_store *st, struct calib *c, char *err, size_t errlen);
 
+/* How far the machine moved since c was measured: c's gets and sets of one peer's
+ * pages of the first size measured again, each as a ratio to its time in c. */
+struct calib_drift {
+	uint32_t n;			/* cases measured again; 0: none to measure */
+	uint32_t page;			/* their page size */
+	double lo, median, hi;		/* the ratios */
+};
+
+/* 0, or -errno with a line in err. */
+int calib_drift(struct pc_store *st, const struct calib *c, struct calib_drift *d, char *err,
+		size_t errlen);
+
 /* Fit the model to real_us: simulates the cases on node `node` of (a copy of)
  * topology t, fills fit, sim_us and the errors. */
 int calib_fit(const struct pc_topology *t, uint32_t node, struct calib *c, char *err,
