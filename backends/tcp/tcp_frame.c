@@ -2,8 +2,8 @@
  * tcp_frame.c - the tcp server's frame parser (tcp_frame.h): every check on the
  * shape of a request a peer sends, on a buffer, before the server acts on it.
  *
- * Not for: reading sockets or touching regions (tcp_server.c does both, after this
- * has said yes).
+ * Not for: reading sockets or touching regions (tcp_server.c and tcp_ops.c do, after
+ * this has said yes).
  */
 #include <errno.h>
 #include <string.h>

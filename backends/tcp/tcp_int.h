@@ -4,7 +4,8 @@
  *   tcp.c         the ops table; open, close, serve
  *   tcp_client.c  batched one-sided ops and RPCs, the client's handshake
  *   tcp_conn.c    the client's connections to peers, an idle pool per peer
- *   tcp_server.c  the event loop: accept, receive, serve ops, write responses
+ *   tcp_server.c  the event loop: accept, receive, write responses
+ *   tcp_ops.c     one-sided ops emulated on the registered regions
  *   tcp_frame.c   the frame parser: every check on a request's shape
  *   tcp_auth.c    the handshake's secret, nonces and MACs
  *   tcp_rpc.c     the RPC workers

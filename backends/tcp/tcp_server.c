@@ -1,7 +1,7 @@
 /*
  * tcp_server.c - the node's server thread: one epoll loop that accepts connections,
- * receives their frames, emulates one-sided READ/WRITE/CAS on the registered
- * regions, and writes every response. RPCs it hands to the workers (tcp_rpc.c)
+ * receives their frames, has their one-sided READ/WRITE/CAS served on the
+ * registered regions (tcp_ops.c), and writes every response. RPCs it hands to the workers (tcp_rpc.c)
  * unless the handler answers them without blocking.
  *
  * Every frame passes the parser (tcp_frame.c) before the server acts on it, and
@@ -50,6 +50,7 @@
 #include "config/topology.h"
 #include "tcp_auth.h"
 #include "tcp_frame.h"
+#include "tcp_ops.h"
 #include "tcp_proto.h"
 #include "tcp_rpc.h"
 #include "tcp_server.h"
@@ -84,12 +85,7 @@ struct sconn {
 	struct pc_msg head;		/* the frame's header and head, as they arrive */
 	size_t need;			/* head bytes to have before parsing again */
 	struct tcp_frame fr;		/* the frame being served */
-	/* the OPS frame being served */
-	uint8_t **where;
-	int32_t *status;
-	uint32_t cap_ops;
-	struct iovec *rxv;		/* where the WRITE payloads go, in order */
-	size_t rxn, rxi, rxcap;
+	struct tcp_ops ops;		/* the OPS frame being served */
 	/* the response being sent */
 	struct pc_msg out;
 	struct tcp_rpc_job rpc;		/* the RPC being answered */
@@ -172,10 +168,8 @@ static void conn_close(struct tcp_server *s, struct sconn *c)
 	pc_msg_free(&c->head);
 	pc_msg_free(&c->out);
 	pc_msg_free(&c->rpc.resp);
-	free(c->where);
-	free(c->status);
+	tcp_ops_free(&c->ops);
 	free(c->iov);
-	free(c->rxv);
 	free(c);
 }
 
@@ -202,36 +196,10 @@ static int watch_add(struct tcp_server *s, int fd, void *ptr)
 	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-/* Queue len bytes at base; bytes that follow the last iovec's in memory extend it
- * (a run of small READs copied into a response, a slot's header and payload): the
- * kernel's cost per iovec is more than that of a byte. */
-static int iovec_add(struct iovec **v, size_t *n, size_t *cap, void *base, size_t len)
-{
-	struct iovec *last = *n ? &(*v)[*n - 1] : NULL;
-
-	if (!len)
-		return 0;
-	if (last && (uint8_t *)last->iov_base + last->iov_len == (uint8_t *)base) {
-		last->iov_len += len;
-		return 0;
-	}
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		struct iovec *nv = realloc(*v, c * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		*v = nv;
-		*cap = c;
-	}
-	(*v)[(*n)++] = (struct iovec){ .iov_base = base, .iov_len = len };
-	return 0;
-}
-
 /* Queue bytes of the response. */
 static int iov_push(struct sconn *c, void *base, size_t len)
 {
-	return iovec_add(&c->iov, &c->iovcnt, &c->iovcap, base, len);
+	return tcp_iov_add(&c->iov, &c->iovcnt, &c->iovcap, base, len);
 }
 
 /* Send what is queued. 0 when all is out, -EAGAIN to wait, other -errno to close. */
@@ -462,120 +430,19 @@ static void rpc_answer_done(struct tcp_server *s)
 	}
 }
 
-/* Whether an op's bytes are copied into the response (TCP_SMALL_OP). */
-static bool copied_out(const struct tcp_opdesc *d)
-{
-	return d->kind == PC_OP_CAS || (d->kind == PC_OP_READ && d->len <= TCP_SMALL_OP);
-}
-
-/* A small op's bytes (bucket headers, index blocks: scattered over the slots, seldom
- * in cache) are asked for as the frame is checked, so that its ops' cache misses
- * overlap instead of coming one by one as on_ops_done copies them out. */
-static void prefetch_op(const uint8_t *at, uint32_t len)
-{
-	for (uintptr_t p = (uintptr_t)at & ~(uintptr_t)63; p < (uintptr_t)at + len; p += 64)
-		__builtin_prefetch((const void *)p);
-}
-
-/* The OPS head is in and parsed: check every op against the region table, and
- * say where each WRITE payload lands. */
+/* The OPS head is in and parsed: its ops checked, its WRITE payloads' places set. */
 static int on_ops(struct tcp_server *s, struct sconn *c)
 {
-	const struct tcp_opdesc *d = (const struct tcp_opdesc *)c->fr.body;
-	uint32_t nops = c->fr.nops;
-
-	if (nops > c->cap_ops) {
-		uint8_t **w = realloc(c->where, nops * sizeof(*w));
-		int32_t *st = w ? realloc(c->status, nops * sizeof(*st)) : NULL;
-
-		if (w)
-			c->where = w;
-		if (!st)
-			return -ENOMEM;
-		c->status = st;
-		c->cap_ops = nops;
-	}
-	c->rxn = c->rxi = 0;
-	for (uint32_t i = 0; i < nops; i++) {
-		c->where[i] = NULL;
-		c->status[i] = region_table_check(&s->tf->regions, d[i].rkey, d[i].raddr, d[i].len,
-						  region_access_for(d[i].kind), &c->where[i]);
-		if (c->status[i])
-			region_count_refused(stats(s), c->status[i]);
-		else if (copied_out(&d[i]))
-			prefetch_op(c->where[i], d[i].kind == PC_OP_CAS ? 8 : d[i].len);
-		if (d[i].kind != PC_OP_WRITE)
-			continue;
-		/* WRITE payloads land in their regions; refused ones in the discard buffer. */
-		for (uint32_t off = 0; off < d[i].len;) {
-			uint32_t n = c->status[i] ? (d[i].len - off < DISCARD_BYTES ? d[i].len - off :
-							DISCARD_BYTES) : d[i].len;
-
-			if (iovec_add(&c->rxv, &c->rxn, &c->rxcap,
-				      c->status[i] ? s->discard : c->where[i], n))
-				return -ENOMEM;
-			off += n;
-		}
-	}
-	return 0;
+	return tcp_ops_check(&c->ops, &c->fr, &s->tf->regions, stats(s), s->discard,
+			     sizeof(s->discard));
 }
 
-/*
- * Every WRITE landed: queue the statuses, then each op's bytes in op order: a CAS's
- * old value and a small READ's bytes copied into out as the op runs, a page sent
- * from its region (ops of one post have no order among themselves: pc_fabric.h).
- */
+/* Every WRITE landed: the response, with each op's status and bytes. */
 static int on_ops_done(struct tcp_server *s, struct sconn *c)
 {
-	const struct tcp_opdesc *d = (const struct tcp_opdesc *)c->fr.body;
-	uint32_t nops = c->fr.nops;
-	uint64_t body = (uint64_t)nops * 4;
-	struct region_tally served = { 0 };
-	size_t at;
-
-	for (uint32_t i = 0; i < nops; i++)
-		if (!c->status[i])
-			body += d[i].kind == PC_OP_READ ? d[i].len : d[i].kind == PC_OP_CAS ? 8 : 0;
-	if (start_response(c, TCP_OPS_RESP, nops, 0, body) ||
-	    pc_msg_append(&c->out, c->status, (size_t)nops * 4))
+	if (start_response(c, TCP_OPS_RESP, c->fr.nops, 0, tcp_ops_body_len(&c->ops, &c->fr)))
 		return -ENOMEM;
-	at = c->out.len;
-	for (uint32_t i = 0; i < nops; i++) {
-		uint64_t old;
-		int ret = 0;
-
-		if (c->status[i] || !copied_out(&d[i]))
-			continue;
-		if (d[i].kind == PC_OP_CAS) {
-			old = region_cas(c->where[i], d[i].compare, d[i].swap);
-			ret = pc_msg_append(&c->out, &old, 8);
-		} else {
-			ret = pc_msg_append(&c->out, c->where[i], d[i].len);
-		}
-		if (ret)
-			return -ENOMEM;
-	}
-	/* out.data is final now; point the iovecs into it and into the regions. */
-	if (iov_push(c, c->out.data, at))
-		return -ENOMEM;
-	for (uint32_t i = 0; i < nops; i++) {
-		size_t len = d[i].kind == PC_OP_CAS ? 8 : d[i].len;
-		int ret = 0;
-
-		if (c->status[i])
-			continue;
-		region_tally_op(&served, d[i].kind, d[i].len);
-		if (copied_out(&d[i])) {
-			ret = iov_push(c, (uint8_t *)c->out.data + at, len);
-			at += len;
-		} else if (d[i].kind == PC_OP_READ) {
-			ret = iov_push(c, c->where[i], len);
-		}
-		if (ret)
-			return -ENOMEM;
-	}
-	region_tally_flush(stats(s), &served);
-	return 0;
+	return tcp_ops_answer(&c->ops, &c->fr, &c->out, &c->iov, &c->iovcnt, &c->iovcap, stats(s));
 }
 
 /* The frame's head is in and valid: act on it. Returns 0, or -errno to close. */
@@ -662,7 +529,7 @@ static int rx_payload(struct tcp_server *s, struct sconn *c)
 {
 	int ret;
 
-	ret = tcp_recvv(c->fd, c->rxv, c->rxn, &c->rxi);
+	ret = tcp_recvv(c->fd, c->ops.rxv, c->ops.rxn, &c->ops.rxi);
 	if (ret)
 		return ret;
 	return frame_done(s, c, on_ops_done(s, c));

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -144,6 +145,29 @@ int tcp_connect_start(const struct sockaddr_storage *ss, socklen_t len, const ch
 		return ret;
 	}
 	*fd = s;
+	return 0;
+}
+
+int tcp_iov_add(struct iovec **v, size_t *n, size_t *cap, void *base, size_t len)
+{
+	struct iovec *last = *n ? &(*v)[*n - 1] : NULL;
+
+	if (!len)
+		return 0;
+	if (last && (uint8_t *)last->iov_base + last->iov_len == (uint8_t *)base) {
+		last->iov_len += len;
+		return 0;
+	}
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct iovec *nv = realloc(*v, c * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = c;
+	}
+	(*v)[(*n)++] = (struct iovec){ .iov_base = base, .iov_len = len };
 	return 0;
 }
 

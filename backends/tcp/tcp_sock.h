@@ -55,6 +55,12 @@ bool tcp_is_loopback(int fd);
  * SO_ERROR) into *fd. 0 or -errno. */
 int tcp_connect_start(const struct sockaddr_storage *ss, socklen_t len, const char *cc, int *fd);
 
+/* Queue len bytes at base on v (*n entries of *cap, grown as needed); bytes that
+ * follow the last entry's in memory extend it (a run of small READs copied into a
+ * response, a slot's header and payload): the kernel's cost per iovec is more than
+ * that of a byte. 0 or -ENOMEM. */
+int tcp_iov_add(struct iovec **v, size_t *n, size_t *cap, void *base, size_t len);
+
 /* Move the cursor *i of v[0..n) past r bytes that went out or came in: whole
  * entries are skipped, a partial one is shortened in place, empty ones passed. */
 void tcp_iov_advance(struct iovec *v, size_t n, size_t *i, size_t r);
