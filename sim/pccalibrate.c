@@ -90,8 +90,10 @@ static const struct tool_doc doc = {
 		"per byte, the disk's four keys and the hand-off of such a request, so a "
 		"simulation at a base point and one with each of them doubled give the "
 		"coefficients, and a non-negative least squares fit of the relative errors gives "
-		"nodes.rails.latency_us, gbps, op_us, nodes.memcpy_gbps, the nvme keys and "
-		"nodes.rpc_us; then nodes.jitter, the spread of the "
+		"nodes.rails.latency_us, op_us, nodes.memcpy_gbps, the nvme keys and "
+		"nodes.rpc_us. The rail's rates are measured, not fitted: nodes.rails.gbps from "
+		"how much longer the largest batch of gets takes with the largest page than with "
+		"the smallest, write_gbps the same for sets. Then nodes.jitter, the spread of the "
 		"node's waits, is the value at which the simulated cases' 90th percentiles stand "
 		"to their medians as the measured ones do; and nodes.nap_us, nap_idle_us, wake_us "
 		"and idle_us, from gets of one page after the node and its peer idled 25 us to "
@@ -236,8 +238,8 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 		       k->sim_us, off(k->sim_us, k->real_us), k->real_p90_us, k->sim_p90_us,
 		       off(k->sim_p90_us, k->real_p90_us));
 	}
-	printf("\nFit: latency_us %.2f, gbps %.2f, op_us %.2f, memcpy_gbps %.2f, jitter %.2f, rpc_us %.1f, nap_us %.1f after nap_idle_us %.0f, wake_us %.1f after idle_us %.0f",
-	       c->fit.latency_us, c->fit.gbps, c->fit.op_us, c->fit.memcpy_gbps, c->fit.jitter,
+	printf("\nFit: latency_us %.2f, gbps %.2f, write_gbps %.2f, op_us %.2f, memcpy_gbps %.2f, jitter %.2f, rpc_us %.1f, nap_us %.1f after nap_idle_us %.0f, wake_us %.1f after idle_us %.0f",
+	       c->fit.latency_us, c->fit.gbps, c->fit.write_gbps, c->fit.op_us, c->fit.memcpy_gbps, c->fit.jitter,
 	       c->fit.rpc_us, c->fit.nap_us, c->fit.nap_idle_us, c->fit.wake_us, c->fit.idle_us);
 	if (c->disk)
 		printf("; nvme latency_us %.1f, read_mbps %.0f, write_mbps %.0f, iops %.0f",

@@ -43,6 +43,7 @@ struct pc_rail {
 	char netdev[PC_NAME_MAX];	/* rxe: the Ethernet device to create it on;
 					 * "" = the one holding the node's address */
 	double gbps;			/* line rate */
+	double write_gbps;		/* rate of WRITEs' bytes; 0: gbps */
 	double latency_us;		/* one-way per-op latency */
 	double op_us;			/* port time an op takes beyond its bytes */
 	uint32_t max_outstanding;	/* ops in flight per port */

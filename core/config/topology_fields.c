@@ -298,6 +298,11 @@ static const struct field rail_fields[] = {
 	     DEF("empty")),
 	F(struct pc_rail, gbps, FT_DOUBLE, 0.001, 100000, "100",
 	  DOC("sim", "Gb/s", "The rail's line rate in the simulator.")),
+	F(struct pc_rail, write_gbps, FT_DOUBLE, 0, 100000, "0",
+	  DOC("sim", "Gb/s", "The rail's rate for the bytes a WRITE carries (a set's pages) in the "
+	      "simulator, where it differs from the rate of a READ's (gbps): on tcp a page "
+	      "written lands in a peer's slot, a page read in a buffer the reader keeps "
+	      "warm (pccalibrate measures both); 0: gbps.")),
 	F(struct pc_rail, latency_us, FT_DOUBLE, 0, 1e6, "2",
 	  DOC("sim", "us", "One-way latency of the rail in the simulator.")),
 	F(struct pc_rail, op_us, FT_DOUBLE, 0, 1e6, "0",

@@ -228,11 +228,13 @@ static int sf_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 				continue;
 			if (in > 0) {
 				pp->parts++;
-				net_transfer(w->net, self, peer, self, rail, share, in, peer_through, pp);
+				net_transfer(w->net, self, peer, self, rail, share, in, false,
+					     peer_through, pp);
 			}
 			if (wr > 0 || !(in > 0)) {
 				pp->parts++;
-				net_transfer(w->net, self, self, peer, rail, share, out, peer_through, pp);
+				net_transfer(w->net, self, self, peer, rail, share, out, wr > 0,
+					     peer_through, pp);
 			} else {
 				net_count(w->net, out);
 			}
@@ -332,7 +334,7 @@ static void serve_rpc(void *arg)
 	w->rpc_bytes += (double)rr->rpc->resp.len + (double)rr->rpc->resp.virt_len;
 	count_rpc(w, rr->rpc);
 	net_transfer(w->net, sf->base.self, peer, sf->base.self, 0, 1,
-		     (double)(rr->rpc->resp.len + rr->rpc->resp.virt_len) + MSG_OVERHEAD,
+		     (double)(rr->rpc->resp.len + rr->rpc->resp.virt_len) + MSG_OVERHEAD, false,
 		     answer_arrived, rr);
 }
 
@@ -375,7 +377,7 @@ static int sf_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 		c.pending++;
 		sf->w->rpc_bytes += (double)rpcs[i].req_len;
 		net_transfer(sf->w->net, f->self, f->self, rpcs[i].peer, 0, 1,
-			     (double)rpcs[i].req_len + MSG_OVERHEAD, request_arrived, rr);
+			     (double)rpcs[i].req_len + MSG_OVERHEAD, false, request_arrived, rr);
 	}
 	if (c.pending) {
 		sim_block(sf->w->s);

@@ -448,6 +448,7 @@ void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk)
 		for (uint32_t r = 0; r < n->nr_rails; r++) {
 			n->rails[r].latency_us = p->latency_us;
 			n->rails[r].gbps = p->gbps;
+			n->rails[r].write_gbps = p->write_gbps;
 			n->rails[r].op_us = p->op_us;
 		}
 		n->jitter = p->jitter;
@@ -484,11 +485,13 @@ static void to_vars(const struct calib_params *p, double x[CALIB_NR_PARAMS])
 	x[8] = p->rpc_us;
 }
 
-/* Back from the variables; a rate whose time is 0 is the key's largest value. */
-static void from_vars(const double x[CALIB_NR_PARAMS], struct calib_params *p)
+/* Back from the variables; a rate whose time is 0 is the key's largest value. A
+ * WRITE's byte costs write_cost times a READ's. */
+static void from_vars(const double x[CALIB_NR_PARAMS], double write_cost, struct calib_params *p)
 {
 	p->latency_us = x[0];
 	p->gbps = x[1] > 8e-8 ? 8.0 / (x[1] * 1000.0) : 100000;
+	p->write_gbps = x[1] * write_cost > 8e-8 ? 8.0 / (x[1] * write_cost * 1000.0) : 100000;
 	p->op_us = x[2];
 	p->memcpy_gbps = x[3] > 1e-7 ? 1.0 / (x[3] * 1000.0) : 10000;
 	p->nvme_latency_us = x[4];
@@ -671,7 +674,8 @@ static int fit_jitter(struct pc_topology *t, uint32_t node, struct calib *c, cha
  * each variable doubled (at jitter 0 a case's time is exactly affine in them; with
  * jitter every simulation draws the same stretches in the same order, so a case's
  * median stays affine but for which batch is the median), then the least squares
- * fit. Sets c->fit but its jitter, which it keeps.
+ * fit; the rail's time per byte, where calib_byte_costs found it, is a constant
+ * there, not a variable. Sets c->fit but its jitter, which it keeps.
  */
 static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, char *err,
 		      size_t errlen)
@@ -683,10 +687,11 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 		.nvme_latency_us = 80, .read_mbps = 2000, .write_mbps = 1000, .iops = 100000,
 		.rpc_us = 20, .jitter = c->fit.jitter };
 	double x0[CALIB_NR_PARAMS], A[CALIB_MAX_CASES][CALIB_NR_PARAMS], c0[CALIB_MAX_CASES];
-	double y[CALIB_MAX_CASES], t0[CALIB_MAX_CASES], x[CALIB_NR_PARAMS] = { 0 };
+	double y[CALIB_MAX_CASES], t0[CALIB_MAX_CASES], x[CALIB_NR_PARAMS] = { 0 }, sse;
 	uint32_t rows = 0;
 	int ret;
 
+	base.write_gbps = base.gbps / c->write_cost;
 	to_vars(&base, x0);
 	ret = simulate(t, node, c, &base, err, errlen);
 	for (uint32_t i = 0; !ret && i < c->nr_cases; i++)
@@ -697,7 +702,7 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 
 		memcpy(xs, x0, sizeof(xs));
 		xs[j] *= 2;		/* one variable doubled */
-		from_vars(xs, &p);
+		from_vars(xs, c->write_cost, &p);
 		p.jitter = base.jitter;
 		ret = simulate(t, node, c, &p, err, errlen);
 		for (uint32_t i = 0; !ret && i < c->nr_cases; i++)
@@ -711,16 +716,23 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 		c0[rows] = t0[i];
 		for (int j = 0; j < CALIB_NR_PARAMS; j++)
 			c0[rows] -= A[rows][j] * x0[j];
+		if (c->read_byte_us > 0) {	/* known: a constant, not a variable */
+			c0[rows] += A[rows][1] * c->read_byte_us;
+			A[rows][1] = 0;
+		}
 		y[rows++] = c->cases[i].real_us;
 	}
-	if (!ret && (!isfinite(nnls(rows, A, c0, y, x)) || x[1] <= 0 ||
+	sse = ret ? INFINITY : nnls(rows, A, c0, y, x);
+	if (c->read_byte_us > 0)	/* the rate the cases gave, not the fit */
+		x[1] = c->read_byte_us;
+	if (!ret && (!isfinite(sse) || x[1] <= 0 ||
 		     (c->disk && (x[5] <= 0 || x[6] <= 0)))) {
 		snprintf(err, errlen, "the measurements fit no model with a finite rate (the "
 			 "network's and the disk's both needed): measure larger batches");
 		ret = -EDOM;
 	}
 	if (!ret) {
-		from_vars(x, &c->fit);
+		from_vars(x, c->write_cost, &c->fit);
 		c->fit.jitter = base.jitter;
 	}
 	return ret;
@@ -831,6 +843,42 @@ void calib_fit_wake(struct calib *c, double poll_us)
 /* Rounds of fitting the affine keys and the jitter in turn: the jitter moves the
  * medians the affine keys are fitted to (a batch of several stretched waits has a
  * longer median than its waits' medians added), and they move the spread. */
+/* Fitted with the other keys, the rail's rate went to whatever suited the many small
+ * cases (it gave time to the per-op time and latency, and large gets came out slow):
+ * calib.h says where it comes from instead. */
+void calib_byte_costs(struct calib *c)
+{
+	const struct calib_case *lo[2] = { NULL }, *hi[2] = { NULL };	/* [get, set] */
+	uint32_t batch = 0;
+	double d[2];
+
+	c->read_byte_us = 0;
+	c->write_cost = 1;
+	for (uint32_t i = 0; i < c->nr_cases; i++)
+		if (c->cases[i].where == CALIB_PEER &&
+		    (c->cases[i].op == CALIB_GET || c->cases[i].op == CALIB_SET))
+			batch = c->cases[i].batch > batch ? c->cases[i].batch : batch;
+	for (uint32_t i = 0; i < c->nr_cases; i++) {
+		const struct calib_case *k = &c->cases[i];
+		int o = k->op == CALIB_SET;
+
+		if (k->where != CALIB_PEER || (k->op != CALIB_GET && k->op != CALIB_SET) ||
+		    k->batch != batch)
+			continue;
+		lo[o] = !lo[o] || k->page < lo[o]->page ? k : lo[o];
+		hi[o] = !hi[o] || k->page > hi[o]->page ? k : hi[o];
+	}
+	if (!lo[0] || !lo[1] || lo[0]->page == hi[0]->page || lo[1]->page != lo[0]->page ||
+	    hi[1]->page != hi[0]->page)
+		return;
+	d[0] = hi[0]->real_us - lo[0]->real_us;
+	d[1] = hi[1]->real_us - lo[1]->real_us;
+	if (d[0] > 0 && d[1] > 0) {
+		c->read_byte_us = d[0] / ((double)batch * (hi[0]->page - lo[0]->page));
+		c->write_cost = d[1] / d[0];
+	}
+}
+
 #define FIT_ROUNDS 2
 
 int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, char *err,
@@ -840,6 +888,7 @@ int calib_fit(const struct pc_topology *topo, uint32_t node, struct calib *c, ch
 	int ret = t ? 0 : -ENOMEM;
 
 	c->fit = (struct calib_params){ .jitter = 0 };
+	calib_byte_costs(c);
 	if (!ret)
 		ret = fit_affine(t, node, c, err, errlen);
 	for (int round = 0; round < FIT_ROUNDS && !ret; round++) {

@@ -13,8 +13,10 @@
  * the coefficients come from simulating at a base point and moving each parameter
  * alone, and the parameters from a non-negative least squares fit of the relative
  * errors over every benchmark. Which measurement pins which parameter: batches of 1
- * page the latency, large batches of large pages the rate, many small pages op_us,
- * the node's own pages memcpy_gbps.
+ * page the latency, many small pages op_us, the node's own pages memcpy_gbps. The
+ * rail's rates are not fitted but measured (calib_byte_costs): what the largest
+ * batch of the largest page takes beyond the same batch of the smallest, a get's for
+ * READs (gbps) and a set's for WRITEs (write_gbps).
  *
  * The model's waits are exact where a real host's vary: nodes.jitter stretches the
  * simulated ones (sim_env_stretch), and its value is the one whose simulated cases
@@ -88,6 +90,7 @@ struct calib_case {
 struct calib_params {			/* the model keys a calibration sets */
 	double latency_us;		/* nodes.rails.latency_us */
 	double gbps;			/* nodes.rails.gbps */
+	double write_gbps;		/* nodes.rails.write_gbps: gbps / write_cost */
 	double op_us;			/* nodes.rails.op_us */
 	double memcpy_gbps;		/* nodes.memcpy_gbps */
 	double nvme_latency_us;		/* nodes.nvme.latency_us */
@@ -105,6 +108,9 @@ struct calib {
 	bool disk;			/* the disk cases ran: the nvme keys are fitted */
 	uint32_t reps;			/* timed batches per case */
 	struct calib_params fit;
+	double read_byte_us;		/* the rail's time per byte read, from the cases
+					 * (calib_fit; 0: fitted with the rest) */
+	double write_cost;		/* and a WRITE's byte over a READ's */
 	double rms_error;		/* relative, over the cases, at the fit */
 	double max_error;
 };
@@ -127,6 +133,16 @@ double calib_case_gap_us(const struct calib_case *k);
  * CALIB_MAX_CASES cases. */
 int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
 		uint32_t nbatches, bool disk, uint32_t reps);
+
+/* The rail's time per byte of a READ and a WRITE from c's measured cases: how much
+ * longer a get and a set of one peer's pages at the largest batch take with the
+ * largest page than with the smallest, per byte. Both times are the same ops and
+ * round trips, so the difference is what the bytes cost; a page read lands in the
+ * reader's buffer, a page written in the peer's slot, and on tcp the two differ.
+ * Sets c->read_byte_us (us per byte) and c->write_cost (a WRITE's byte over a
+ * READ's); without two page sizes, or where a difference is not positive, 0 (the
+ * fit finds the rate) and 1. calib_fit calls it. */
+void calib_byte_costs(struct calib *c);
 
 /* Run the benchmarks on a real store (a node of a running cluster, not a client):
  * fills real_us. 0, or -errno with a line in err (a get that missed, no peer). */

@@ -77,6 +77,7 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 	fprintf(f, "set:\n"
 		   "  nodes.rails.latency_us: %.3f\n"
 		   "  nodes.rails.gbps: %.3f\n"
+		   "  nodes.rails.write_gbps: %.3f\n"
 		   "  nodes.rails.op_us: %.3f\n"
 		   "  nodes.memcpy_gbps: %.3f\n"
 		   "  nodes.jitter: %.3f\n"
@@ -85,7 +86,7 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		   "  nodes.idle_us: %.3f\n"
 		   "  nodes.nap_us: %.3f\n"
 		   "  nodes.nap_idle_us: %.3f\n",
-		c->fit.latency_us, c->fit.gbps, c->fit.op_us, c->fit.memcpy_gbps, c->fit.jitter,
+		c->fit.latency_us, c->fit.gbps, c->fit.write_gbps, c->fit.op_us, c->fit.memcpy_gbps, c->fit.jitter,
 		c->fit.rpc_us, c->fit.wake_us, c->fit.idle_us, c->fit.nap_us, c->fit.nap_idle_us);
 	if (c->disk)
 		fprintf(f, "  nodes.nvme.latency_us: %.3f\n"

@@ -10,6 +10,8 @@ struct rail_ports {
 	struct port *egress, *ingress;
 	uint64_t latency;		/* ns, one way */
 	double op_bytes;		/* an op's port time (op_us), as bytes at its rate */
+	double write_scale;		/* a WRITE's byte, as bytes at its rate (gbps /
+					 * write_gbps) */
 	uint32_t max_outstanding, outstanding;
 	struct waiting *wait_head, *wait_tail;
 };
@@ -35,6 +37,7 @@ struct xfer {
 	uint32_t by, from, to, rail;
 	uint32_t ops_left, round_ops;	/* ops still to send; ops in the current round */
 	double bytes_per_op;
+	bool write;			/* WRITEs' bytes */
 	int parts;			/* ports still serving the current round */
 	port_done_fn *done;
 	void *arg;
@@ -69,6 +72,8 @@ struct sim_net *net_create(struct sim *s, const struct pc_topology *t, enum port
 				goto err;
 			rp->latency = (uint64_t)(node->rails[r].latency_us * 1000.0);
 			rp->op_bytes = node->rails[r].op_us * 1000.0 * rate;
+			rp->write_scale = node->rails[r].write_gbps > 0 ?
+					  node->rails[r].gbps / node->rails[r].write_gbps : 1;
 			rp->max_outstanding = node->rails[r].max_outstanding;
 		}
 	}
@@ -171,8 +176,10 @@ static void after_request_latency(struct sim *s, void *arg)
 	(void)s;
 	n->bytes += bytes;
 	x->parts = 2;
-	port_submit(src->egress, bytes + src->op_bytes * x->round_ops, part_done, x);
-	port_submit(dst->ingress, bytes + dst->op_bytes * x->round_ops, part_done, x);
+	port_submit(src->egress, bytes * (x->write ? src->write_scale : 1) +
+			src->op_bytes * x->round_ops, part_done, x);
+	port_submit(dst->ingress, bytes * (x->write ? dst->write_scale : 1) +
+			dst->op_bytes * x->round_ops, part_done, x);
 }
 
 static void start_round(struct xfer *x)
@@ -202,7 +209,7 @@ static void start_round(struct xfer *x)
 }
 
 void net_transfer(struct sim_net *n, uint32_t by, uint32_t from, uint32_t to, uint32_t rail,
-		  uint32_t nops, double bytes, port_done_fn *done, void *arg)
+		  uint32_t nops, double bytes, bool write, port_done_fn *done, void *arg)
 {
 	struct xfer *x = n->spare;
 
@@ -211,7 +218,7 @@ void net_transfer(struct sim_net *n, uint32_t by, uint32_t from, uint32_t to, ui
 	else if (!(x = malloc(sizeof(*x))))
 		abort();
 	*x = (struct xfer){ .n = n, .by = by, .from = from, .to = to, .rail = rail,
-			    .ops_left = nops ? nops : 1, .done = done, .arg = arg };
+			    .ops_left = nops ? nops : 1, .write = write, .done = done, .arg = arg };
 	x->bytes_per_op = bytes / x->ops_left;
 	start_round(x);
 }

@@ -6,14 +6,17 @@
  * where L is the rail's one-way latency (latency_us) and S the time the b bytes spend
  * in each port, shared fairly (processor sharing) with every other transfer using it:
  * the sender's and receiver's links are crossed at once (cut-through), and the slower
- * of the two decides. Ports serve gbps / 8 bytes per ns, and each op holds a port
- * op_us more (per-op work: a TCP server's frames; 0 for RDMA NICs). A node keeps at most
+ * of the two decides. Ports serve gbps / 8 bytes per ns (a WRITE's bytes write_gbps / 8
+ * where that is set), and each op holds a port op_us more (per-op work: a TCP server's
+ * frames; 0 for RDMA NICs). A node keeps at most
  * max_outstanding ops in flight per rail; a transfer of more ops goes in rounds.
  *
  * Not for: what the bytes are (backend/fabric.c decides that).
  */
 #ifndef PC_SIM_NIC_H
 #define PC_SIM_NIC_H
+
+#include <stdbool.h>
 
 #include "config/topology.h"
 #include "port.h"
@@ -24,9 +27,10 @@ struct sim_net *net_create(struct sim *s, const struct pc_topology *t, enum port
 void net_destroy(struct sim_net *n);
 
 /* Move bytes from `from` to `to` on `rail` as nops ops, issued by node `by` (whose
- * outstanding-op budget it uses). done(s, arg) runs when the last byte landed. */
+ * outstanding-op budget it uses); write: the bytes of WRITEs (at the ports' write
+ * rates), else of READs or messages. done(s, arg) runs when the last byte landed. */
 void net_transfer(struct sim_net *n, uint32_t by, uint32_t from, uint32_t to, uint32_t rail,
-		  uint32_t nops, double bytes, port_done_fn *done, void *arg);
+		  uint32_t nops, double bytes, bool write, port_done_fn *done, void *arg);
 
 /* Bytes that cross without queueing anywhere (counted in net_bytes only). */
 void net_count(struct sim_net *n, double bytes);

@@ -1030,6 +1030,70 @@ static void test_rpc_hand_off(void)
 	CU_ASSERT(t[0].promote_ns >= 10000);	/* a round trip of 5 us each way, at least */
 }
 
+/* ---------------------------------------------------------------- write rate */
+
+#define RATE_PAGES 16
+
+struct rate_times {
+	uint64_t get_ns, set_ns;
+};
+
+/* Node 0 sets RATE_PAGES pages that node 1 owns, then gets them, each timed. */
+static void time_rates(struct pc_store *st, void *arg)
+{
+	struct rate_times *t = arg;
+	struct pc_env *env = st->svc.env;
+	static uint8_t page[16384];
+	uint64_t keys[RATE_PAGES], key = 0, t0;
+	struct pc_page pg[RATE_PAGES];
+
+	for (uint32_t i = 0; i < RATE_PAGES; i++, key++) {
+		while (ring_owner_of(store_ring_of(st), keyhash_of(&key, sizeof(key))) != 1)
+			key++;
+		keys[i] = key;
+		pg[i] = (struct pc_page){ .key = &keys[i], .key_len = sizeof(keys[i]), .data = page,
+					  .len = sizeof(page), .cap = sizeof(page) };
+	}
+	t0 = pc_env_now(env);
+	CU_ASSERT_EQUAL(pc_batch_set(st, pg, RATE_PAGES), RATE_PAGES);
+	t->set_ns = pc_env_now(env) - t0;
+	t0 = pc_env_now(env);
+	CU_ASSERT_EQUAL(pc_batch_get(st, pg, RATE_PAGES), RATE_PAGES);
+	t->get_ns = pc_env_now(env) - t0;
+}
+
+/* nodes.rails.write_gbps: a WRITE's bytes cross the ports at that rate, a READ's at
+ * gbps; 0 is gbps. At 10 Gb/s and write_gbps 5 the set's pages (header and page
+ * each) take twice their 10 Gb/s time, the get's no longer. */
+static void test_write_rate(void)
+{
+	struct rate_times t[2];
+	char err[PC_ERR_MAX];
+	const double page_ns = (16384 + 64) * 8 / 10.0;	/* at 10 Gb/s */
+
+	for (int i = 0; i < 2; i++) {
+		struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 1 };
+		struct pc_topology *topo = NULL;
+		char text[512];
+
+		snprintf(text, sizeof(text),
+			 "store: {slot_size_classes: [16KiB], global_segment_size: 4MiB}\n"
+			 "node_defaults: {rails: [{device: d, gbps: 10, write_gbps: %d, latency_us: 5}]}\n"
+			 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n",
+			 i ? 5 : 0);
+		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &topo, err,
+							sizeof(err)), 0);
+		cfg.topo = topo;
+		CU_ASSERT_EQUAL(run_on_node(&cfg, 0, time_rates, &t[i], err, sizeof(err)), 0);
+		pc_topology_free(topo);
+	}
+	printf("\n  %d pages of 16 KiB at write_gbps 0 / 5 (gbps 10): get %.1f / %.1f us, set %.1f / %.1f us",
+	       RATE_PAGES, t[0].get_ns / 1e3, t[1].get_ns / 1e3, t[0].set_ns / 1e3, t[1].set_ns / 1e3);
+	CU_ASSERT_EQUAL(t[1].get_ns, t[0].get_ns);
+	CU_ASSERT(fabs((double)(t[1].set_ns - t[0].set_ns) - RATE_PAGES * page_ns) <
+		  0.01 * RATE_PAGES * page_ns);
+}
+
 /* ---------------------------------------------------------------- wake-ups */
 
 struct wake_times {
@@ -1175,6 +1239,42 @@ static void test_wake_fit(void)
 	CU_ASSERT(p.nap_us == 50 && p.nap_idle_us == 200 && p.wake_us == 120 && p.idle_us == 400);
 	p = wake_fit(near, NULL, 0);
 	CU_ASSERT(p.nap_us == 0 && p.wake_us == 119 && p.idle_us == 200);
+}
+
+/* The rail's times per byte from the cases: a get's and a set's growth from the
+ * smallest page to the largest at the largest batch (10 us per KiB read and 15 per
+ * KiB written here, on top of any per-op and per-batch time); the other batches
+ * decide nothing. One page size, or a set that did not grow: nothing measured. */
+static void test_byte_costs(void)
+{
+	static struct calib c;
+	const uint32_t pages[2] = { 16384, 65536 }, batches[2] = { 4, 16 };
+
+	CU_ASSERT_EQUAL_FATAL(calib_cases(&c, pages, 2, batches, 2, false, 1), 0);
+	for (uint32_t i = 0; i < c.nr_cases; i++) {
+		struct calib_case *k = &c.cases[i];
+		double kib = k->page / 1024.0 * k->batch;
+
+		k->real_us = k->op == CALIB_GET ? 30 + 2.0 * k->batch + 10 * kib / 1024 :
+			     k->op == CALIB_SET ? 50 + 3.0 * k->batch + 15 * kib / 1024 : 40;
+		if (k->batch != 16 || k->where != CALIB_PEER)
+			k->real_us *= 3;	/* not the cases it reads */
+	}
+	calib_byte_costs(&c);
+	CU_ASSERT_DOUBLE_EQUAL(c.read_byte_us, 10.0 / (1024 * 1024), 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(c.write_cost, 1.5, 1e-9);
+	for (uint32_t i = 0; i < c.nr_cases; i++)
+		if (c.cases[i].op == CALIB_SET && c.cases[i].batch == 16 && c.cases[i].page == 65536)
+			c.cases[i].real_us = 10;
+	calib_byte_costs(&c);
+	CU_ASSERT_EQUAL(c.read_byte_us, 0);
+	CU_ASSERT_EQUAL(c.write_cost, 1);
+	CU_ASSERT_EQUAL_FATAL(calib_cases(&c, pages, 1, batches, 2, false, 1), 0);
+	for (uint32_t i = 0; i < c.nr_cases; i++)
+		c.cases[i].real_us = 100;
+	calib_byte_costs(&c);
+	CU_ASSERT_EQUAL(c.read_byte_us, 0);
+	CU_ASSERT_EQUAL(c.write_cost, 1);
 }
 
 /* ---------------------------------------------------------------- overload */
@@ -1339,6 +1439,8 @@ static CU_TestInfo tests[] = {
 	{ "hit-rate mode: the load per owner counts every page", test_owner_load_exact },
 	{ "the simulator's stores count with plain adds, exactly", test_serial_counters },
 	{ "nodes.rpc_us: a request handed to a worker takes it, a quick one not", test_rpc_hand_off },
+	{ "nodes.rails.write_gbps: a WRITE's bytes at that rate, a READ's at gbps", test_write_rate },
+	{ "calibration: the rail's rates from the growth of the largest batches", test_byte_costs },
 	{ "nodes.wake_us: what wakes a node idle past idle_us waits for it", test_wake },
 	{ "nodes.nap_us: a request to a node idle past nap_idle_us, not idle_us, waits for it",
 	  test_nap },
