@@ -160,6 +160,11 @@ struct calib_drift {
 int calib_drift(struct pc_store *st, const struct calib *c, struct calib_drift *d, char *err,
 		size_t errlen);
 
+/* Simulate the cases on node `node` of topology t with the keys p (calib_apply'd to
+ * t): fills sim_us and sim_p90_us. For the fit (calib_fit.c). */
+int calib_simulate(struct pc_topology *t, uint32_t node, struct calib *c,
+		   const struct calib_params *p, char *err, size_t errlen);
+
 /* Fit the model to real_us: simulates the cases on node `node` of (a copy of)
  * topology t, fills fit, sim_us and the errors. */
 int calib_fit(const struct pc_topology *t, uint32_t node, struct calib *c, char *err,
