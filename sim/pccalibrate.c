@@ -52,7 +52,9 @@ static const struct tool_opt options[] = {
 	  "with spill configured) and the --validate workloads." },
 	{ "--reps N", "200", "Timed batches per benchmark case; the median counts." },
 	{ "--pages SIZES", "the first two of store.slot_size_classes",
-	  "Page sizes to benchmark, comma-separated (16KiB,64KiB); each must fit a size class." },
+	  "Page sizes to benchmark, comma-separated (16KiB,64KiB); each must fit a size class. "
+	  "The rail's rates are measured between the smallest and the largest; with one size "
+	  "the fit finds them with the other keys." },
 	{ "--batches LIST", "1,4,16,32,64",
 	  "Batch sizes to benchmark, comma-separated, 1 to 128 pages; span the batches (pages x "
 	  "page size) the workloads you plan for send." },
