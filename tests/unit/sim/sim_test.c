@@ -945,30 +945,42 @@ static void test_one_call_as_two(void)
 
 /* ---------------------------------------------------------------- rpc hand-off */
 
-/* fn on node 0 of a two-node cluster (16 KiB slots, a rail of 5 us each way, the node
- * keys fixed), once with each of two values of the node key `key`; results[i] (size
- * bytes each) gets the run with value v[i]. */
-static void two_node_runs(const char *fixed, const char *key, const int v[2],
-			  void (*fn)(struct pc_store *, void *), void *results, size_t size)
+/* fn on node 0 of a two-node cluster (16 KiB slots), twice: run i with the node keys
+ * nodes[i] and a rail of the keys rails[i]; results[i] (size bytes each) gets it. */
+static void two_runs(const char *const nodes[2], const char *const rails[2],
+		     void (*fn)(struct pc_store *, void *), void *results, size_t size)
 {
 	char err[PC_ERR_MAX];
 
 	for (int i = 0; i < 2; i++) {
 		struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 1 };
 		struct pc_topology *t = NULL;
-		char keys[128], text[512];
+		char text[512];
 
-		snprintf(keys, sizeof(keys), "%s%s: %d", fixed, key, v[i]);
 		snprintf(text, sizeof(text),
 			 "store: {slot_size_classes: [16KiB], global_segment_size: 4MiB}\n"
-			 "node_defaults: {%s, rails: [{device: d, gbps: 100, latency_us: 5}]}\n"
+			 "node_defaults: {%s%srails: [{device: d, %s}]}\n"
 			 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n",
-			 keys);
+			 nodes[i], *nodes[i] ? ", " : "", rails[i]);
 		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
 		cfg.topo = t;
 		CU_ASSERT_EQUAL(run_on_node(&cfg, 0, fn, (char *)results + i * size, err, sizeof(err)), 0);
 		pc_topology_free(t);
 	}
+}
+
+/* two_runs on a rail of 100 Gb/s and 5 us each way, the node keys fixed, once with
+ * each of two values of the node key `key`: results[i] gets the run with v[i]. */
+static void two_node_runs(const char *fixed, const char *key, const int v[2],
+			  void (*fn)(struct pc_store *, void *), void *results, size_t size)
+{
+	char keys[2][128];
+	const char *rail = "gbps: 100, latency_us: 5";
+
+	for (int i = 0; i < 2; i++)
+		snprintf(keys[i], sizeof(keys[i]), "%s%s: %d", fixed, key, v[i]);
+	two_runs((const char *const[2]){ keys[0], keys[1] }, (const char *const[2]){ rail, rail },
+		 fn, results, size);
 }
 
 struct rpc_times {
@@ -1068,25 +1080,12 @@ static void time_rates(struct pc_store *st, void *arg)
 static void test_write_rate(void)
 {
 	struct rate_times t[2];
-	char err[PC_ERR_MAX];
 	const double page_ns = (16384 + 64) * 8 / 10.0;	/* at 10 Gb/s */
 
-	for (int i = 0; i < 2; i++) {
-		struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 1 };
-		struct pc_topology *topo = NULL;
-		char text[512];
-
-		snprintf(text, sizeof(text),
-			 "store: {slot_size_classes: [16KiB], global_segment_size: 4MiB}\n"
-			 "node_defaults: {rails: [{device: d, gbps: 10, write_gbps: %d, latency_us: 5}]}\n"
-			 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n",
-			 i ? 5 : 0);
-		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &topo, err,
-							sizeof(err)), 0);
-		cfg.topo = topo;
-		CU_ASSERT_EQUAL(run_on_node(&cfg, 0, time_rates, &t[i], err, sizeof(err)), 0);
-		pc_topology_free(topo);
-	}
+	two_runs((const char *const[2]){ "", "" },
+		 (const char *const[2]){ "gbps: 10, write_gbps: 0, latency_us: 5",
+					 "gbps: 10, write_gbps: 5, latency_us: 5" },
+		 time_rates, t, sizeof(t[0]));
 	printf("\n  %d pages of 16 KiB at write_gbps 0 / 5 (gbps 10): get %.1f / %.1f us, set %.1f / %.1f us",
 	       RATE_PAGES, t[0].get_ns / 1e3, t[1].get_ns / 1e3, t[0].set_ns / 1e3, t[1].set_ns / 1e3);
 	CU_ASSERT_EQUAL(t[1].get_ns, t[0].get_ns);
