@@ -46,6 +46,7 @@ struct pc_rail {
 	double write_gbps;		/* rate of WRITEs' bytes; 0: gbps */
 	double latency_us;		/* one-way per-op latency */
 	double op_us;			/* port time an op takes beyond its bytes */
+	double store_forward;		/* ops' bytes a transfer takes past its ports */
 	uint32_t max_outstanding;	/* ops in flight per port */
 };
 

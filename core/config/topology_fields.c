@@ -309,6 +309,13 @@ static const struct field rail_fields[] = {
 	  DOC("sim", "us", "Time each operation holds the rail's ports beyond its bytes in the "
 	      "simulator: a TCP server's per-frame work (pccalibrate fits it); about 0 for an "
 	      "RDMA NIC.")),
+	F(struct pc_rail, store_forward, FT_DOUBLE, 0, 8, "0",
+	  DOC("sim", "ops", "How long a transfer takes past its ports in the simulator, in one "
+	      "op's bytes at the rail's rate: the stages an op's bytes cross one after the "
+	      "other. On tcp the sender's copy into its socket and the receiver's copy out "
+	      "of it overlap across a batch's pages but not within one page, so a page alone "
+	      "moves at about half the rate of a batch's (pccalibrate fits it); 0 (cut-through) "
+	      "for an RDMA NIC, which forwards a packet at a time.")),
 	F(struct pc_rail, max_outstanding, FT_U32, 1, 1u << 20, "128",
 	  DOC("sim", "ops", "Operations in flight per rail in the simulator.")),
 };

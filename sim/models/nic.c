@@ -12,6 +12,7 @@ struct rail_ports {
 	double op_bytes;		/* an op's port time (op_us), as bytes at its rate */
 	double write_scale;		/* a WRITE's byte, as bytes at its rate (gbps /
 					 * write_gbps) */
+	double drain_ns;		/* store_forward: a byte's time past the ports */
 	uint32_t max_outstanding, outstanding;
 	struct waiting *wait_head, *wait_tail;
 };
@@ -72,6 +73,7 @@ struct sim_net *net_create(struct sim *s, const struct pc_topology *t, enum port
 				goto err;
 			rp->latency = (uint64_t)(node->rails[r].latency_us * 1000.0);
 			rp->op_bytes = node->rails[r].op_us * 1000.0 * rate;
+			rp->drain_ns = node->rails[r].store_forward / rate;
 			rp->write_scale = node->rails[r].write_gbps > 0 ?
 					  node->rails[r].gbps / node->rails[r].write_gbps : 1;
 			rp->max_outstanding = node->rails[r].max_outstanding;
@@ -156,14 +158,17 @@ static void round_done(struct sim *s, void *arg)
 	n->spare = x;
 }
 
-/* The second latency, after both ports are through. */
+/* The second latency, after both ports are through, and the last op's bytes
+ * through the stages past them (store_forward). */
 static void part_done(struct sim *s, void *arg)
 {
 	struct xfer *x = arg;
+	const struct rail_ports *rp = &x->n->rails[x->by][x->rail];
+	double drain = rp->drain_ns * x->bytes_per_op * (x->write ? rp->write_scale : 1);
 
 	if (--x->parts)
 		return;
-	sim_after_fixed(s, x->n->rails[x->by][x->rail].latency, round_done, x);
+	sim_after_fixed(s, rp->latency + (uint64_t)drain, round_done, x);
 }
 
 static void after_request_latency(struct sim *s, void *arg)

@@ -1047,17 +1047,14 @@ static void test_rpc_hand_off(void)
 #define RATE_PAGES 16
 
 struct rate_times {
-	uint64_t get_ns, set_ns;
+	uint64_t get_ns, set_ns, get_one_ns;	/* get_one_ns: of the first page alone */
 };
 
-/* Node 0 sets RATE_PAGES pages that node 1 owns, then gets them, each timed. */
-static void time_rates(struct pc_store *st, void *arg)
+/* RATE_PAGES pages of 16 KiB under keys that node 1 owns. */
+static void rate_pages(struct pc_store *st, uint64_t keys[RATE_PAGES], struct pc_page pg[RATE_PAGES])
 {
-	struct rate_times *t = arg;
-	struct pc_env *env = st->svc.env;
 	static uint8_t page[16384];
-	uint64_t keys[RATE_PAGES], key = 0, t0;
-	struct pc_page pg[RATE_PAGES];
+	uint64_t key = 0;
 
 	for (uint32_t i = 0; i < RATE_PAGES; i++, key++) {
 		while (ring_owner_of(store_ring_of(st), keyhash_of(&key, sizeof(key))) != 1)
@@ -1066,6 +1063,17 @@ static void time_rates(struct pc_store *st, void *arg)
 		pg[i] = (struct pc_page){ .key = &keys[i], .key_len = sizeof(keys[i]), .data = page,
 					  .len = sizeof(page), .cap = sizeof(page) };
 	}
+}
+
+/* Node 0 sets RATE_PAGES pages that node 1 owns, then gets them, each timed. */
+static void time_rates(struct pc_store *st, void *arg)
+{
+	struct rate_times *t = arg;
+	struct pc_env *env = st->svc.env;
+	uint64_t keys[RATE_PAGES], t0;
+	struct pc_page pg[RATE_PAGES];
+
+	rate_pages(st, keys, pg);
 	t0 = pc_env_now(env);
 	CU_ASSERT_EQUAL(pc_batch_set(st, pg, RATE_PAGES), RATE_PAGES);
 	t->set_ns = pc_env_now(env) - t0;
@@ -1091,6 +1099,43 @@ static void test_write_rate(void)
 	CU_ASSERT_EQUAL(t[1].get_ns, t[0].get_ns);
 	CU_ASSERT(fabs((double)(t[1].set_ns - t[0].set_ns) - RATE_PAGES * page_ns) <
 		  0.01 * RATE_PAGES * page_ns);
+}
+
+/* Node 0 stores RATE_PAGES pages that node 1 owns, then times a get of one of them
+ * and a get of all. */
+static void time_forward(struct pc_store *st, void *arg)
+{
+	struct rate_times *t = arg;
+	struct pc_env *env = st->svc.env;
+	uint64_t keys[RATE_PAGES], t0;
+	struct pc_page pg[RATE_PAGES];
+
+	rate_pages(st, keys, pg);
+	CU_ASSERT_EQUAL(pc_batch_set(st, pg, RATE_PAGES), RATE_PAGES);
+	t0 = pc_env_now(env);
+	CU_ASSERT_EQUAL(pc_batch_get(st, pg, 1), 1);
+	t->get_one_ns = pc_env_now(env) - t0;
+	t0 = pc_env_now(env);
+	CU_ASSERT_EQUAL(pc_batch_get(st, pg, RATE_PAGES), RATE_PAGES);
+	t->get_ns = pc_env_now(env) - t0;
+}
+
+/* nodes.rails.store_forward: a transfer takes that many of its ops' bytes at the
+ * rail's rate past its ports, once: a get of one page its page's 10 Gb/s time more
+ * at store_forward 1, a get of sixteen one page's time too, not sixteen. */
+static void test_store_forward(void)
+{
+	struct rate_times t[2];
+	const double page_ns = (16384 + 64) * 8 / 10.0;	/* at 10 Gb/s */
+
+	two_runs((const char *const[2]){ "", "" },
+		 (const char *const[2]){ "gbps: 10, store_forward: 0, latency_us: 5",
+					 "gbps: 10, store_forward: 1, latency_us: 5" },
+		 time_forward, t, sizeof(t[0]));
+	printf("\n  a get of 1 / %d pages of 16 KiB at store_forward 0: %.1f / %.1f us, at 1: %.1f / %.1f us",
+	       RATE_PAGES, t[0].get_one_ns / 1e3, t[0].get_ns / 1e3, t[1].get_one_ns / 1e3, t[1].get_ns / 1e3);
+	CU_ASSERT(fabs((double)(t[1].get_one_ns - t[0].get_one_ns) - page_ns) < 0.02 * page_ns);
+	CU_ASSERT(fabs((double)(t[1].get_ns - t[0].get_ns) - page_ns) < 0.02 * page_ns);
 }
 
 /* ---------------------------------------------------------------- wake-ups */
@@ -1439,6 +1484,7 @@ static CU_TestInfo tests[] = {
 	{ "the simulator's stores count with plain adds, exactly", test_serial_counters },
 	{ "nodes.rpc_us: a request handed to a worker takes it, a quick one not", test_rpc_hand_off },
 	{ "nodes.rails.write_gbps: a WRITE's bytes at that rate, a READ's at gbps", test_write_rate },
+	{ "nodes.rails.store_forward: a transfer's last op's bytes once more", test_store_forward },
 	{ "calibration: the rail's rates from the growth of the largest batches", test_byte_costs },
 	{ "nodes.wake_us: what wakes a node idle past idle_us waits for it", test_wake },
 	{ "nodes.nap_us: a request to a node idle past nap_idle_us, not idle_us, waits for it",
