@@ -109,7 +109,7 @@ void sm_get_tally_add(struct store_svc *st, const struct sm_get_tally *t)
 
 	for (int v = 0; v < SLOT_NR_VERDICTS; v++)
 		if (t->verdict[v])
-			pc_stat_add((uint64_t *)((char *)&st->metrics + field[v]), t->verdict[v]);
+			store_stat_add(st, (uint64_t *)((char *)&st->metrics + field[v]), t->verdict[v]);
 	if (t->unreachable)
 		METRIC_ADD(st, miss_unreachable, t->unreachable);
 	if (t->hit_bytes)
