@@ -309,7 +309,7 @@ static const struct field rail_fields[] = {
 	  DOC("sim", "us", "Time each operation holds the rail's ports beyond its bytes in the "
 	      "simulator: a TCP server's per-frame work (pccalibrate fits it); about 0 for an "
 	      "RDMA NIC.")),
-	F(struct pc_rail, store_forward, FT_DOUBLE, 0, 8, "0",
+	F(struct pc_rail, store_forward, FT_DOUBLE, 0, 64, "0",
 	  DOC("sim", "ops", "How long a transfer takes past its ports in the simulator, in one "
 	      "op's bytes at the rail's rate: the stages an op's bytes cross one after the "
 	      "other. On tcp the sender's copy into its socket and the receiver's copy out "

@@ -56,6 +56,7 @@
 #define CALIB_MAX_BATCH 128
 #define CALIB_DISK_BATCH 16
 #define CALIB_NR_PARAMS 10
+#define CALIB_MAX_FORWARD 64		/* nodes.rails.store_forward's largest value */
 #define CALIB_RPC_KEYS 16		/* keys in the larger rpc case's request */
 #define CALIB_NR_GAPS 7			/* idle cases: gaps of 25 us to 1.6 ms */
 

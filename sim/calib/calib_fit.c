@@ -61,8 +61,8 @@ static void to_vars(const struct calib_params *p, double x[CALIB_NR_PARAMS])
 	x[9] = p->store_forward;
 }
 
-/* Back from the variables; a rate whose time is 0 is the key's largest value. A
- * WRITE's byte costs write_cost times a READ's. */
+/* Back from the variables; a rate whose time is 0 is the key's largest value, and
+ * store_forward no more than its. A WRITE's byte costs write_cost times a READ's. */
 static void from_vars(const double x[CALIB_NR_PARAMS], double write_cost, struct calib_params *p)
 {
 	p->latency_us = x[0];
@@ -75,7 +75,7 @@ static void from_vars(const double x[CALIB_NR_PARAMS], double write_cost, struct
 	p->write_mbps = x[6] > 1e-6 ? 1.0 / x[6] : 1e6;
 	p->iops = x[7] > 1e6 / (double)(1u << 30) ? 1e6 / x[7] : (double)(1u << 30);
 	p->rpc_us = x[8];
-	p->store_forward = x[9];
+	p->store_forward = fmin(x[9], CALIB_MAX_FORWARD);
 }
 
 /* Solve the k x k system a x = y by Gaussian elimination with pivoting. */
