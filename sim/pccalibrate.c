@@ -244,7 +244,8 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 	}
 	printf("\nFit: latency_us %.2f, gbps %.2f, write_gbps %.2f, op_us %.2f, store_forward %.2f, memcpy_gbps %.2f, jitter %.2f, rpc_us %.1f, nap_us %.1f after nap_idle_us %.0f, wake_us %.1f after idle_us %.0f",
 	       c->fit.latency_us, c->fit.gbps, c->fit.write_gbps, c->fit.op_us, c->fit.store_forward,
-	       c->fit.memcpy_gbps, c->fit.jitter, c->fit.rpc_us, c->fit.nap_us, c->fit.nap_idle_us, c->fit.wake_us, c->fit.idle_us);
+	       c->fit.memcpy_gbps, c->fit.jitter, c->fit.rpc_us, c->fit.nap_us, c->fit.nap_idle_us,
+	       c->fit.wake_us, c->fit.idle_us);
 	if (c->disk)
 		printf("; nvme latency_us %.1f, read_mbps %.0f, write_mbps %.0f, iops %.0f",
 		       c->fit.nvme_latency_us, c->fit.read_mbps, c->fit.write_mbps, c->fit.iops);

@@ -164,10 +164,11 @@ static void part_done(struct sim *s, void *arg)
 {
 	struct xfer *x = arg;
 	const struct rail_ports *rp = &x->n->rails[x->by][x->rail];
-	double drain = rp->drain_ns * x->bytes_per_op * (x->write ? rp->write_scale : 1);
+	double drain;
 
 	if (--x->parts)
 		return;
+	drain = rp->drain_ns * x->bytes_per_op * (x->write ? rp->write_scale : 1);
 	sim_after_fixed(s, rp->latency + (uint64_t)drain, round_done, x);
 }
 

@@ -9,10 +9,11 @@
  * decides. F (store_forward) is how many more times the last op's bytes cross at
  * the rail's rate R once the ports are through: 0 is cut-through; on tcp an op's
  * bytes are copied into the sender's socket and out of the receiver's one after the
- * other, and only a batch's pages overlap. Ports serve gbps / 8 bytes per ns (a WRITE's bytes write_gbps / 8
- * where that is set), and each op holds a port op_us more (per-op work: a TCP server's
- * frames; 0 for RDMA NICs). A node keeps at most
- * max_outstanding ops in flight per rail; a transfer of more ops goes in rounds.
+ * other, and only a batch's pages overlap. Ports serve gbps / 8 bytes per ns (a
+ * WRITE's bytes write_gbps / 8 where that is set), and each op holds a port op_us
+ * more (per-op work: a TCP server's frames; 0 for RDMA NICs). A node keeps at most
+ * max_outstanding ops in flight per rail; a transfer of more ops goes in rounds,
+ * each with its own F o / R.
  *
  * Not for: what the bytes are (backend/fabric.c decides that).
  */
