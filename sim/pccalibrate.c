@@ -54,7 +54,8 @@ static const struct tool_opt options[] = {
 	{ "--pages SIZES", "the first two of store.slot_size_classes",
 	  "Page sizes to benchmark, comma-separated (16KiB,64KiB); each must fit a size class. "
 	  "The rail's rates are measured between the smallest and the largest; with one size "
-	  "the fit finds them with the other keys, and store_forward stays 0." },
+	  "the fit finds them with the other keys, and store_forward and segment_forward "
+	  "stay 0." },
 	{ "--batches LIST", "1,4,16,32,64",
 	  "Batch sizes to benchmark, comma-separated, 1 to 128 pages; span the batches (pages x "
 	  "page size) the workloads you plan for send." },
@@ -94,10 +95,11 @@ static const struct tool_doc doc = {
 		"coefficients. The rail's rates are measured, not fitted: nodes.rails.gbps from "
 		"how much longer the largest batch of gets takes with the largest page than with "
 		"the smallest, write_gbps the same for sets; at a known rate the time is affine "
-		"in nodes.rails.store_forward too (a page alone moves slower than a batch's "
-		"pages). A non-negative least squares fit of the relative errors gives "
-		"nodes.rails.latency_us, op_us, store_forward, nodes.memcpy_gbps, the nvme keys "
-		"and nodes.rpc_us. Then nodes.jitter, the spread of the "
+		"in nodes.rails.store_forward and segment_forward too (a page alone, and a "
+		"transfer of one segment, move slower than a batch). A non-negative least "
+		"squares fit of the relative errors gives nodes.rails.latency_us, op_us, "
+		"store_forward, segment_forward, nodes.memcpy_gbps, the nvme keys and "
+		"nodes.rpc_us. Then nodes.jitter, the spread of the "
 		"node's waits, is the value at which the simulated cases' 90th percentiles stand "
 		"to their medians as the measured ones do; and nodes.nap_us, nap_idle_us, wake_us "
 		"and idle_us, from gets of one page after the node and its peer idled 25 us to "
@@ -242,10 +244,10 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 		       k->sim_us, off(k->sim_us, k->real_us), k->real_p90_us, k->sim_p90_us,
 		       off(k->sim_p90_us, k->real_p90_us));
 	}
-	printf("\nFit: latency_us %.2f, gbps %.2f, write_gbps %.2f, op_us %.2f, store_forward %.2f, memcpy_gbps %.2f, jitter %.2f, rpc_us %.1f, nap_us %.1f after nap_idle_us %.0f, wake_us %.1f after idle_us %.0f",
+	printf("\nFit: latency_us %.2f, gbps %.2f, write_gbps %.2f, op_us %.2f, store_forward %.2f, segment_forward %.2f, memcpy_gbps %.2f, jitter %.2f, rpc_us %.1f, nap_us %.1f after nap_idle_us %.0f, wake_us %.1f after idle_us %.0f",
 	       c->fit.latency_us, c->fit.gbps, c->fit.write_gbps, c->fit.op_us, c->fit.store_forward,
-	       c->fit.memcpy_gbps, c->fit.jitter, c->fit.rpc_us, c->fit.nap_us, c->fit.nap_idle_us,
-	       c->fit.wake_us, c->fit.idle_us);
+	       c->fit.segment_forward, c->fit.memcpy_gbps, c->fit.jitter, c->fit.rpc_us, c->fit.nap_us,
+	       c->fit.nap_idle_us, c->fit.wake_us, c->fit.idle_us);
 	if (c->disk)
 		printf("; nvme latency_us %.1f, read_mbps %.0f, write_mbps %.0f, iops %.0f",
 		       c->fit.nvme_latency_us, c->fit.read_mbps, c->fit.write_mbps, c->fit.iops);

@@ -310,12 +310,18 @@ static const struct field rail_fields[] = {
 	      "simulator: a TCP server's per-frame work (pccalibrate fits it); about 0 for an "
 	      "RDMA NIC.")),
 	F(struct pc_rail, store_forward, FT_DOUBLE, 0, 64, "0",
-	  DOC("sim", "ops", "How long a transfer takes past its ports in the simulator, in one "
-	      "op's bytes at the rail's rate: the stages an op's bytes cross one after the "
-	      "other. On tcp the sender's copy into its socket and the receiver's copy out "
-	      "of it overlap across a batch's pages but not within one page, so a page alone "
-	      "moves at about half the rate of a batch's (pccalibrate fits it); 0 (cut-through) "
-	      "for an RDMA NIC, which forwards a packet at a time.")),
+	  DOC("sim", "ops", "How long a transfer takes past its ports in the simulator, in its "
+	      "last op's bytes at the rail's rate: work on a page that one end finishes "
+	      "before the other starts (on tcp a page's checksum, taken by the writer before "
+	      "it goes and by the reader once it is in), which a batch overlaps with its "
+	      "other pages (pccalibrate fits it); 0 for an RDMA NIC.")),
+	F(struct pc_rail, segment_forward, FT_DOUBLE, 0, 64, "0",
+	  DOC("sim", "segments", "How long a transfer takes past its ports in the simulator, in "
+	      "its last segment's bytes (up to 64 KiB, TCP's largest segment with "
+	      "segmentation offload and on loopback) at the rail's rate: the receiver copies "
+	      "a segment out once all of it is in, so the sender's copy and the receiver's "
+	      "overlap across segments but not within one (pccalibrate fits it, about 1 on "
+	      "tcp); 0 (cut-through) for an RDMA NIC, which forwards a packet at a time.")),
 	F(struct pc_rail, max_outstanding, FT_U32, 1, 1u << 20, "128",
 	  DOC("sim", "ops", "Operations in flight per rail in the simulator.")),
 };

@@ -55,8 +55,8 @@
 #define CALIB_MAX_CASES 64
 #define CALIB_MAX_BATCH 128
 #define CALIB_DISK_BATCH 16
-#define CALIB_NR_PARAMS 10
-#define CALIB_MAX_FORWARD 64		/* nodes.rails.store_forward's largest value */
+#define CALIB_NR_PARAMS 11
+#define CALIB_MAX_FORWARD 64		/* store_forward's and segment_forward's largest */
 #define CALIB_RPC_KEYS 16		/* keys in the larger rpc case's request */
 #define CALIB_NR_GAPS 7			/* idle cases: gaps of 25 us to 1.6 ms */
 
@@ -94,6 +94,7 @@ struct calib_params {			/* the model keys a calibration sets */
 	double write_gbps;		/* nodes.rails.write_gbps: gbps / write_cost */
 	double op_us;			/* nodes.rails.op_us */
 	double store_forward;		/* nodes.rails.store_forward */
+	double segment_forward;		/* nodes.rails.segment_forward */
 	double memcpy_gbps;		/* nodes.memcpy_gbps */
 	double nvme_latency_us;		/* nodes.nvme.latency_us */
 	double read_mbps, write_mbps;	/* nodes.nvme.read_mbps, write_mbps */

@@ -80,6 +80,7 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		   "  nodes.rails.write_gbps: %.3f\n"
 		   "  nodes.rails.op_us: %.3f\n"
 		   "  nodes.rails.store_forward: %.3f\n"
+		   "  nodes.rails.segment_forward: %.3f\n"
 		   "  nodes.memcpy_gbps: %.3f\n"
 		   "  nodes.jitter: %.3f\n"
 		   "  nodes.rpc_us: %.3f\n"
@@ -88,6 +89,7 @@ int calib_write(const char *path, const struct calib *c, const struct pc_topolog
 		   "  nodes.nap_us: %.3f\n"
 		   "  nodes.nap_idle_us: %.3f\n",
 		c->fit.latency_us, c->fit.gbps, c->fit.write_gbps, c->fit.op_us, c->fit.store_forward,
+		c->fit.segment_forward,
 		c->fit.memcpy_gbps, c->fit.jitter, c->fit.rpc_us, c->fit.wake_us, c->fit.idle_us,
 		c->fit.nap_us, c->fit.nap_idle_us);
 	if (c->disk)

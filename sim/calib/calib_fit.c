@@ -25,6 +25,7 @@ void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk)
 			n->rails[r].write_gbps = p->write_gbps;
 			n->rails[r].op_us = p->op_us;
 			n->rails[r].store_forward = p->store_forward;
+			n->rails[r].segment_forward = p->segment_forward;
 		}
 		n->jitter = p->jitter;
 		n->rpc_us = p->rpc_us;
@@ -59,10 +60,12 @@ static void to_vars(const struct calib_params *p, double x[CALIB_NR_PARAMS])
 	x[7] = 1e6 / p->iops;
 	x[8] = p->rpc_us;
 	x[9] = p->store_forward;
+	x[10] = p->segment_forward;
 }
 
 /* Back from the variables; a rate whose time is 0 is the key's largest value, and
- * store_forward no more than its. A WRITE's byte costs write_cost times a READ's. */
+ * store_forward and segment_forward no more than theirs. A WRITE's byte costs
+ * write_cost times a READ's. */
 static void from_vars(const double x[CALIB_NR_PARAMS], double write_cost, struct calib_params *p)
 {
 	p->latency_us = x[0];
@@ -76,6 +79,7 @@ static void from_vars(const double x[CALIB_NR_PARAMS], double write_cost, struct
 	p->iops = x[7] > 1e6 / (double)(1u << 30) ? 1e6 / x[7] : (double)(1u << 30);
 	p->rpc_us = x[8];
 	p->store_forward = fmin(x[9], CALIB_MAX_FORWARD);
+	p->segment_forward = fmin(x[10], CALIB_MAX_FORWARD);
 }
 
 /* Solve the k x k system a x = y by Gaussian elimination with pivoting. */
@@ -230,10 +234,10 @@ static int fit_jitter(struct pc_topology *t, uint32_t node, struct calib *c, cha
  * jitter every simulation draws the same stretches in the same order, so a case's
  * median stays affine but for which batch is the median), then the least squares
  * fit; the rail's time per byte, where calib_byte_costs found it, is a constant
- * there, not a variable, and the base point's. store_forward is fitted only then: it
- * multiplies the time per byte, so the model is affine in it at a known rate alone
- * (and with one page size the two are one product). Sets c->fit but its jitter,
- * which it keeps.
+ * there, not a variable, and the base point's. store_forward and segment_forward are
+ * fitted only then: they multiply the time per byte, so the model is affine in them
+ * at a known rate alone (and with one page size they and the rate are one product).
+ * Sets c->fit but its jitter, which it keeps.
  */
 static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, char *err,
 		      size_t errlen)
@@ -252,6 +256,7 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 	if (c->read_byte_us > 0) {
 		base.gbps = 8.0 / (c->read_byte_us * 1000.0);
 		base.store_forward = 0.5;
+		base.segment_forward = 0.5;
 	}
 	base.write_gbps = base.gbps / c->write_cost;
 	to_vars(&base, x0);
@@ -262,7 +267,7 @@ static int fit_affine(struct pc_topology *t, uint32_t node, struct calib *c, cha
 		double xs[CALIB_NR_PARAMS];
 		struct calib_params p = base;
 
-		if (!x0[j]) {	/* not fitted (store_forward without the rate) */
+		if (!x0[j]) {	/* not fitted (the drains without the rate) */
 			for (uint32_t i = 0; i < c->nr_cases; i++)
 				A[i][j] = 0;
 			continue;

@@ -2,9 +2,14 @@
  * nic.c - rails as pairs of processor-sharing ports, a latency each way, and an
  * outstanding-op budget per node and rail.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "nic.h"
+
+/* The most bytes a segment carries: TCP's with segmentation offload, and loopback's
+ * MTU. */
+#define NET_SEGMENT_BYTES 65536.0
 
 struct rail_ports {
 	struct port *egress, *ingress;
@@ -12,7 +17,8 @@ struct rail_ports {
 	double op_bytes;		/* an op's port time (op_us), as bytes at its rate */
 	double write_scale;		/* a WRITE's byte, as bytes at its rate (gbps /
 					 * write_gbps) */
-	double drain_ns;		/* store_forward: a byte's time past the ports */
+	double op_drain;		/* store_forward / rate: an op's byte past the ports */
+	double seg_drain;		/* segment_forward / rate: a segment's byte */
 	uint32_t max_outstanding, outstanding;
 	struct waiting *wait_head, *wait_tail;
 };
@@ -73,7 +79,8 @@ struct sim_net *net_create(struct sim *s, const struct pc_topology *t, enum port
 				goto err;
 			rp->latency = (uint64_t)(node->rails[r].latency_us * 1000.0);
 			rp->op_bytes = node->rails[r].op_us * 1000.0 * rate;
-			rp->drain_ns = node->rails[r].store_forward / rate;
+			rp->op_drain = node->rails[r].store_forward / rate;
+			rp->seg_drain = node->rails[r].segment_forward / rate;
 			rp->write_scale = node->rails[r].write_gbps > 0 ?
 					  node->rails[r].gbps / node->rails[r].write_gbps : 1;
 			rp->max_outstanding = node->rails[r].max_outstanding;
@@ -158,17 +165,19 @@ static void round_done(struct sim *s, void *arg)
 	n->spare = x;
 }
 
-/* The second latency, after both ports are through, and the last op's bytes
- * through the stages past them (store_forward). */
+/* The second latency, after both ports are through, and the last op's and the last
+ * segment's bytes through the stages past them (store_forward, segment_forward). */
 static void part_done(struct sim *s, void *arg)
 {
 	struct xfer *x = arg;
 	const struct rail_ports *rp = &x->n->rails[x->by][x->rail];
-	double drain;
+	double seg, drain;
 
 	if (--x->parts)
 		return;
-	drain = rp->drain_ns * x->bytes_per_op * (x->write ? rp->write_scale : 1);
+	seg = fmin(x->bytes_per_op * x->round_ops, NET_SEGMENT_BYTES);
+	drain = (rp->op_drain * x->bytes_per_op + rp->seg_drain * seg) *
+		(x->write ? rp->write_scale : 1);
 	sim_after_fixed(s, rp->latency + (uint64_t)drain, round_done, x);
 }
 

@@ -2,18 +2,20 @@
  * nic.h - the network: every node's rails, each an egress and an ingress port.
  *
  * A transfer of b bytes in ops of o bytes from node u to node v on rail r takes
- *     T = L + max(S_egress(u,r), S_ingress(v,r)) + F o / R + L
+ *     T = L + max(S_egress(u,r), S_ingress(v,r)) + (F o + G min(b, 64 KiB)) / R + L
  * where L is the rail's one-way latency (latency_us) and S the time the b bytes spend
  * in each port, shared fairly (processor sharing) with every other transfer using it:
  * the sender's and receiver's links are crossed at once, and the slower of the two
- * decides. F (store_forward) is how many more times the last op's bytes cross at
- * the rail's rate R once the ports are through: 0 is cut-through; on tcp an op's
- * bytes are copied into the sender's socket and out of the receiver's one after the
- * other, and only a batch's pages overlap. Ports serve gbps / 8 bytes per ns (a
+ * decides. Once the ports are through, the last op's bytes cross F (store_forward)
+ * more times at the rail's rate R and the last segment's G (segment_forward) times:
+ * on tcp a page's checksum is taken by one end before or after the other's work on
+ * it, and a segment (NET_SEGMENT_BYTES) is copied into the sender's socket and out of
+ * the receiver's one after the other, while a batch's pages and segments overlap.
+ * Both are 0 (cut-through) for an RDMA NIC. Ports serve gbps / 8 bytes per ns (a
  * WRITE's bytes write_gbps / 8 where that is set), and each op holds a port op_us
  * more (per-op work: a TCP server's frames; 0 for RDMA NICs). A node keeps at most
  * max_outstanding ops in flight per rail; a transfer of more ops goes in rounds,
- * each with its own F o / R.
+ * each with its own drain past the ports.
  *
  * Not for: what the bytes are (backend/fabric.c decides that).
  */

@@ -165,7 +165,7 @@ static void test_round_trip(void)
 	struct ecl_opts two = { .nodes = 2, .pcd_cpu = *pin ? 2 : 0 };
 	struct ecl *E = ecl_up_opts(pcd, "tcp", STORE, true, &two);
 	char cmd[4096], file[600], topo[600], grep[700];
-	double fitted, write_rate, forward;
+	double fitted, write_rate, forward, segment;
 	int ret;
 
 	/* pccalibrate serves n0 itself */
@@ -214,13 +214,15 @@ static void test_round_trip(void)
 	fitted = yaml_number(file, "nodes.memcpy_gbps:");
 	write_rate = yaml_number(file, "nodes.rails.write_gbps:");
 	forward = yaml_number(file, "nodes.rails.store_forward:");
+	segment = yaml_number(file, "nodes.rails.segment_forward:");
 	snprintf(file, sizeof(file), "%s/plan/config-1.yaml", T);
 	CU_ASSERT(fitted > 0 && yaml_number(file, "memcpy_gbps:") == fitted);
 	CU_ASSERT(yaml_number(file, "gbps:") == 7);
 	/* the set's rate, measured with the read rate (two page sizes), goes along */
 	CU_ASSERT(write_rate > 0 && yaml_number(file, "write_gbps:") == write_rate);
-	/* and so does store_forward, fitted at that rate */
+	/* and so do store_forward and segment_forward, fitted at that rate */
 	CU_ASSERT(forward >= 0 && yaml_number(file, "store_forward:") == forward);
+	CU_ASSERT(segment >= 0 && yaml_number(file, "segment_forward:") == segment);
 	/* a file that is not a calibration: one line naming it, exit code 2 */
 	snprintf(cmd, sizeof(cmd),
 		 "%s --topology %s --calibration %s --workload zipf:keys=30 --out %s/plan2 2>&1 | "

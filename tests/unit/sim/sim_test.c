@@ -1120,22 +1120,49 @@ static void time_forward(struct pc_store *st, void *arg)
 	t->get_ns = pc_env_now(env) - t0;
 }
 
-/* nodes.rails.store_forward: a transfer takes that many of its ops' bytes at the
- * rail's rate past its ports, once: a get of one page its page's 10 Gb/s time more
- * at store_forward 1, a get of sixteen one page's time too, not sixteen. */
-static void test_store_forward(void)
+/* A get of one of RATE_PAGES pages of 16 KiB and of all of them at 10 Gb/s, with the
+ * rail key `key` at 0 and at 1: how much longer each takes at 1, in ns. */
+static void forward_extra(const char *key, double *one_ns, double *all_ns)
 {
 	struct rate_times t[2];
-	const double page_ns = (16384 + 64) * 8 / 10.0;	/* at 10 Gb/s */
+	char rail[2][96];
 
-	two_runs((const char *const[2]){ "", "" },
-		 (const char *const[2]){ "gbps: 10, store_forward: 0, latency_us: 5",
-					 "gbps: 10, store_forward: 1, latency_us: 5" },
+	for (int i = 0; i < 2; i++)
+		snprintf(rail[i], sizeof(rail[i]), "gbps: 10, %s: %d, latency_us: 5", key, i);
+	two_runs((const char *const[2]){ "", "" }, (const char *const[2]){ rail[0], rail[1] },
 		 time_forward, t, sizeof(t[0]));
-	printf("\n  a get of 1 / %d pages of 16 KiB at store_forward 0: %.1f / %.1f us, at 1: %.1f / %.1f us",
-	       RATE_PAGES, t[0].get_one_ns / 1e3, t[0].get_ns / 1e3, t[1].get_one_ns / 1e3, t[1].get_ns / 1e3);
-	CU_ASSERT(fabs((double)(t[1].get_one_ns - t[0].get_one_ns) - page_ns) < 0.02 * page_ns);
-	CU_ASSERT(fabs((double)(t[1].get_ns - t[0].get_ns) - page_ns) < 0.02 * page_ns);
+	printf("\n  a get of 1 / %d pages of 16 KiB at %s 0: %.1f / %.1f us, at 1: %.1f / %.1f us",
+	       RATE_PAGES, key, t[0].get_one_ns / 1e3, t[0].get_ns / 1e3, t[1].get_one_ns / 1e3,
+	       t[1].get_ns / 1e3);
+	*one_ns = (double)(t[1].get_one_ns - t[0].get_one_ns);
+	*all_ns = (double)(t[1].get_ns - t[0].get_ns);
+}
+
+#define PAGE_NS ((16384 + 64) * 8 / 10.0)	/* a page and its header at 10 Gb/s */
+
+/* nodes.rails.store_forward: a transfer takes that many of its last op's bytes at
+ * the rail's rate past its ports, once: a get of one page its page's time more at
+ * store_forward 1, a get of sixteen one page's time too, not sixteen. */
+static void test_store_forward(void)
+{
+	double one, all;
+
+	forward_extra("store_forward", &one, &all);
+	CU_ASSERT(fabs(one - PAGE_NS) < 0.02 * PAGE_NS);
+	CU_ASSERT(fabs(all - PAGE_NS) < 0.02 * PAGE_NS);
+}
+
+/* nodes.rails.segment_forward: as many of its last segment's bytes (the transfer's,
+ * at most 64 KiB): a get of one page its page's time more, a get of sixteen (256
+ * KiB) 64 KiB's. */
+static void test_segment_forward(void)
+{
+	const double segment_ns = 65536 * 8 / 10.0;
+	double one, all;
+
+	forward_extra("segment_forward", &one, &all);
+	CU_ASSERT(fabs(one - PAGE_NS) < 0.02 * PAGE_NS);
+	CU_ASSERT(fabs(all - segment_ns) < 0.02 * segment_ns);
 }
 
 /* ---------------------------------------------------------------- wake-ups */
@@ -1485,6 +1512,7 @@ static CU_TestInfo tests[] = {
 	{ "nodes.rpc_us: a request handed to a worker takes it, a quick one not", test_rpc_hand_off },
 	{ "nodes.rails.write_gbps: a WRITE's bytes at that rate, a READ's at gbps", test_write_rate },
 	{ "nodes.rails.store_forward: a transfer's last op's bytes once more", test_store_forward },
+	{ "nodes.rails.segment_forward: its last segment's bytes once more", test_segment_forward },
 	{ "calibration: the rail's rates from the growth of the largest batches", test_byte_costs },
 	{ "nodes.wake_us: what wakes a node idle past idle_us waits for it", test_wake },
 	{ "nodes.nap_us: a request to a node idle past nap_idle_us, not idle_us, waits for it",
