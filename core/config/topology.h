@@ -47,7 +47,7 @@ struct pc_rail {
 	double latency_us;		/* one-way per-op latency */
 	double op_us;			/* port time an op takes beyond its bytes */
 	double store_forward;		/* last op's bytes a transfer takes past its ports */
-	double segment_forward;		/* and its last segment's (NET_SEGMENT_BYTES) */
+	double segment_forward;		/* and a segment's (up to NET_SEGMENT_BYTES) */
 	uint32_t max_outstanding;	/* ops in flight per port */
 };
 

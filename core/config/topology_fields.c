@@ -317,7 +317,7 @@ static const struct field rail_fields[] = {
 	      "other pages (pccalibrate fits it); 0 for an RDMA NIC.")),
 	F(struct pc_rail, segment_forward, FT_DOUBLE, 0, 64, "0",
 	  DOC("sim", "segments", "How long a transfer takes past its ports in the simulator, in "
-	      "its last segment's bytes (up to 64 KiB, TCP's largest segment with "
+	      "one segment's bytes (the transfer's, up to 64 KiB: TCP's largest segment with "
 	      "segmentation offload and on loopback) at the rail's rate: the receiver copies "
 	      "a segment out once all of it is in, so the sender's copy and the receiver's "
 	      "overlap across segments but not within one (pccalibrate fits it, about 1 on "

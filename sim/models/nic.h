@@ -7,7 +7,7 @@
  * in each port, shared fairly (processor sharing) with every other transfer using it:
  * the sender's and receiver's links are crossed at once, and the slower of the two
  * decides. Once the ports are through, the last op's bytes cross F (store_forward)
- * more times at the rail's rate R and the last segment's G (segment_forward) times:
+ * more times at the rail's rate R and a segment's G (segment_forward) times:
  * on tcp a page's checksum is taken by one end before or after the other's work on
  * it, and a segment (NET_SEGMENT_BYTES) is copied into the sender's socket and out of
  * the receiver's one after the other, while a batch's pages and segments overlap.

@@ -1152,7 +1152,7 @@ static void test_store_forward(void)
 	CU_ASSERT(fabs(all - PAGE_NS) < 0.02 * PAGE_NS);
 }
 
-/* nodes.rails.segment_forward: as many of its last segment's bytes (the transfer's,
+/* nodes.rails.segment_forward: as many of a segment's bytes (the transfer's,
  * at most 64 KiB): a get of one page its page's time more, a get of sixteen (256
  * KiB) 64 KiB's. */
 static void test_segment_forward(void)
@@ -1512,7 +1512,7 @@ static CU_TestInfo tests[] = {
 	{ "nodes.rpc_us: a request handed to a worker takes it, a quick one not", test_rpc_hand_off },
 	{ "nodes.rails.write_gbps: a WRITE's bytes at that rate, a READ's at gbps", test_write_rate },
 	{ "nodes.rails.store_forward: a transfer's last op's bytes once more", test_store_forward },
-	{ "nodes.rails.segment_forward: its last segment's bytes once more", test_segment_forward },
+	{ "nodes.rails.segment_forward: a segment's bytes once more", test_segment_forward },
 	{ "calibration: the rail's rates from the growth of the largest batches", test_byte_costs },
 	{ "nodes.wake_us: what wakes a node idle past idle_us waits for it", test_wake },
 	{ "nodes.nap_us: a request to a node idle past nap_idle_us, not idle_us, waits for it",
