@@ -46,7 +46,8 @@ void calib_apply(struct pc_topology *t, const struct calib_params *p, bool disk)
  * The parameters as the linear variables of the model, in us and us per byte: the
  * rail's latency, its time per byte, the time per op, the copy time per byte; the
  * disk's latency, its time per byte read and written, the time per command; the
- * hand-off of an rpc.
+ * hand-off of an rpc; the two drains past the ports, as their keys (multiples of a
+ * byte's time: linear at a known rate only, fit_affine).
  */
 static void to_vars(const struct calib_params *p, double x[CALIB_NR_PARAMS])
 {
