@@ -19,6 +19,17 @@
 
 #define IOV_BATCH 1024		/* iovecs per sendmsg/recvmsg (Linux's IOV_MAX) */
 
+/* A transfer of more than RECV_BULK_BYTES is taken in at most RECV_SLICE_BYTES a
+ * receive until that much is left. While a receive copies, the socket is the
+ * receiver's: what arrives meanwhile waits in its backlog, and the TCP work on it
+ * (the ACKs that free the sender's buffer) waits until the copy has taken every
+ * queued byte. A sender with megabytes to go then runs out of buffer and waits; a
+ * slice of one loopback or TSO segment lets that work go on as the bytes are taken.
+ * A transfer that fits the sender's buffer is taken in as few calls as it can be:
+ * there the calls cost more than the ACKs' timing does. */
+#define RECV_BULK_BYTES (1u << 20)
+#define RECV_SLICE_BYTES (64u << 10)
+
 int tcp_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -230,17 +241,46 @@ ssize_t tcp_recv_some(int fd, void *buf, size_t len)
 	return r;
 }
 
+/* Shorten mh to its first max bytes by cutting the iovec they end in short; that
+ * iovec, its whole length in *whole, or NULL when mh holds no more than max. */
+static struct iovec *clip(struct msghdr *mh, size_t max, size_t *whole)
+{
+	size_t sum = 0;
+
+	for (size_t k = 0; k < mh->msg_iovlen; k++) {
+		struct iovec *e = &mh->msg_iov[k];
+
+		if (e->iov_len >= max - sum) {
+			*whole = e->iov_len;
+			e->iov_len = max - sum;
+			mh->msg_iovlen = k + 1;
+			return e;
+		}
+		sum += e->iov_len;
+	}
+	return NULL;
+}
+
 int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i)
 {
+	size_t left = 0;
+
 	tcp_iov_advance(v, n, i, 0);	/* past empty entries: a receive of none reads as EOF */
+	for (size_t k = *i; k < n; k++)
+		left += v[k].iov_len;
 	while (*i < n) {
 		struct msghdr mh = batch_of(v, n, *i);
+		size_t whole = 0;
+		struct iovec *cut = left > RECV_BULK_BYTES ? clip(&mh, RECV_SLICE_BYTES, &whole) : NULL;
 		ssize_t r = rx_result(recvmsg(fd, &mh, MSG_DONTWAIT));
 
+		if (cut)
+			cut->iov_len = whole;
 		if (r == -EINTR)
 			continue;
 		if (r < 0)
 			return (int)r;
+		left -= (size_t)r;
 		tcp_iov_advance(v, n, i, (size_t)r);
 	}
 	return 0;

@@ -725,6 +725,38 @@ static void test_large(void)
 	net_down(N);
 }
 
+/* WRITEs of more than a megabyte in one post, of lengths that end anywhere in a
+ * receive's 64 KiB slice (tcp_sock.c), land byte for byte. */
+static void test_large_writes(void)
+{
+	struct net *N = net_up(0);
+	const uint32_t n = 40;
+	size_t total = 0, off = 0;
+	uint8_t *src;
+	struct pc_op *ops = calloc(n, sizeof(*ops));
+
+	for (uint32_t i = 0; i < n; i++)
+		total += 100000 + 4099 * i;
+	src = malloc(total);
+	for (size_t i = 0; i < total; i++)
+		src[i] = (uint8_t)(i * 7 + i / 65536);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t len = 100000 + 4099 * i;
+
+		ops[i] = (struct pc_op){ .kind = PC_OP_WRITE, .peer = 1, .rkey = N->r[1].key,
+					 .raddr = at(N, 1, off), .local = src + off, .len = len };
+		off += len;
+	}
+	N->f[0]->timeout_ms = 10000;
+	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], ops, n), 0);
+	for (uint32_t i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(ops[i].status, 0);
+	CU_ASSERT_EQUAL(memcmp(N->mem[1], src, total), 0);
+	free(src);
+	free(ops);
+	net_down(N);
+}
+
 /* What a landed() callback saw: whether each op's bytes were all in by then. */
 struct landed_seen {
 	const uint8_t *remote;		/* the peer's memory the ops read */
@@ -1255,6 +1287,7 @@ static CU_TestInfo tests[] = {
 	{ "restart: stale addresses refused, the peer used again", test_restart },
 	{ "a different node at the address", test_wrong_node },
 	{ "64 x 256 KiB in one post", test_large },
+	{ "WRITEs of 7 MiB in one post", test_large_writes },
 	{ "landed() once per READ that asks, its bytes in", test_landed },
 	{ "prepare() once per WRITE that asks, before its bytes go", test_prepare },
 	{ "without polling (tcp_poll_us: 0)", test_no_polling },
