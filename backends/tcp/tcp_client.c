@@ -281,15 +281,18 @@ static int check_resp_hdr(struct flight *fl)
  * error. */
 static int recv_data(struct flight *fl)
 {
+	size_t left = 0;	/* the response's bytes still to come */
+
+	for (size_t k = fl->rxi; k < fl->rxn; k++)
+		left += fl->rx[k].iov_len;
 	for (;;) {
 		size_t end = fl->rxi, bytes = 0;
 		int ret;
 
-		if (fl->land_i == fl->nland)
-			end = fl->rxn;
-		while (end < fl->rxn && bytes < RX_WINDOW)
+		while (end < fl->rxn && (bytes < RX_WINDOW || fl->land_i == fl->nland))
 			bytes += fl->rx[end++].iov_len;
-		ret = tcp_recvv(fl->conn->fd, fl->rx, end, &fl->rxi);
+		ret = tcp_recvv(fl->conn->fd, fl->rx, end, &fl->rxi, left - bytes);
+		left -= bytes;
 		for (; fl->land_i < fl->nland && fl->land[fl->land_i].end <= fl->rxi; fl->land_i++) {
 			const struct pc_op *op = &fl->ops[fl->idx[fl->land[fl->land_i].j]];
 

@@ -19,8 +19,8 @@
 
 #define IOV_BATCH 1024		/* iovecs per sendmsg/recvmsg (Linux's IOV_MAX) */
 
-/* A transfer of more than RECV_BULK_BYTES is taken in at most RECV_SLICE_BYTES a
- * receive until that much is left. While a receive copies, the socket is the
+/* A transfer with more than RECV_BULK_BYTES to come is taken in at most
+ * RECV_SLICE_BYTES a receive. While a receive copies, the socket is the
  * receiver's: what arrives meanwhile waits in its backlog, and the TCP work on it
  * (the ACKs that free the sender's buffer) waits until the copy has taken every
  * queued byte. A sender with megabytes to go then runs out of buffer and waits; a
@@ -261,9 +261,9 @@ static struct iovec *clip(struct msghdr *mh, size_t max, size_t *whole)
 	return NULL;
 }
 
-int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i)
+int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i, size_t more)
 {
-	size_t left = 0;
+	size_t left = more;
 
 	tcp_iov_advance(v, n, i, 0);	/* past empty entries: a receive of none reads as EOF */
 	for (size_t k = *i; k < n; k++)

@@ -778,26 +778,28 @@ static void on_landed(void *arg, const struct pc_op *op)
 
 /* pc_op.landed: called once per successful READ that asks, with its bytes in,
  * before post() returns; never for a refused op or one that does not ask. Sizes
- * below and above tcp's receive window, so that both take their turn; over verbs
+ * below and above tcp's receive window, and more than a megabyte in all (tcp
+ * then receives in slices), so that each takes its turn; over verbs
  * (rxe) as each READ's completion is polled. */
 static void test_landed(void)
 {
-	static const uint32_t len[8] = { 4096, 262144, 100, 262144, 300000, 12288, 8, 65536 };
+	static const uint32_t len[8] = { 4096, 262144, 100, 262144, (3u << 20) + 7, 12288, 8, 65536 };
+	const size_t most = (3u << 20) + 7;
 	struct net *N = net_up(0);
 	struct landed_seen w = { .remote = N->mem[1], .base = at(N, 1, 0) };
-	uint8_t *dst = calloc(8, 300000 + 64), heads[8][64];
+	uint8_t *dst = calloc(8, most + 64), heads[8][64];
 	struct pc_op ops[8];
 	size_t off = 0;
 
-	for (size_t i = 0; i < 4u << 20; i++)
+	for (size_t i = 0; i < 8u << 20; i++)
 		N->mem[1][i] = (uint8_t)(i * 7 + i / 251);
 	for (int i = 0; i < 8; i++) {
 		ops[i] = (struct pc_op){ .kind = PC_OP_READ, .peer = 1, .rkey = N->r[1].key,
 					 .raddr = at(N, 1, off), .head = heads[i], .head_len = 64,
-					 .local = dst + (size_t)i * (300000 + 64), .len = len[i],
+					 .local = dst + (size_t)i * (most + 64), .len = len[i],
 					 .compare = (uint64_t)i };	/* only to tell the ops apart */
 		if (i % 2) {	/* into registered memory: no staging over verbs */
-			ops[i].head = N->mem[0] + (size_t)i * (300000 + 128);
+			ops[i].head = N->mem[0] + (size_t)i * (most + 128);
 			ops[i].local = (uint8_t *)ops[i].head + 64;
 			ops[i].lreg = &N->r[0];
 		}
