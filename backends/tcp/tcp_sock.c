@@ -22,11 +22,12 @@
 /* A transfer with more than RECV_BULK_BYTES to come is taken in at most
  * RECV_SLICE_BYTES a receive. While a receive copies, the socket is the
  * receiver's: what arrives meanwhile waits in its backlog, and the TCP work on it
- * (the ACKs that free the sender's buffer) waits until the copy has taken every
- * queued byte. A sender with megabytes to go then runs out of buffer and waits; a
- * slice of one loopback or TSO segment lets that work go on as the bytes are taken.
- * A transfer that fits the sender's buffer is taken in as few calls as it can be:
- * there the calls cost more than the ACKs' timing does. */
+ * (the ACKs that free the sender's buffer) runs once the copy has emptied the
+ * queue or the call returns. Against a peer that sends megabytes through a buffer
+ * of a few (a server's answer, a client's sets), receives of one loopback or TSO
+ * segment kept the transfer moving where receives of all there was stalled it. A
+ * transfer that fits the sender's buffer is taken in as few calls as it can be:
+ * there the calls cost more than they save. */
 #define RECV_BULK_BYTES (1u << 20)
 #define RECV_SLICE_BYTES (64u << 10)
 

@@ -160,15 +160,19 @@ int refio_value(struct refio_rd *r, void *dst, size_t n)
 		/* The rest of a large value straight into dst, and whatever follows it
 		 * (its "\r\n", the next header) into the buffer, in one call. A small
 		 * value's tail is the whole buffer: the next values come in the same
-		 * call and are copied from cache, which costs less than a call each. */
+		 * call and are copied from cache, which costs less than a call each.
+		 * A value larger than the buffer comes a buffer's worth at a time, as
+		 * the store's client takes a bulk response (tcp_sock.c: the TCP work
+		 * on what arrives meanwhile goes on between receives). */
 		size_t tail = n > REFIO_RD_BYTES ? 16u << 10 : REFIO_RD_BYTES;
 		char *d = (char *)dst + take;
 		size_t left = n - take;
 
 		r->off = r->len = 0;
 		while (left) {
-			struct iovec iov[2] = { { d, left }, { r->buf, tail } };
-			struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+			size_t ask = left < REFIO_RD_BYTES ? left : REFIO_RD_BYTES;
+			struct iovec iov[2] = { { d, ask }, { r->buf, tail } };
+			struct msghdr mh = { .msg_iov = iov, .msg_iovlen = ask < left ? 1 : 2 };
 			ssize_t got = refio_recvmsg(r->fd, &mh, r->spin_us);
 
 			if (got <= 0)
