@@ -59,17 +59,21 @@ enum { ST_HDR, ST_META, ST_DATA, ST_DONE };
 struct flight;
 typedef int build_fn(struct flight *fl);
 
-/* A READ to be told it landed (pc_op.landed): its place in idx, and the rx iovec
- * after its last one. */
+/* A READ to be told it landed (pc_op.landed): its place in idx, the rx iovec of
+ * its payload, and the one after its last. */
 struct landing {
 	uint32_t j;
-	size_t end;
+	size_t pay, end;
 };
 
 /* Bytes one receive asks for at most while READs wait to be told they landed: each
  * page is then looked at (its checksum, by the core) right after it came in, while
  * it is in cache, not after the whole batch has pushed it out. */
 #define RX_WINDOW (256u << 10)
+
+/* A payload larger than this, of a READ that asks to be told as it arrives
+ * (pc_op.arrived), comes in pieces of this size, each told as it is in. */
+#define RX_PIECE (64u << 10)
 
 /* A WRITE to be prepared (pc_op.prepare) before its bytes go: its place in idx,
  * and the tx iovec its bytes start at. */
@@ -213,7 +217,8 @@ static int ops_data_layout(struct flight *fl)
 			rx_add(fl, op->head, op->head_len, false);
 		rx_add(fl, op->local, op->kind == PC_OP_READ ? op->len : 8, false);
 		if (op->kind == PC_OP_READ && op->landed)
-			fl->land[fl->nland++] = (struct landing){ .j = j, .end = fl->rxn };
+			fl->land[fl->nland++] = (struct landing){ .j = j, .pay = fl->rxn - 1,
+								  .end = fl->rxn };
 		expect += pc_op_bytes(op);
 	}
 	return expect == fl->resp.body_len ? 0 : -EPROTO;
@@ -276,9 +281,33 @@ static int check_resp_hdr(struct flight *fl)
 	return 0;
 }
 
+/* Whether l's payload comes in pieces. */
+static bool pieced(const struct flight *fl, const struct landing *l)
+{
+	return fl->ops[fl->idx[l->j]].arrived && fl->rx[l->pay].iov_len > RX_PIECE;
+}
+
+/* The next piece of the payload at fl->rxi, a READ's that asks to be told as it
+ * arrives; its caller told how far it is in. 0 or <0 as tcp_recvv; *left less what
+ * came. */
+static int recv_piece(struct flight *fl, const struct pc_op *op, size_t *left)
+{
+	struct iovec *v = &fl->rx[fl->rxi], piece = { v->iov_base, RX_PIECE };
+	size_t i = 0, got;
+	int ret = tcp_recvv(fl->conn->fd, &piece, 1, &i, *left - RX_PIECE);
+
+	got = i ? RX_PIECE : RX_PIECE - piece.iov_len;
+	if (got) {
+		tcp_iov_advance(fl->rx, fl->rxn, &fl->rxi, got);
+		*left -= got;
+		op->arrived(op->landed_arg, op, (size_t)((uint8_t *)v->iov_base - (uint8_t *)op->local));
+	}
+	return ret;
+}
+
 /* Receive the ops' data, a window at a time while READs wait to be told they
- * landed, telling each as soon as its bytes are in. 0: all in; <0: -EAGAIN or an
- * error. */
+ * landed, telling each as soon as its bytes are in (a large payload piece by
+ * piece, to a READ that asks). 0: all in; <0: -EAGAIN or an error. */
 static int recv_data(struct flight *fl)
 {
 	size_t left = 0;	/* the response's bytes still to come */
@@ -286,11 +315,25 @@ static int recv_data(struct flight *fl)
 	for (size_t k = fl->rxi; k < fl->rxn; k++)
 		left += fl->rx[k].iov_len;
 	for (;;) {
-		size_t end = fl->rxi, bytes = 0;
+		const struct landing *l = fl->land_i < fl->nland ? &fl->land[fl->land_i] : NULL;
+		size_t end = fl->rxi, bytes = 0, li = fl->land_i;
 		int ret;
 
-		while (end < fl->rxn && (bytes < RX_WINDOW || fl->land_i == fl->nland))
+		if (l && fl->rxi == l->pay && pieced(fl, l)) {
+			ret = recv_piece(fl, &fl->ops[fl->idx[l->j]], &left);
+			if (ret)
+				return ret;
+			continue;
+		}
+		/* a window ends before a payload that comes in pieces */
+		while (end < fl->rxn && (bytes < RX_WINDOW || fl->land_i == fl->nland)) {
+			while (li < fl->nland && fl->land[li].end <= end)
+				li++;
+			if (li < fl->nland && end == fl->land[li].pay && end > fl->rxi &&
+			    pieced(fl, &fl->land[li]))
+				break;
 			bytes += fl->rx[end++].iov_len;
+		}
 		ret = tcp_recvv(fl->conn->fd, fl->rx, end, &fl->rxi, left - bytes);
 		left -= bytes;
 		for (; fl->land_i < fl->nland && fl->land[fl->land_i].end <= fl->rxi; fl->land_i++) {

@@ -22,12 +22,38 @@ const char *slot_verdict_name(enum slot_verdict v)
 	return v < SLOT_NR_VERDICTS ? verdict_names[v] : "?";
 }
 
+void slot_sum_begin(struct slot_sum *s, struct pc_keyhash key, uint32_t len)
+{
+	s->h = key.lo ^ (key.hi << 17 | key.hi >> 47) ^ ((uint64_t)len * 0x9E3779B97F4A7C15ULL);
+	s->done = 0;
+}
+
+void slot_sum_upto(struct slot_sum *s, const void *payload, uint32_t upto)
+{
+	while (upto > s->done && upto - s->done >= SLOT_SUM_PIECE) {
+		s->h = xxh3_payload((const uint8_t *)payload + s->done, SLOT_SUM_PIECE, s->h);
+		s->done += SLOT_SUM_PIECE;
+	}
+}
+
+uint64_t slot_sum_end(struct slot_sum *s, const void *payload, uint32_t len)
+{
+	if (!len)
+		return xxh3_payload(payload, 0, s->h);
+	slot_sum_upto(s, payload, len);
+	if (s->done < len) {
+		s->h = xxh3_payload((const uint8_t *)payload + s->done, len - s->done, s->h);
+		s->done = len;
+	}
+	return s->h;
+}
+
 uint64_t slot_checksum(struct pc_keyhash key, const void *payload, uint32_t len)
 {
-	uint64_t seed = key.lo ^ (key.hi << 17 | key.hi >> 47) ^
-			((uint64_t)len * 0x9E3779B97F4A7C15ULL);
+	struct slot_sum s;
 
-	return xxh3_payload(payload, len, seed);
+	slot_sum_begin(&s, key, len);
+	return slot_sum_end(&s, payload, len);
 }
 
 enum slot_verdict slot_matches(const struct slot_header *h, const void *payload,

@@ -177,7 +177,24 @@ static inline void slot_header_decode(const void *in, struct slot_header *h)
 	h->reserved = slot_get64(p + 56);
 }
 
-/* xxh3_64 of the payload, seeded by the key hash and the length. */
+/* A page's checksum: xxh3_64 of each SLOT_SUM_PIECE bytes of the payload in turn
+ * (the last piece shorter), each seeded with the sum of the one before and the
+ * first with a mix of the key hash and the length. A page of one piece has
+ * xxh3_64's sum of the whole; a larger one can be summed as its bytes come in,
+ * each piece while it is in cache, with struct slot_sum's 12 bytes of state. */
+#define SLOT_SUM_PIECE (64u << 10)
+
+struct slot_sum {
+	uint64_t h;			/* the sum so far (the seed before any piece) */
+	uint32_t done;			/* payload bytes summed */
+};
+
+void slot_sum_begin(struct slot_sum *s, struct pc_keyhash key, uint32_t len);
+/* Sum the whole pieces of payload[s->done..upto): the bytes up to upto are in. */
+void slot_sum_upto(struct slot_sum *s, const void *payload, uint32_t upto);
+/* Sum the rest of the len bytes: the checksum. */
+uint64_t slot_sum_end(struct slot_sum *s, const void *payload, uint32_t len);
+/* The checksum of len bytes at once. */
 uint64_t slot_checksum(struct pc_keyhash key, const void *payload, uint32_t len);
 
 static inline bool slot_header_empty(const struct slot_header *h)

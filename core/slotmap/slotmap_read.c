@@ -60,6 +60,9 @@ struct gkey {
 	const struct pc_region *lreg;	/* the caller's registered memory holding data */
 	uint64_t sum;			/* summed: the payload's checksum, taken as it landed */
 	bool summed;
+	bool summing;			/* part holds the sum of the pieces arrived so far */
+	uint32_t part_len;		/* of the payload the header claims */
+	struct slot_sum part;
 	uint8_t hdr[SLOT_HEADER_BYTES];
 };
 
@@ -179,19 +182,49 @@ static void direct_check(struct gkey *k, uint64_t *bytes, uint64_t *copied)
 	finish(k, v == SLOT_MISS_ABSENT ? SLOT_MISS_OTHER_KEY : v);
 }
 
-/* A slot's READ landed (pc_op.landed, from fabrics that copy the bytes in
- * themselves): hash the payload the header claims now, while it is in cache, not
- * after the batch has pushed it out. The gate then compares the header's checksum
- * with this sum (slot_matches_sum); nothing writes header or payload after this. */
-static void slot_landed(void *arg, const struct pc_op *op)
+/* The payload length of the header a slot's READ brought, or -1 when the gate
+ * refuses the header without a checksum. */
+static int64_t landing_len(const struct gkey *k, const struct pc_op *op)
 {
-	struct gkey *k = arg;
 	struct slot_header h;
 
 	slot_header_decode(k->hdr, &h);
 	if (slot_header_empty(&h) || !keyhash_eq(h.key, k->kc.h) || h.payload_len > op->len)
+		return -1;
+	return h.payload_len;
+}
+
+/* Part of a slot's payload is in (pc_op.arrived: local[0..upto), the header before
+ * it): sum its whole pieces now, while they are in cache. */
+static void slot_arrived(void *arg, const struct pc_op *op, size_t upto)
+{
+	struct gkey *k = arg;
+	int64_t len;
+
+	if (!k->summing) {
+		if ((len = landing_len(k, op)) < 0)
+			return;
+		slot_sum_begin(&k->part, k->kc.h, (uint32_t)len);
+		k->part_len = (uint32_t)len;
+		k->summing = true;
+	}
+	slot_sum_upto(&k->part, op->local, (uint32_t)(upto < k->part_len ? upto : k->part_len));
+}
+
+/* A slot's READ landed (pc_op.landed, from fabrics that copy the bytes in
+ * themselves): sum the payload the header claims (the rest of it, after the pieces
+ * that arrived) now, while it is in cache, not after the batch has pushed it out.
+ * The gate then compares the header's checksum with this sum (slot_matches_sum);
+ * nothing writes header or payload after this. */
+static void slot_landed(void *arg, const struct pc_op *op)
+{
+	struct gkey *k = arg;
+	int64_t len = landing_len(k, op);
+
+	if (len < 0)
 		return;		/* the gate refuses it without a checksum */
-	k->sum = slot_checksum(k->kc.h, op->local, h.payload_len);
+	k->sum = k->summing ? slot_sum_end(&k->part, op->local, (uint32_t)len) :
+			      slot_checksum(k->kc.h, op->local, (uint32_t)len);
 	k->summed = true;
 }
 
@@ -202,10 +235,11 @@ static struct pc_op slot_read_op(struct gkey *k, int c, uint64_t addr)
 	struct pc_op op = sm_slot_op(PC_OP_READ, k->kc.lay, cl, addr, k->hdr, k->kc.pg->data,
 				     read_len(k, c), k->lreg);
 
-	k->summed = false;
+	k->summed = k->summing = false;
 	memset(k->hdr, 0, sizeof(k->hdr));	/* a READ that brings nothing: an empty slot */
 	if (slot_has_payload(&cl->g)) {
 		op.landed = slot_landed;
+		op.arrived = slot_arrived;
 		op.landed_arg = k;
 	}
 	return op;

@@ -757,13 +757,29 @@ static void test_large_writes(void)
 	net_down(N);
 }
 
-/* What a landed() callback saw: whether each op's bytes were all in by then. */
+/* What a landed() callback saw: whether each op's bytes were all in by then; and
+ * arrived() calls: whether upto grew and its bytes were in. */
 struct landed_seen {
 	const uint8_t *remote;		/* the peer's memory the ops read */
 	uint64_t base;			/* its address */
 	unsigned calls, complete;
 	bool seen[8];
+	unsigned arrivals, arrived_bad;
+	size_t upto[8];
 };
+
+static void on_arrived(void *arg, const struct pc_op *op, size_t upto)
+{
+	struct landed_seen *w = arg;
+	const uint8_t *src = w->remote + (op->raddr - w->base);
+	unsigned i = (unsigned)op->compare;
+
+	w->arrivals++;
+	w->arrived_bad += w->seen[i] || upto <= w->upto[i] || upto >= op->len ||
+			  memcmp(op->head, src, op->head_len) ||
+			  memcmp(op->local, src + op->head_len, upto);
+	w->upto[i] = upto;
+}
 
 static void on_landed(void *arg, const struct pc_op *op)
 {
@@ -777,7 +793,8 @@ static void on_landed(void *arg, const struct pc_op *op)
 }
 
 /* pc_op.landed: called once per successful READ that asks, with its bytes in,
- * before post() returns; never for a refused op or one that does not ask. Sizes
+ * before post() returns; never for a refused op or one that does not ask; arrived,
+ * where asked, before it with more of the payload in each time (tcp). Sizes
  * below and above tcp's receive window, and more than a megabyte in all (tcp
  * then receives in slices), so that each takes its turn; over verbs
  * (rxe) as each READ's completion is polled. */
@@ -807,6 +824,8 @@ static void test_landed(void)
 			ops[i].landed = on_landed;
 			ops[i].landed_arg = &w;
 		}
+		if (i == 3 || i == 4)	/* and these as they arrive */
+			ops[i].arrived = on_arrived;
 		off += 64 + len[i] + 4096;
 	}
 	ops[2].rkey ^= 0x5a5a5a5a;	/* refused: its status says so, no call */
@@ -820,6 +839,9 @@ static void test_landed(void)
 	}
 	CU_ASSERT_EQUAL(w.calls, 6);
 	CU_ASSERT_EQUAL(w.complete, 6);
+	CU_ASSERT_EQUAL(w.arrived_bad, 0);
+	if (is_tcp())	/* in pieces of 64 KiB: 3 of 256 KiB, 48 of 3 MiB */
+		CU_ASSERT(w.arrivals >= 3 + 48);
 	free(dst);
 	net_down(N);
 }

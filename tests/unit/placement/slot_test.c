@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/payload_hash.h"
 #include "placement/slot.h"
 #include "testutil.h"
 
@@ -104,6 +105,45 @@ static void test_checksum_vector(void)
 	/* Seeded by key and length: same bytes, other key or length, other sum. */
 	CU_ASSERT_NOT_EQUAL(slot_checksum(KEY("page-1"), page, 256), slot_checksum(k, page, 256));
 	CU_ASSERT_NOT_EQUAL(slot_checksum(k, page, 255), slot_checksum(k, page, 256));
+}
+
+/* A page of more than one piece: xxh3_64 of each piece seeded with the sum before;
+ * one of one piece (or none) is xxh3_64 of the whole. Summed in any steps as the
+ * bytes come, the same sum. */
+static void test_checksum_pieces(void)
+{
+	static const uint32_t lens[] = { 0, 1, 1000, SLOT_SUM_PIECE - 1, SLOT_SUM_PIECE,
+					 SLOT_SUM_PIECE + 1, 2 * SLOT_SUM_PIECE, 300005 };
+	static const uint32_t steps[] = { 1, 4096, 60000, SLOT_SUM_PIECE, 100000 };
+	struct pc_keyhash k = KEY("page-9");
+	uint8_t *page = malloc(300005);
+	unsigned bad = 0;
+
+	fill(page, 300005, 3);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		uint32_t len = lens[i];
+		struct slot_sum s;
+		uint64_t want, h;
+
+		slot_sum_begin(&s, k, len);
+		h = s.h;	/* the seed */
+		for (uint32_t at = 0; at < len; at += SLOT_SUM_PIECE) {
+			uint32_t n = len - at < SLOT_SUM_PIECE ? len - at : SLOT_SUM_PIECE;
+
+			h = xxh3_payload(page + at, n, h);
+		}
+		want = len ? h : xxh3_payload(page, 0, s.h);
+		bad += slot_checksum(k, page, len) != want;
+		for (size_t st = 0; st < sizeof(steps) / sizeof(steps[0]); st++) {
+			slot_sum_begin(&s, k, len);
+			for (uint32_t upto = steps[st]; upto < len; upto += steps[st])
+				slot_sum_upto(&s, page, upto);
+			bad += slot_sum_end(&s, page, len) != want;
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_EQUAL(slot_checksum(k, page, 300005), 0xdaa43ae5165f21ceULL);	/* across builds */
+	free(page);
 }
 
 struct image {
@@ -502,6 +542,7 @@ static CU_TestInfo tests[] = {
 	{ "bucket and predicted way spread", test_bucket_spread },
 	{ "header codec and byte layout", test_header_codec },
 	{ "checksum vector", test_checksum_vector },
+	{ "checksum of a page in pieces", test_checksum_pieces },
 	{ "gate: hit", test_gate_hit },
 	{ "gate: absent, other key, torn, length, checksum", test_gate_misses },
 	{ "gate: header of A over payload of B", test_gate_header_a_payload_b },
