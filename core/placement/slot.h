@@ -37,7 +37,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "peercache slots need 
 
 #define SLOT_HEADER_BYTES 64u
 #define SLOT_MAGIC 0x31534350u		/* "PCS1" in memory */
-#define SLOT_VERSION 1u
+#define SLOT_VERSION 2u		/* 2: checksums in 64 KiB pieces (slot_sum) */
 #define SLOT_MAX_WAYS 64u
 #define SLOT_TAG_BYTES 4u
 
