@@ -90,8 +90,8 @@ struct pc_op {
 	/* Optional, READs with landed only: arrived(landed_arg, op, upto) says that
 	 * head and local[0..upto) are in (0 < upto < len), upto growing call by call,
 	 * so that the caller can work on a large payload in pieces while each is in
-	 * cache; landed follows as before. Same thread and op copies as landed. A
-	 * backend that does not take the bytes in pieces itself (verbs, the
+	 * cache; landed follows as before, on the same thread and with the same op.
+	 * A backend that does not take the bytes in pieces itself (verbs, the
 	 * simulator's) never calls it. */
 	void (*arrived)(void *landed_arg, const struct pc_op *op, size_t upto);
 	/* Optional, WRITEs only: prepare(prepare_arg, op) fills in the last of the
