@@ -116,6 +116,7 @@ struct flight {
 	size_t meta_len;
 	struct iovec *rx;
 	size_t rxn, rxi;
+	size_t rx_left;			/* the data's bytes not in yet */
 	struct landing *land;		/* READs with a landed() callback, in rx order */
 	uint32_t nland, land_i;		/* how many; how many told */
 	uint8_t *small;			/* small ops' bytes, in op order (rx_small) */
@@ -174,6 +175,7 @@ static void rx_add(struct flight *fl, void *base, size_t len, bool small)
 
 	if (!len)
 		return;
+	fl->rx_left += len;
 	if (small && last && (uint8_t *)last->iov_base + last->iov_len == (uint8_t *)base)
 		last->iov_len += len;
 	else
@@ -194,6 +196,7 @@ static int ops_data_layout(struct flight *fl)
 		if (!fl->status[j] && op->kind != PC_OP_WRITE && rx_small(op))
 			small += op->kind == PC_OP_CAS ? 8 : pc_op_bytes(op);
 	}
+	fl->rx_left = 0;
 	fl->rx = calloc(2 * (size_t)fl->nidx + 1, sizeof(*fl->rx));
 	fl->land = calloc(fl->nidx ? fl->nidx : 1, sizeof(*fl->land));
 	fl->small = small ? malloc(small) : NULL;
@@ -288,18 +291,16 @@ static bool pieced(const struct flight *fl, const struct landing *l)
 }
 
 /* The next piece of the payload at fl->rxi, a READ's that asks to be told as it
- * arrives; its caller told how far it is in. 0 or <0 as tcp_recvv; *left less what
- * came. */
-static int recv_piece(struct flight *fl, const struct pc_op *op, size_t *left)
+ * arrives; its caller told how far it is in. 0 or <0 as tcp_recvv. */
+static int recv_piece(struct flight *fl, const struct pc_op *op)
 {
 	struct iovec *v = &fl->rx[fl->rxi], piece = { v->iov_base, RX_PIECE };
 	size_t i = 0, got;
-	int ret = tcp_recvv(fl->conn->fd, &piece, 1, &i, *left - RX_PIECE);
+	int ret = tcp_recvv(fl->conn->fd, &piece, 1, &i, &fl->rx_left);
 
 	got = i ? RX_PIECE : RX_PIECE - piece.iov_len;
 	if (got) {
 		tcp_iov_advance(fl->rx, fl->rxn, &fl->rxi, got);
-		*left -= got;
 		op->arrived(op->landed_arg, op, (size_t)((uint8_t *)v->iov_base - (uint8_t *)op->local));
 	}
 	return ret;
@@ -310,23 +311,21 @@ static int recv_piece(struct flight *fl, const struct pc_op *op, size_t *left)
  * piece, to a READ that asks). 0: all in; <0: -EAGAIN or an error. */
 static int recv_data(struct flight *fl)
 {
-	size_t left = 0;	/* the response's bytes still to come */
-
-	for (size_t k = fl->rxi; k < fl->rxn; k++)
-		left += fl->rx[k].iov_len;
 	for (;;) {
 		const struct landing *l = fl->land_i < fl->nland ? &fl->land[fl->land_i] : NULL;
 		size_t end = fl->rxi, bytes = 0, li = fl->land_i;
 		int ret;
 
 		if (l && fl->rxi == l->pay && pieced(fl, l)) {
-			ret = recv_piece(fl, &fl->ops[fl->idx[l->j]], &left);
+			ret = recv_piece(fl, &fl->ops[fl->idx[l->j]]);
 			if (ret)
 				return ret;
 			continue;
 		}
+		if (!l)
+			end = fl->rxn;	/* every READ told: the rest at once */
 		/* a window ends before a payload that comes in pieces */
-		while (end < fl->rxn && (bytes < RX_WINDOW || fl->land_i == fl->nland)) {
+		while (end < fl->rxn && bytes < RX_WINDOW) {
 			while (li < fl->nland && fl->land[li].end <= end)
 				li++;
 			if (li < fl->nland && end == fl->land[li].pay && end > fl->rxi &&
@@ -334,8 +333,7 @@ static int recv_data(struct flight *fl)
 				break;
 			bytes += fl->rx[end++].iov_len;
 		}
-		ret = tcp_recvv(fl->conn->fd, fl->rx, end, &fl->rxi, left - bytes);
-		left -= bytes;
+		ret = tcp_recvv(fl->conn->fd, fl->rx, end, &fl->rxi, &fl->rx_left);
 		for (; fl->land_i < fl->nland && fl->land[fl->land_i].end <= fl->rxi; fl->land_i++) {
 			const struct pc_op *op = &fl->ops[fl->idx[fl->land[fl->land_i].j]];
 

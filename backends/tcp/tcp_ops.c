@@ -49,7 +49,7 @@ int tcp_ops_check(struct tcp_ops *o, const struct tcp_frame *fr, struct region_t
 		o->status = s;
 		o->cap = nops;
 	}
-	o->rxn = o->rxi = 0;
+	o->rxn = o->rxi = o->rx_left = 0;
 	for (uint32_t i = 0; i < nops; i++) {
 		o->where[i] = NULL;
 		o->status[i] = region_table_check(rt, d[i].rkey, d[i].raddr, d[i].len,
@@ -68,6 +68,7 @@ int tcp_ops_check(struct tcp_ops *o, const struct tcp_frame *fr, struct region_t
 			if (tcp_iov_add(&o->rxv, &o->rxn, &o->rxcap,
 					o->status[i] ? discard : o->where[i], n))
 				return -ENOMEM;
+			o->rx_left += n;
 			off += n;
 		}
 	}

@@ -24,6 +24,7 @@ struct tcp_ops {
 	uint32_t cap;			/* entries of where and status */
 	struct iovec *rxv;		/* where the WRITE payloads go, in order */
 	size_t rxn, rxi, rxcap;		/* entries, the receive cursor, capacity */
+	size_t rx_left;			/* their bytes not in yet */
 };
 
 /* The frame's head is in and parsed: check its ops against rt (refusals counted in

@@ -529,7 +529,7 @@ static int rx_payload(struct tcp_server *s, struct sconn *c)
 {
 	int ret;
 
-	ret = tcp_recvv(c->fd, c->ops.rxv, c->ops.rxn, &c->ops.rxi, 0);
+	ret = tcp_recvv(c->fd, c->ops.rxv, c->ops.rxn, &c->ops.rxi, &c->ops.rx_left);
 	if (ret)
 		return ret;
 	return frame_done(s, c, on_ops_done(s, c));

@@ -262,17 +262,13 @@ static struct iovec *clip(struct msghdr *mh, size_t max, size_t *whole)
 	return NULL;
 }
 
-int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i, size_t more)
+int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i, size_t *left)
 {
-	size_t left = more;
-
 	tcp_iov_advance(v, n, i, 0);	/* past empty entries: a receive of none reads as EOF */
-	for (size_t k = *i; k < n; k++)
-		left += v[k].iov_len;
 	while (*i < n) {
 		struct msghdr mh = batch_of(v, n, *i);
 		size_t whole = 0;
-		struct iovec *cut = left > RECV_BULK_BYTES ? clip(&mh, RECV_SLICE_BYTES, &whole) : NULL;
+		struct iovec *cut = *left > RECV_BULK_BYTES ? clip(&mh, RECV_SLICE_BYTES, &whole) : NULL;
 		ssize_t r = rx_result(recvmsg(fd, &mh, MSG_DONTWAIT));
 
 		if (cut)
@@ -281,7 +277,7 @@ int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i, size_t more)
 			continue;
 		if (r < 0)
 			return (int)r;
-		left -= (size_t)r;
+		*left -= (size_t)r < *left ? (size_t)r : *left;
 		tcp_iov_advance(v, n, i, (size_t)r);
 	}
 	return 0;

@@ -73,10 +73,11 @@ int tcp_sendv(int fd, struct iovec *v, size_t n, size_t *i);
  * -EAGAIN when none are there yet, -ECONNRESET at end of stream, or -errno. */
 ssize_t tcp_recv_some(int fd, void *buf, size_t len);
 
-/* Receive into v[*i..n) from fd without blocking, advancing *i; more: the bytes of
- * the same transfer that follow v[n) (a caller that takes it a window at a time),
- * which decide with v's how large each receive is. 0 when all of v is in, -EAGAIN
- * when nothing more is there yet, -ECONNRESET at end of stream, or -errno. */
-int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i, size_t more);
+/* Receive into v[*i..n) from fd without blocking, advancing *i; *left: the bytes
+ * of the transfer still to come, v's and those after v[n) (a caller that takes it a
+ * window at a time), which decide how large each receive is, less what came. 0
+ * when all of v is in, -EAGAIN when nothing more is there yet, -ECONNRESET at end of
+ * stream, or -errno. */
+int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i, size_t *left);
 
 #endif
