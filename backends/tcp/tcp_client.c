@@ -72,8 +72,9 @@ struct landing {
 #define RX_WINDOW (256u << 10)
 
 /* A payload larger than this, of a READ that asks to be told as it arrives
- * (pc_op.arrived), comes in pieces of this size, each told as it is in. */
-#define RX_PIECE (64u << 10)
+ * (pc_op.arrived), comes in pieces of this size, each told as it is in: a bulk
+ * transfer's receive. */
+#define RX_PIECE TCP_RECV_SLICE
 
 /* A WRITE to be prepared (pc_op.prepare) before its bytes go: its place in idx,
  * and the tx iovec its bytes start at. */

@@ -20,7 +20,7 @@
 #define IOV_BATCH 1024		/* iovecs per sendmsg/recvmsg (Linux's IOV_MAX) */
 
 /* A transfer with more than RECV_BULK_BYTES to come is taken in at most
- * RECV_SLICE_BYTES a receive. While a receive copies, the socket is the
+ * TCP_RECV_SLICE (tcp_sock.h) a receive. While a receive copies, the socket is the
  * receiver's: what arrives meanwhile waits in its backlog, and the TCP work on it
  * (the ACKs that free the sender's buffer) runs once the copy has emptied the
  * queue or the call returns. Against a peer that sends megabytes through a buffer
@@ -29,7 +29,6 @@
  * transfer that fits the sender's buffer is taken in as few calls as it can be:
  * there the calls cost more than they save. */
 #define RECV_BULK_BYTES (1u << 20)
-#define RECV_SLICE_BYTES (64u << 10)
 
 int tcp_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
 {
@@ -268,7 +267,7 @@ int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i, size_t *left)
 	while (*i < n) {
 		struct msghdr mh = batch_of(v, n, *i);
 		size_t whole = 0;
-		struct iovec *cut = *left > RECV_BULK_BYTES ? clip(&mh, RECV_SLICE_BYTES, &whole) : NULL;
+		struct iovec *cut = *left > RECV_BULK_BYTES ? clip(&mh, TCP_RECV_SLICE, &whole) : NULL;
 		ssize_t r = rx_result(recvmsg(fd, &mh, MSG_DONTWAIT));
 
 		if (cut)

@@ -73,6 +73,9 @@ int tcp_sendv(int fd, struct iovec *v, size_t n, size_t *i);
  * -EAGAIN when none are there yet, -ECONNRESET at end of stream, or -errno. */
 ssize_t tcp_recv_some(int fd, void *buf, size_t len);
 
+/* The most one receive takes of a bulk transfer (tcp_sock.c says when). */
+#define TCP_RECV_SLICE (64u << 10)
+
 /* Receive into v[*i..n) from fd without blocking, advancing *i; *left: the bytes
  * of the transfer still to come, v's and those after v[n) (a caller that takes it a
  * window at a time), which decide how large each receive is, less what came. 0
