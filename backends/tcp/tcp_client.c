@@ -297,7 +297,7 @@ static int recv_piece(struct flight *fl, const struct pc_op *op)
 {
 	struct iovec *v = &fl->rx[fl->rxi], piece = { v->iov_base, RX_PIECE };
 	size_t i = 0, got;
-	int ret = tcp_recvv(fl->conn->fd, &piece, 1, &i, &fl->rx_left);
+	int ret = tcp_recvv(fl->conn->fd, &piece, 1, &i, fl->conn->paced ? &fl->rx_left : NULL);
 
 	got = i ? RX_PIECE : RX_PIECE - piece.iov_len;
 	if (got) {
@@ -334,7 +334,8 @@ static int recv_data(struct flight *fl)
 				break;
 			bytes += fl->rx[end++].iov_len;
 		}
-		ret = tcp_recvv(fl->conn->fd, fl->rx, end, &fl->rxi, &fl->rx_left);
+		ret = tcp_recvv(fl->conn->fd, fl->rx, end, &fl->rxi,
+				fl->conn->paced ? &fl->rx_left : NULL);
 		for (; fl->land_i < fl->nland && fl->land[fl->land_i].end <= fl->rxi; fl->land_i++) {
 			const struct pc_op *op = &fl->ops[fl->idx[fl->land[fl->land_i].j]];
 

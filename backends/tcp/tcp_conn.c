@@ -81,6 +81,7 @@ static int conn_start(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **ou
 		return -ENOMEM;
 	}
 	c->fd = fd;
+	c->paced = tcp_paces(fd);
 	*out = c;
 	return 0;
 }

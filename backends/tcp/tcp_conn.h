@@ -12,6 +12,8 @@
 /* One connection to a peer's server. */
 struct tcp_conn {
 	int fd;
+	bool paced;			/* its congestion control paces (tcp_paces): the
+					 * server's too, which the topology gives both ends */
 	uint64_t server_inc;		/* the server's incarnation, from HELLO_ACK */
 	uint64_t seq;
 	uint64_t idle_since;		/* when it went back on the idle list */

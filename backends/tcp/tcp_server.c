@@ -76,6 +76,8 @@ struct sconn {
 	bool ready;			/* the handshake is through: ops and RPCs are served */
 	bool closing;			/* close once the queued response is out */
 	bool doomed;			/* closed to make room: freed after this loop pass */
+	bool paced;			/* its congestion control paces (tcp_paces): the client's
+					 * too, which the topology gives both ends */
 	uint32_t peer;			/* what it proved (PC_PEER_NONE until then, or a client) */
 	uint64_t last_frame_ns;		/* when its last frame was complete (or it connected) */
 	char addr[64];			/* the peer's address, for log lines */
@@ -529,7 +531,8 @@ static int rx_payload(struct tcp_server *s, struct sconn *c)
 {
 	int ret;
 
-	ret = tcp_recvv(c->fd, c->ops.rxv, c->ops.rxn, &c->ops.rxi, &c->ops.rx_left);
+	ret = tcp_recvv(c->fd, c->ops.rxv, c->ops.rxn, &c->ops.rxi,
+			c->paced ? &c->ops.rx_left : NULL);
 	if (ret)
 		return ret;
 	return frame_done(s, c, on_ops_done(s, c));
@@ -650,6 +653,7 @@ static void on_accept(struct tcp_server *s)
 		}
 		tcp_tune_socket(fd);
 		c->fd = fd;
+		c->paced = tcp_paces(fd);
 		c->peer = PC_PEER_NONE;
 		addr_text(&ss, c->addr, sizeof(c->addr));
 		if (s->nr_conns >= s->max_conns && !make_room(s, c)) {
@@ -729,7 +733,7 @@ static void say_pacing(int lfd, const char *node)
 	char cc[16] = "";
 	socklen_t len = sizeof(cc) - 1;
 
-	if (!getsockopt(lfd, IPPROTO_TCP, TCP_CONGESTION, cc, &len) && !strncmp(cc, "bbr", 3))
+	if (tcp_paces(lfd) && !getsockopt(lfd, IPPROTO_TCP, TCP_CONGESTION, cc, &len))
 		pc_info("tcp server %s: its connections use %s congestion control (the system's), which paces what a connection sends after it idled; a page transfer after small requests waits on that; store.tcp_congestion: cubic does not pace (docs/deployment.md)",
 			node, cc);
 }

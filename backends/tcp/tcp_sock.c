@@ -19,15 +19,16 @@
 
 #define IOV_BATCH 1024		/* iovecs per sendmsg/recvmsg (Linux's IOV_MAX) */
 
-/* A transfer with more than RECV_BULK_BYTES to come is taken in at most
- * TCP_RECV_SLICE (tcp_sock.h) a receive. While a receive copies, the socket is the
- * receiver's: what arrives meanwhile waits in its backlog, and the TCP work on it
- * (the ACKs that free the sender's buffer) runs once the copy has emptied the
- * queue or the call returns. Against a peer that sends megabytes through a buffer
- * of a few (a server's answer, a client's sets), receives of one loopback or TSO
- * segment kept the transfer moving where receives of all there was stalled it. A
- * transfer that fits the sender's buffer is taken in as few calls as it can be:
- * there the calls cost more than they save. */
+/* A transfer with more than RECV_BULK_BYTES to come, from a sender that paces
+ * (tcp_paces), is taken in at most TCP_RECV_SLICE (tcp_sock.h) a receive. While a
+ * receive copies, the socket is the receiver's: what arrives meanwhile waits in its
+ * backlog, and the TCP work on it (the ACKs) runs once the copy has emptied the
+ * queue or the call returns. A pacing sender (BBR) sends at the rate the ACKs
+ * show it; receives of one loopback or TSO segment kept its megabytes moving where
+ * receives of all there was slowed them. A sender that does not pace (cubic) is
+ * held back by nothing but its window, and there each receive is one more system
+ * call on the transfer's path: its transfers are taken in as few calls as they can
+ * be, as is every transfer that fits the sender's buffer. */
 #define RECV_BULK_BYTES (1u << 20)
 
 int tcp_resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
@@ -59,6 +60,14 @@ int tcp_set_congestion(int fd, const char *cc)
 	if (!cc || !cc[0])
 		return 0;
 	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) ? -errno : 0;
+}
+
+bool tcp_paces(int fd)
+{
+	char cc[16] = "";
+	socklen_t len = sizeof(cc) - 1;
+
+	return !getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &len) && !strncmp(cc, "bbr", 3);
 }
 
 /* The first line of a /proc/sys file into buf ("?" when it cannot be read). */
@@ -263,6 +272,9 @@ static struct iovec *clip(struct msghdr *mh, size_t max, size_t *whole)
 
 int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i, size_t *left)
 {
+	size_t unsliced = 0;
+
+	left = left ? left : &unsliced;
 	tcp_iov_advance(v, n, i, 0);	/* past empty entries: a receive of none reads as EOF */
 	while (*i < n) {
 		struct msghdr mh = batch_of(v, n, *i);

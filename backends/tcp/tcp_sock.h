@@ -42,6 +42,9 @@ int tcp_set_congestion(int fd, const char *cc);
  * one-line message naming the key, what the kernel offers and the fix. */
 int tcp_congestion_check(const char *cc, char *err, size_t errlen);
 
+/* Whether the congestion control of fd paces what it sends (BBR). */
+bool tcp_paces(int fd);
+
 /* A non-blocking listening socket bound to host:port into *fd, whose connections
  * inherit its receive buffer of TCP_RCVBUF_BYTES and its congestion control cc
  * ("": the system's). 0 or -errno. */
@@ -78,7 +81,8 @@ ssize_t tcp_recv_some(int fd, void *buf, size_t len);
 
 /* Receive into v[*i..n) from fd without blocking, advancing *i; *left: the bytes
  * of the transfer still to come, v's and those after v[n) (a caller that takes it a
- * window at a time), which decide how large each receive is, less what came. 0
+ * window at a time), which decide how large each receive is, less what came; NULL
+ * for a sender that does not pace (tcp_paces), whose receives take all there is. 0
  * when all of v is in, -EAGAIN when nothing more is there yet, -ECONNRESET at end of
  * stream, or -errno. */
 int tcp_recvv(int fd, struct iovec *v, size_t n, size_t *i, size_t *left);

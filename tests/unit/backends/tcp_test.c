@@ -725,9 +725,32 @@ static void test_large(void)
 	net_down(N);
 }
 
+/* body over tcp once with a sender that paces (bbr, where the kernel offers it),
+ * whose bulk transfers are received in slices (tcp_sock.c), and once with one that
+ * does not (reno), whose are not; over another fabric once. */
+static void each_sender(void (*body)(void))
+{
+	static const char *const ccs[] = { "reno", "bbr" };
+	char err[PC_ERR_MAX];
+
+	if (!is_tcp()) {
+		body();
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (tcp_congestion_check(ccs[i], err, sizeof(err))) {
+			printf("\n  %s not offered here: its receives go untested", ccs[i]);
+			continue;
+		}
+		snprintf(net_extra, sizeof(net_extra), ", tcp_congestion: %s", ccs[i]);
+		body();
+		net_extra[0] = 0;
+	}
+}
+
 /* WRITEs of more than a megabyte in one post, of lengths that end anywhere in a
  * receive's 64 KiB slice (tcp_sock.c), land byte for byte. */
-static void test_large_writes(void)
+static void large_writes(void)
 {
 	struct net *N = net_up(0);
 	const uint32_t n = 40;
@@ -755,6 +778,11 @@ static void test_large_writes(void)
 	free(src);
 	free(ops);
 	net_down(N);
+}
+
+static void test_large_writes(void)
+{
+	each_sender(large_writes);
 }
 
 /* What a landed() callback saw: whether each op's bytes were all in by then; and
@@ -798,7 +826,7 @@ static void on_landed(void *arg, const struct pc_op *op)
  * below and above tcp's receive window, and more than a megabyte in all (tcp
  * then receives in slices), so that each takes its turn; over verbs
  * (rxe) as each READ's completion is polled. */
-static void test_landed(void)
+static void landed(void)
 {
 	static const uint32_t len[8] = { 4096, 262144, 100, 262144, (3u << 20) + 7, 12288, 8, 65536 };
 	const size_t most = (3u << 20) + 7;
@@ -844,6 +872,11 @@ static void test_landed(void)
 		CU_ASSERT(w.arrivals >= 3 + 48);
 	free(dst);
 	net_down(N);
+}
+
+static void test_landed(void)
+{
+	each_sender(landed);
 }
 
 /* What prepare() callbacks were asked: each WRITE's calls. */
@@ -1456,6 +1489,18 @@ static void test_congestion(void)
 	CU_ASSERT(tcp >= 4);	/* two listeners, a's connection to b, b's end of it */
 	CU_ASSERT_EQUAL(with, tcp);
 	net_down(N);
+	/* which of them pace (tcp_sock.c slices a pacing sender's bulk receives) */
+	for (int k = 0; k < 2; k++) {
+		const char *cc = k ? "bbr" : "reno";
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+
+		CU_ASSERT_FATAL(s >= 0);
+		if (!tcp_congestion_check(cc, err, sizeof(err))) {
+			CU_ASSERT_EQUAL(tcp_set_congestion(s, cc), 0);
+			CU_ASSERT_EQUAL(tcp_paces(s), k == 1);
+		}
+		close(s);
+	}
 
 	CU_ASSERT_EQUAL(tcp_congestion_check("nosuchcc", err, sizeof(err)), -ENOENT);
 	printf("\n  %s", err);
