@@ -72,8 +72,10 @@ struct landing {
 #define RX_WINDOW (256u << 10)
 
 /* A payload larger than this, of a READ that asks to be told as it arrives
- * (pc_op.arrived), comes in pieces of this size, each told as it is in: a bulk
- * transfer's receive. */
+ * (pc_op.arrived), comes in pieces of this size, each told as it is in, from a
+ * server that paces: a bulk transfer's receive (tcp_sock.c). From one that does
+ * not, a piece's receive is one more system call and no faster a transfer: the
+ * payload comes with its window, told once it is in (landed). */
 #define RX_PIECE TCP_RECV_SLICE
 
 /* A WRITE to be prepared (pc_op.prepare) before its bytes go: its place in idx,
@@ -288,7 +290,8 @@ static int check_resp_hdr(struct flight *fl)
 /* Whether l's payload comes in pieces. */
 static bool pieced(const struct flight *fl, const struct landing *l)
 {
-	return fl->ops[fl->idx[l->j]].arrived && fl->rx[l->pay].iov_len > RX_PIECE;
+	return fl->conn->paced && fl->ops[fl->idx[l->j]].arrived &&
+	       fl->rx[l->pay].iov_len > RX_PIECE;
 }
 
 /* The next piece of the payload at fl->rxi, a READ's that asks to be told as it
@@ -297,7 +300,7 @@ static int recv_piece(struct flight *fl, const struct pc_op *op)
 {
 	struct iovec *v = &fl->rx[fl->rxi], piece = { v->iov_base, RX_PIECE };
 	size_t i = 0, got;
-	int ret = tcp_recvv(fl->conn->fd, &piece, 1, &i, fl->conn->paced ? &fl->rx_left : NULL);
+	int ret = tcp_recvv(fl->conn->fd, &piece, 1, &i, &fl->rx_left);
 
 	got = i ? RX_PIECE : RX_PIECE - piece.iov_len;
 	if (got) {

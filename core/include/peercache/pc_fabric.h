@@ -92,7 +92,7 @@ struct pc_op {
 	 * so that the caller can work on a large payload in pieces while each is in
 	 * cache; landed follows as before, on the same thread and with the same op.
 	 * A backend that does not take the bytes in pieces itself (verbs, the
-	 * simulator's) never calls it. */
+	 * simulator's, tcp over a connection that does not pace) never calls it. */
 	void (*arrived)(void *landed_arg, const struct pc_op *op, size_t upto);
 	/* Optional, WRITEs only: prepare(prepare_arg, op) fills in the last of the
 	 * bytes the op sends (a slot header's checksum of the payload), once, before
