@@ -725,11 +725,11 @@ static void test_large(void)
 	net_down(N);
 }
 
+static bool sender_paces;	/* each_sender's current sender (tcp_paces) */
+
 /* body over tcp once with a sender that paces (bbr, where the kernel offers it),
  * whose bulk transfers are received in slices (tcp_sock.c), and once with one that
  * does not (reno), whose are not; over another fabric once. */
-static bool sender_paces;	/* each_sender's current sender (tcp_paces) */
-
 static void each_sender(void (*body)(void))
 {
 	static const char *const ccs[] = { "reno", "bbr" };
@@ -828,8 +828,7 @@ static void on_landed(void *arg, const struct pc_op *op)
  * where asked, before it with more of the payload in each time (tcp, from a
  * sender that paces). Sizes below and above tcp's receive window, and more than a
  * megabyte in all (tcp then receives in slices, from a sender that paces), so
- * that each takes its turn; over verbs
- * (rxe) as each READ's completion is polled. */
+ * that each takes its turn; over verbs (rxe) as each READ's completion is polled. */
 static void landed(void)
 {
 	static const uint32_t len[8] = { 4096, 262144, 100, 262144, (3u << 20) + 7, 12288, 8, 65536 };
