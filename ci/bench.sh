@@ -117,6 +117,41 @@ bench_run() {
 	echo "$label $(grep '^summary ' "$log")" >>"$TMP/results.txt"
 }
 
+# One pcbench run of set then get on a fresh pcd whose connections, and pcbench's,
+# use congestion control $2 ("" the system's); prints "GB/s get, p50 get, GB/s set".
+cc_run() {
+	page=$1 cc=$2
+	port=$(free_port)
+	topo=$TMP/cc-$page.yaml
+	printf 'name: cc\nstore: {slot_size_classes: [%s], global_segment_size: 512MiB, tcp_congestion: "%s"}\nnodes:\n  - {name: n0, address: 127.0.0.1, port: %s}\n' \
+		"$page" "$cc" "$port" >"$topo"
+	taskset -c 1 ./build/tools/pcd --topology "$topo" --node n0 2>"$TMP/pcd-cc.log" &
+	pid=$!
+	wait_port "$port"
+	./build/tools/pcbench --topology "$topo" --page-size "$page" \
+		--keys $(( 256 * 1024 * 1024 / $(bytes_of "$page") )) --batch 64 --iters 3 --cpu 0 \
+		--ops set,get --no-raw-tcp --prefix "cc$cc" >"$TMP/cc.log" 2>&1 || {
+		cat "$TMP/cc.log"
+		kill "$pid"
+		echo "bench.sh: pcbench failed (congestion control '$cc', $page)" >&2
+		exit 1
+	}
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	sed -n 's/^summary .* get_gbps=\([0-9.]*\) get_p50_us=\([0-9.]*\) set_gbps=\([0-9.]*\) .*/\1 \2 \3/p' "$TMP/cc.log"
+}
+
+# Two rounds of the system's congestion control and cubic, alternated, at page $1.
+cc_pair() {
+	page=$1
+	for r in 1 2; do
+		a=$(cc_run "$page" "")
+		b=$(cc_run "$page" cubic)
+		echo "$page round $r: $sys_cc get $(echo "$a" | cut -d' ' -f1) GB/s p50 $(echo "$a" | cut -d' ' -f2) us set $(echo "$a" | cut -d' ' -f3) GB/s; cubic get $(echo "$b" | cut -d' ' -f1) GB/s p50 $(echo "$b" | cut -d' ' -f2) us set $(echo "$b" | cut -d' ' -f3) GB/s" 
+		echo "$a $b" | awk '{ printf "  cubic / %s: get %.2f, p50 %.2f, set %.2f\n", "'"$sys_cc"'", $4 / $1, $5 / $2, $6 / $3 }'
+	done
+}
+
 : >"$TMP/results.txt"
 : >"$TMP/other.txt"
 if [ "$ONLY" = all ] || [ "$ONLY" = tcp ]; then
@@ -160,6 +195,18 @@ if [ "$ONLY" = all ]; then
 		else
 			echo "the rxe VM did not run: $(tail -1 "$TMP/rxe.log")"
 		fi
+		echo '```'
+		# The store with the congestion control docs/deployment.md advises for its
+		# connections (cubic, which does not pace) against the system's, alternated.
+		sys_cc=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
+		echo "### the store with store.tcp_congestion: cubic, against the system's ($sys_cc)"
+		echo "Each line one pcbench run (set, then get; a fresh pcd on CPU 1, pcbench on CPU 0,"
+		echo "a 256 MiB working set), the two alternated; the ratios are cubic's over the"
+		echo "system's run before it."
+		echo '```'
+		for page in $SIZES; do
+			cc_pair "$page"
+		done
 		echo '```'
 		# The two modes on the same workloads, each on a 3-node cluster of its own.
 		echo "### slotmap against p2p, 12 KiB pages"
