@@ -145,10 +145,9 @@ cc_run() {
 cc_pair() {
 	page=$1
 	for r in 1 2; do
-		a=$(cc_run "$page" "")
-		b=$(cc_run "$page" cubic)
-		echo "$page round $r: $sys_cc get $(echo "$a" | cut -d' ' -f1) GB/s p50 $(echo "$a" | cut -d' ' -f2) us set $(echo "$a" | cut -d' ' -f3) GB/s; cubic get $(echo "$b" | cut -d' ' -f1) GB/s p50 $(echo "$b" | cut -d' ' -f2) us set $(echo "$b" | cut -d' ' -f3) GB/s" 
-		echo "$a $b" | awk '{ printf "  cubic / %s: get %.2f, p50 %.2f, set %.2f\n", "'"$sys_cc"'", $4 / $1, $5 / $2, $6 / $3 }'
+		set -- $(cc_run "$page" "") $(cc_run "$page" cubic)
+		echo "$page round $r: $sys_cc get $1 GB/s p50 $2 us set $3 GB/s; cubic get $4 GB/s p50 $5 us set $6 GB/s"
+		echo "$@" | awk -v cc="$sys_cc" '{ printf "  cubic / %s: get %.2f, p50 %.2f, set %.2f\n", cc, $4 / $1, $5 / $2, $6 / $3 }'
 	done
 }
 
