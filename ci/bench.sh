@@ -13,7 +13,8 @@
 # each ratio's range over the rounds, each ratio taken within one run.
 # Then the disk tier (pctierbench, against raw sequential I/O of the same
 # directory), verbs over Soft-RoCE in the VM against perftest (ci/rxe-vm.sh, step
-# 3), slotmap against p2p (pcbench --mode both), and the simulator's hit-rate mode
+# 3), the store with store.tcp_congestion: cubic against the system's congestion
+# control, slotmap against p2p (pcbench --mode both), and the simulator's hit-rate mode
 # against a bare model of its cache (pcsimbench), as they print.
 #
 #   ci/bench.sh              the whole run (about 20 minutes on 2 cores)
