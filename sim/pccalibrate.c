@@ -51,11 +51,12 @@ static const struct tool_opt options[] = {
 	  "Measure and fit nothing: validate a calibration made before, on this cluster (say, "
 	  "with spill configured) and the --validate workloads." },
 	{ "--reps N", "200", "Timed batches per benchmark case; the median counts." },
-	{ "--pages SIZES", "the first two of store.slot_size_classes",
+	{ "--pages SIZES", "every size class of store.slot_size_classes, or as many as fit",
 	  "Page sizes to benchmark, comma-separated (16KiB,64KiB); each must fit a size class. "
 	  "The rail's rates are measured between the smallest and the largest; with one size "
 	  "the fit finds them with the other keys, and store_forward and segment_forward "
-	  "stay 0." },
+	  "stay 0. Without it: every class, or where their cases would pass the limit, the "
+	  "smallest, the largest and classes evenly between (three with five batch sizes)." },
 	{ "--batches LIST", "1,4,16,32,64",
 	  "Batch sizes to benchmark, comma-separated, 1 to 128 pages; span the batches (pages x "
 	  "page size) the workloads you plan for send." },
@@ -202,9 +203,9 @@ static int calibrate(struct pc_store *st, const struct pc_topology *t, const cha
 {
 	char err[PC_ERR_MAX], gap[48];
 
-	if (!npages)	/* the first two size classes */
-		for (; npages < t->store.nr_classes && npages < 2; npages++)
-			pages[npages] = (uint32_t)t->store.size_classes[npages];
+	if (!npages)
+		npages = calib_default_pages(t->store.size_classes, t->store.nr_classes, nbatches,
+					     t->nodes[self].has_nvme, pages);
 	for (uint32_t i = 0; i < npages; i++)
 		if (pages[i] > t->store.slot_max_page_bytes)
 			tool_die(TOOL, "--pages: %u bytes is larger than the largest size class of %s (%llu)",

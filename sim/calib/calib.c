@@ -58,6 +58,27 @@ const char *calib_case_pages(const struct calib_case *k, char *buf, size_t len)
 	return buf;
 }
 
+/* The cases one page size adds, and those of every calibration. */
+static uint32_t cases_per_page(uint32_t nbatches, bool disk)
+{
+	return 2 * nbatches + 4 + (disk ? 4 : 0);
+}
+
+#define FIXED_CASES (2 + CALIB_NR_GAPS)
+
+uint32_t calib_default_pages(const uint64_t *classes, uint32_t nr, uint32_t nbatches, bool disk,
+			     uint32_t *pages)
+{
+	uint32_t fit = (CALIB_MAX_CASES - FIXED_CASES) / cases_per_page(nbatches, disk);
+	uint32_t n = nr < fit ? nr : fit ? fit : 1;
+
+	if (!nr)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)	/* the first and the last among them */
+		pages[i] = (uint32_t)classes[n > 1 ? (uint64_t)i * (nr - 1) / (n - 1) : 0];
+	return n;
+}
+
 int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
 		uint32_t nbatches, bool disk, uint32_t reps)
 {
@@ -71,7 +92,7 @@ int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const u
 			return -EINVAL;
 		spread = batches[b] > spread ? batches[b] : spread;	/* the largest */
 	}
-	if (npages * (2 * nbatches + 4 + (disk ? 4 : 0)) + 2 + CALIB_NR_GAPS > CALIB_MAX_CASES)
+	if (npages * cases_per_page(nbatches, disk) + FIXED_CASES > CALIB_MAX_CASES)
 		return -E2BIG;
 	for (uint32_t k = 0; k < npages; k++) {
 		for (int op = CALIB_GET; op <= CALIB_SET; op++)

@@ -137,6 +137,15 @@ double calib_case_gap_us(const struct calib_case *k);
 int calib_cases(struct calib *c, const uint32_t *pages, uint32_t npages, const uint32_t *batches,
 		uint32_t nbatches, bool disk, uint32_t reps);
 
+/* The page sizes a calibration benchmarks unless told: every size class (of nr, in
+ * ascending order) when their cases fit CALIB_MAX_CASES with nbatches batch sizes,
+ * else the smallest, the largest and classes evenly spaced between, as many as fit
+ * (at least the smallest). Fitting the sizes a workload's pages fall between, not
+ * below, is what keeps a prediction of another size an interpolation. Returns how
+ * many it wrote to pages (room for nr). */
+uint32_t calib_default_pages(const uint64_t *classes, uint32_t nr, uint32_t nbatches, bool disk,
+			     uint32_t *pages);
+
 /* The rail's time per byte of a READ and a WRITE from c's measured cases: how much
  * longer a get and a set of one peer's pages at the largest batch take with the
  * largest page than with the smallest, per byte. Both times are the same ops and

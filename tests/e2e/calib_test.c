@@ -2,8 +2,9 @@
  * calib_test.c - the calibration round trip on a 2-node tcp cluster on loopback, a
  * core for each process where the machine has two (as separate hosts would have):
  * pccalibrate serves n0 (pcd serves n1), fits the simulator's model to batches of
- * 16 KiB and 64 KiB pages, writes the calibration file, then predicts workloads it
- * was not fitted on (128 KiB pages, other batch sizes and skews, a shared-prefix
+ * 16, 64 and 256 KiB pages (every size class), writes the calibration file, then
+ * predicts workloads it was not fitted on (128 KiB pages, other batch sizes and
+ * skews, a shared-prefix
  * workload and a Mooncake-format trace), then on a second cluster that spills to
  * disk, a workload three times its slots, within the bounds docs/simulator.md
  * states; pcsim takes the file with --calibration. argv: pcd, pccalibrate, pcsim,

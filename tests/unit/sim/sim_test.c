@@ -1297,6 +1297,37 @@ static void test_wake_fit(void)
 	CU_ASSERT(p.nap_us == 0 && p.wake_us == 119 && p.idle_us == 200);
 }
 
+/* The sizes calibrated unless told: every class where their cases fit, else the
+ * smallest, the largest and classes evenly between, as many as fit; and the cases
+ * of that many sizes do fit. */
+static void test_default_pages(void)
+{
+	static struct calib c;
+	const uint64_t classes[8] = { 4096, 8192, 16384, 65536, 131072, 262144, 524288, 1048576 };
+	const uint32_t five[5] = { 1, 4, 16, 32, 64 };
+	uint32_t pages[8], many[30];
+
+	for (uint32_t i = 0; i < 30; i++)
+		many[i] = i + 1;
+
+	CU_ASSERT_EQUAL(calib_default_pages(classes, 0, 5, false, pages), 0);
+	CU_ASSERT_EQUAL_FATAL(calib_default_pages(classes + 2, 2, 5, false, pages), 2);
+	CU_ASSERT(pages[0] == 16384 && pages[1] == 65536);
+	/* 5 batch sizes: 14 cases a size without a disk, 18 with: three fit of 55 */
+	CU_ASSERT_EQUAL_FATAL(calib_default_pages(classes + 2, 3, 5, true, pages), 3);
+	CU_ASSERT(pages[0] == 16384 && pages[1] == 65536 && pages[2] == 131072);
+	CU_ASSERT_EQUAL_FATAL(calib_default_pages(classes, 8, 5, false, pages), 3);
+	CU_ASSERT(pages[0] == 4096 && pages[1] == 65536 && pages[2] == 1048576);
+	CU_ASSERT_EQUAL(calib_cases(&c, pages, 3, five, 5, true, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(calib_default_pages(classes, 8, 1, false, pages), 8);
+	CU_ASSERT(pages[0] == 4096 && pages[7] == 1048576);
+	CU_ASSERT_EQUAL(calib_cases(&c, pages, 8, five, 1, false, 1), 0);
+	/* no size fits: the smallest, and the cases say why */
+	CU_ASSERT_EQUAL_FATAL(calib_default_pages(classes, 8, 30, false, pages), 1);
+	CU_ASSERT_EQUAL(pages[0], 4096);
+	CU_ASSERT_EQUAL(calib_cases(&c, pages, 1, many, 30, false, 1), -E2BIG);
+}
+
 /* The rail's times per byte from the cases: a get's and a set's growth from the
  * smallest page to the largest at the largest batch (10 us per KiB read and 15 per
  * KiB written here, on top of any per-op and per-batch time); the other batches
@@ -1498,6 +1529,7 @@ static CU_TestInfo tests[] = {
 	{ "nodes.rails.write_gbps: a WRITE's bytes at that rate, a READ's at gbps", test_write_rate },
 	{ "nodes.rails.store_forward: a transfer's last op's bytes once more", test_store_forward },
 	{ "nodes.rails.segment_forward: a segment's bytes once more", test_segment_forward },
+	{ "calibration: every size class, or as many as the cases hold", test_default_pages },
 	{ "calibration: the rail's rates from the growth of the largest batches", test_byte_costs },
 	{ "nodes.wake_us: what wakes a node idle past idle_us waits for it", test_wake },
 	{ "nodes.nap_us: a request to a node idle past nap_idle_us, not idle_us, waits for it",
