@@ -9,8 +9,13 @@
 # 1, and pcbench on CPU 0, which measures in one run the store's set/get/exists,
 # the ceiling (the best of three tuned TCP streams between the same cores) and
 # every memcached and Redis client of tools/pcbench/bench_ref*.c, the best of each
-# peer per op counting. Each size runs PC_BENCH_ROUNDS times (3); the page gives
-# each ratio's range over the rounds, each ratio taken within one run.
+# peer per op counting. Every party runs one congestion control, PC_BENCH_CC
+# (cubic, Debian's default, which does not pace: docs/deployment.md; empty: the
+# system's): the store from its topology, memcached and redis-server through
+# build/tools/libpc_bench_cc.so preloaded (tools/pcbench/bench_cc_preload.c),
+# the ceiling's tuned streams on their own; each listener is checked with ss.
+# Each size runs PC_BENCH_ROUNDS times (3); the page gives each ratio's range
+# over the rounds, each ratio taken within one run.
 # Then the disk tier (pctierbench, against raw sequential I/O of the same
 # directory), verbs over Soft-RoCE in the VM against perftest (ci/rxe-vm.sh, step
 # 3), the store with store.tcp_congestion: cubic against the system's congestion
@@ -29,6 +34,7 @@ ROOT=$(pwd)
 ROUNDS=${PC_BENCH_ROUNDS:-3}
 SIZES=${PC_BENCH_SIZES:-"12KiB 64KiB 256KiB"}
 ONLY=${PC_BENCH_ONLY:-all}
+BENCH_CC=${PC_BENCH_CC-cubic}
 OUT=${PC_BENCH_OUT:-$ROOT/docs}
 
 ./ci/install-deps.sh
@@ -74,6 +80,15 @@ bytes_of() { echo $(( ${1%KiB} * 1024 )); }
 # rounded up to 64 bytes, as core/placement/slot.c lays them out).
 slots_of() { echo $(( $2 * 1024 * 1024 / (($1 + 64 + 63) / 64 * 64) )); }
 
+# The listener on port $1 ($2, its log $3) runs $BENCH_CC, or the bench stops.
+check_cc() {
+	[ -n "$BENCH_CC" ] || return 0
+	ss -Hltni "sport = :$1" | grep -qw -- "$BENCH_CC" && return 0
+	cat "$3"
+	echo "bench.sh: $2 on port $1 does not run $BENCH_CC congestion control (ss: $(ss -Hltni "sport = :$1" | tail -1 | tr -s '\t ' ' ')); its log is above" >&2
+	exit 1
+}
+
 # Start pcd (one node, one size class: the page), memcached and redis-server, all
 # on CPU 1 and on free ports; sets PCD_TOPO, RPORT, MPORT.
 start_servers() {
@@ -82,23 +97,28 @@ start_servers() {
 	PCD_TOPO=$TMP/topo-$page.yaml
 	cat > "$PCD_TOPO" <<YAML
 name: bench
-store: {slot_size_classes: [$page], global_segment_size: ${seg}MiB}
+store: {slot_size_classes: [$page], global_segment_size: ${seg}MiB, tcp_congestion: "$BENCH_CC"}
 nodes:
   - {name: n0, address: 127.0.0.1, port: $port}
 YAML
 	taskset -c 1 ./build/tools/pcd --topology "$PCD_TOPO" --node n0 2>"$TMP/pcd.log" &
 	PIDS="$PIDS $!"
 	RPORT=$(free_port)
-	taskset -c 1 redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no \
+	taskset -c 1 env LD_PRELOAD="$ROOT/build/tools/libpc_bench_cc.so" PC_BENCH_CC="$BENCH_CC" \
+		redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no \
 		--protected-mode no --daemonize no >"$TMP/redis.log" 2>&1 &
 	PIDS="$PIDS $!"
 	MPORT=$(free_port)
-	taskset -c 1 memcached -p "$MPORT" -l 127.0.0.1 -U 0 -m 4096 -I 1m -t 1 -u root \
+	taskset -c 1 env LD_PRELOAD="$ROOT/build/tools/libpc_bench_cc.so" PC_BENCH_CC="$BENCH_CC" \
+		memcached -p "$MPORT" -l 127.0.0.1 -U 0 -m 4096 -I 1m -t 1 -u root \
 		>"$TMP/memcached.log" 2>&1 &
 	PIDS="$PIDS $!"
 	wait_port "$port"
 	wait_port "$RPORT"
 	wait_port "$MPORT"
+	check_cc "$port" pcd "$TMP/pcd.log"
+	check_cc "$RPORT" redis-server "$TMP/redis.log"
+	check_cc "$MPORT" memcached "$TMP/memcached.log"
 }
 
 # One pcbench run against the servers; its summary line goes to results.txt with
@@ -239,5 +259,5 @@ if [ "$ONLY" = all ]; then
 fi
 
 python3 ci/bench_report.py --results "$TMP/results.txt" --other "$TMP/other.txt" \
-	--rounds "$ROUNDS" --out "$OUT" --commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)"
+	--rounds "$ROUNDS" --cc "$BENCH_CC" --out "$OUT" --commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)"
 echo "bench.sh: wrote $OUT/performance.md and $OUT/performance-get.png"

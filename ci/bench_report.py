@@ -214,9 +214,19 @@ def write(args, runs, other):
     w("- **Peers:** %s" % versions())
     w("- **Placement:** one pcd node, memcached (`-t 1 -I 1m`) and redis-server on CPU 1;")
     w("  pcbench (the store's client and every reference client) on CPU 0; the ceiling's")
-    w("  sender on CPU 1, its receiver on CPU 0. Loopback TCP, the store and its peers")
-    w("  with the system's congestion control (%s; the store's `store.tcp_congestion`" % congestion())
-    w("  left out), the ceiling's tuned streams with cubic.")
+    w("  sender on CPU 1, its receiver on CPU 0. Loopback TCP.")
+    if args.cc:
+        w("- **Congestion control:** %s for the store and its peers (the machine's is %s):" % (args.cc, congestion()))
+        w("  the store's from its topology (`store.tcp_congestion`), memcached's and")
+        w("  Redis's through `build/tools/libpc_bench_cc.so` preloaded, which sets it on")
+        w("  their listening sockets (`tools/pcbench/bench_cc_preload.c`; neither has an")
+        w("  option for it), each listener checked; the ceiling's tuned streams with cubic.")
+        if args.cc == "cubic":
+            w("  Cubic is Debian's default and does not pace (docs/deployment.md); the store")
+            w("  against the machine's own is under \"Other benchmarks\".")
+    else:
+        w("- **Congestion control:** the machine's (%s) for the store and its peers; the" % congestion())
+        w("  ceiling's tuned streams with cubic.")
     w("- **Shape:** 64 keys a batch; each set runs one untimed pass that puts the keys in")
     w("  place, then 3 timed passes; gets 3 passes; exists 3 passes, or more until they")
     w("  make 512 batches (a pass of few large pages' keys takes milliseconds). A working")
@@ -347,6 +357,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", default="?")
+    ap.add_argument("--cc", default="", help="the congestion control every party ran ('' the machine's)")
     args = ap.parse_args()
     runs = parse(args.results)
     if not runs:
