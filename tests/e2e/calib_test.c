@@ -4,14 +4,14 @@
  * pccalibrate serves n0 (pcd serves n1), fits the simulator's model to batches of
  * 16, 64 and 256 KiB pages (every size class), writes the calibration file, then
  * predicts workloads it was not fitted on (128 KiB pages, other batch sizes and
- * skews, a shared-prefix
- * workload and a Mooncake-format trace), then on a second cluster that spills to
- * disk, a workload three times its slots, within the bounds docs/simulator.md
- * states; pcsim takes the file with --calibration. argv: pcd, pccalibrate, pcsim,
- * and "sanitized" in an ASan build, whose timings say nothing (everything runs, no
- * bound is checked, and measurements that fit no model twice are replaced by fixed
- * keys for the rest). With $PC_CALIB_OUT set, the markdown tables and the
- * calibration file are copied there (ci/calibrate-example.sh puts them in the docs).
+ * skews, a shared-prefix workload and a Mooncake-format trace), then on a second
+ * cluster that spills to disk, a workload three times its slots, within the
+ * bounds docs/simulator.md states; pcsim takes the file with --calibration. argv:
+ * pcd, pccalibrate, pcsim, and "sanitized" in an ASan build, whose timings say
+ * nothing (everything runs, no bound is checked, and measurements that fit no
+ * model twice are replaced by fixed keys for the rest). With $PC_CALIB_OUT set,
+ * the markdown tables and the calibration file are copied there
+ * (ci/calibrate-example.sh puts them in the docs).
  */
 #include <stdio.h>
 #include <stdlib.h>
