@@ -336,8 +336,9 @@ def write(args, runs, other):
     w("alone; the store's get also reads the slot's 64-byte header (a 12 KiB page and")
     w("its header take four packets, the page alone three), and under `predict` the")
     w("bucket's index block besides (`auto`, the default, reads a key it wrote or saw in")
-    w("that way alone); its set reads the bucket's headers (one READ a way) and writes")
-    w("the index tag after the slot.")
+    w("that way alone); its set reads the bucket's headers (one READ a way; a key it")
+    w("wrote before, its hinted way's header alone) and writes the index tag after the")
+    w("slot.")
     w("")
     if other.strip():
         w("## Other benchmarks, as they printed")

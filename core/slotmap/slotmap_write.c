@@ -4,9 +4,17 @@
  * Own keys (and keys of peers whose memory the fabric maps: sm_direct) are written
  * in place under the seqlock. Remote keys take one batched READ of their buckets'
  * headers, a local pick_way, an optional batched CAS claim on the chosen slot's seq,
- * and one batched WRITE of header, payload (from the caller's buffer) and index tag. A bucket READ that fails fails its keys: nothing
- * is ever written blind. Keys of one batch that share a bucket reserve distinct
- * ways, so they never evict each other; a key given twice keeps its last page.
+ * and one batched WRITE of header, payload (from the caller's buffer) and index tag.
+ * A bucket READ that fails fails its keys: nothing is ever written blind. Keys of
+ * one batch that share a bucket reserve distinct ways, so they never evict each
+ * other; a key given twice keeps its last page.
+ *
+ * A key alone in its bucket with a way hint (slotmap_hints.h: this node wrote or
+ * read it there) reads that way's header alone: one READ where the bucket takes one
+ * a way. If the header still holds the key, the set overwrites that way, which is
+ * what slot_pick_way would pick (a way holding the key comes before any other), with
+ * a stamp newer than that header's and not older than now; else the bucket is read
+ * whole in a second round trip, as without the hint.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +42,9 @@ struct sbucket {
 	int err;
 	bool stale;
 	uint32_t op0, nops;
+	uint32_t nkeys;			/* remote keys of the batch in it */
+	int only;			/* >= 0: the hinted way, the one header read */
+	struct pc_keyhash hinted;	/* the key it was read for */
 };
 
 struct skey {
@@ -91,7 +102,8 @@ static struct sbucket *btable_get(struct btable *t, uint32_t owner, int cls, uin
 	b = &t->v[t->n];
 	/* One block: the decoded headers (filled before they are read), then key_at
 	 * (read only where reserved says). */
-	*b = (struct sbucket){ .owner = owner, .cls = cls, .bucket = bucket, .ways = ways };
+	*b = (struct sbucket){ .owner = owner, .cls = cls, .bucket = bucket, .ways = ways,
+			       .only = -1 };
 	b->dec = arena_alloc(t->a, (size_t)ways * (sizeof(*b->dec) + sizeof(*b->key_at)));
 	if (!b->dec)
 		return NULL;
@@ -145,8 +157,9 @@ static int choose_way(struct sbucket *b, const struct slot_geometry *g, struct s
 		      size_t i)
 {
 	bool evicts = false;
-	int32_t prev;
-	int w = pick_way(b, g, keys, i, &prev, &evicts);
+	int32_t prev = -1;
+	/* read for this key alone, its way holding it: pick_way's choice */
+	int w = b->only >= 0 ? b->only : pick_way(b, g, keys, i, &prev, &evicts);
 
 	if (w >= 0)
 		take_way(b, keys, i, w, prev, evicts);
@@ -233,23 +246,40 @@ static void set_direct(struct slotmap *sm, uint64_t now, struct skey *keys, size
 	k->kc.state = SM_DONE;
 }
 
-/* Remote phase A: every touched bucket's headers, one READ per way. */
-static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys, size_t n)
+/* The way a key alone in its bucket was last seen in, where its bucket holds pages
+ * (a header-only bucket is one READ anyway); -1: read every way. */
+static int hinted_way(struct slotmap *sm, const struct skey *k)
+{
+	const struct sm_class *cl = &k->kc.lay->cls[k->cls];
+	int w;
+
+	if (k->b->nkeys != 1 || !slot_has_payload(&cl->g))
+		return -1;
+	w = sm_hint_get(sm, k->kc.lay, k->kc.h, k->cls);
+	return w < (int)cl->g.ways ? w : -1;
+}
+
+/* Remote phase A, one round trip: the headers of every bucket not read yet, one
+ * READ per way, or with hints the hinted way's alone. Returns whether a hinted
+ * header no longer held its key (that bucket is left to read whole). */
+static bool read_bucket_ops(struct slotmap *sm, struct btable *t, struct skey *keys, size_t n,
+			    bool hints)
 {
 	struct store_svc *st = sm->st;
 	struct pc_op *ops;
 	uint32_t nops = 0;
+	bool missed = false;
 
 	for (size_t j = 0; j < t->n; j++)
 		if (!t->v[j].decoded)
 			nops += t->v[j].ways;
 	if (!nops)
-		return;
+		return false;
 	ops = arena_alloc(t->a, (size_t)nops * sizeof(*ops));
 	if (!ops) {
 		for (size_t j = 0; j < t->n; j++)
 			t->v[j].err = -ENOMEM;
-		return;
+		return false;
 	}
 	nops = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -257,16 +287,25 @@ static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys
 		struct sbucket *b = k->b;
 		const struct sm_class *cl;
 
-		if (k->kc.state != SM_PENDING || b->nops || b->decoded)
+		if (k->kc.state != SM_PENDING || b->nops || b->decoded || b->err || b->stale)
 			continue;
 		cl = &k->kc.lay->cls[k->cls];
-		b->raw = arena_alloc(t->a, (size_t)cl->g.ways * SLOT_HEADER_BYTES);
+		if (!b->raw)
+			b->raw = arena_alloc(t->a, (size_t)cl->g.ways * SLOT_HEADER_BYTES);
 		if (!b->raw) {
 			b->err = -ENOMEM;
 			continue;
 		}
 		b->op0 = nops;
-		if (slot_has_payload(&cl->g)) {
+		b->only = hints ? hinted_way(sm, k) : -1;
+		if (b->only >= 0) {
+			b->hinted = k->kc.h;
+			ops[nops++] = sm_op(PC_OP_READ, k->kc.lay,
+					    sm_slot_addr(cl, b->bucket, (uint32_t)b->only), cl->rkey,
+					    b->raw + (uint32_t)b->only * SLOT_HEADER_BYTES,
+					    SLOT_HEADER_BYTES);
+			b->nops = 1;
+		} else if (slot_has_payload(&cl->g)) {
 			for (uint32_t w = 0; w < cl->g.ways; w++)
 				ops[nops++] = sm_op(PC_OP_READ, k->kc.lay, sm_slot_addr(cl, b->bucket, w),
 						    cl->rkey, b->raw + w * SLOT_HEADER_BYTES,
@@ -291,13 +330,31 @@ static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys
 			else if (e && !b->err)
 				b->err = e;
 		}
-		if (b->nops && !b->err && !b->stale) {
+		if (b->nops && !b->err && !b->stale && b->only >= 0) {
+			struct slot_header *h = &b->dec[b->only];
+
+			memset(b->dec, 0, b->ways * sizeof(*b->dec));	/* the others: unread */
+			slot_header_decode(b->raw + (uint32_t)b->only * SLOT_HEADER_BYTES, h);
+			b->decoded = !slot_header_empty(h) && keyhash_eq(h->key, b->hinted);
+			if (!b->decoded) {
+				b->only = -1;
+				missed = true;
+			}
+		} else if (b->nops && !b->err && !b->stale) {
 			for (uint32_t x = 0; x < b->ways; x++)
 				slot_header_decode(b->raw + x * SLOT_HEADER_BYTES, &b->dec[x]);
 			b->decoded = true;
 		}
 		b->nops = 0;
 	}
+	return missed;
+}
+
+/* Remote phase A: every touched bucket's headers, hinted ways first. */
+static void read_buckets(struct slotmap *sm, struct btable *t, struct skey *keys, size_t n)
+{
+	if (read_bucket_ops(sm, t, keys, n, true))
+		read_bucket_ops(sm, t, keys, n, false);
 }
 
 /* The slot WRITE's bytes are about to go (pc_op.prepare): the payload's checksum
@@ -451,10 +508,12 @@ static bool set_pass(struct slotmap *sm, struct arena *a, struct skey *keys, siz
 			continue;
 		}
 		/* a bucket's keys all go one way: their headers are known, not read */
-		if (direct_prefetch(sm, epoch, k))
+		if (direct_prefetch(sm, epoch, k)) {
 			k->b->decoded = true;
-		else
+		} else {
+			k->b->nkeys++;
 			remote = true;
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (keys[i].kc.state == SM_PENDING && keys[i].mem) {

@@ -345,6 +345,82 @@ static void test_concurrent_writers(void)
 	down(C);
 }
 
+/* READs s's fabric posted since *ops (updated). */
+static uint64_t reads_since(struct pc_store *s, uint64_t *ops)
+{
+	struct pc_fabric_stats f;
+	uint64_t was = *ops;
+
+	pc_fabric_get_stats(s->svc.fabric, &f);
+	*ops = f.ops_read;
+	return f.ops_read - was;
+}
+
+/* Whether s reads b's key i back as version v; a miss when v is 0. */
+static bool reads_as(struct pc_store *s, struct batch *b, size_t i, uint32_t v)
+{
+	batch_for_get(b, 4096);
+	if (pc_batch_get(s, &b->pg[i], 1) != (v ? 1 : 0))
+		return false;
+	return v ? pc_test_page_ok(b->buf + i * b->len, 4096, b->keys[i], v) :
+		   b->pg[i].status == -ENOENT;
+}
+
+/*
+ * A set of a key this node wrote before reads that way's header alone (one READ,
+ * where the bucket takes one a way) and overwrites the key there. A key gone from
+ * its hinted way reads the bucket whole next and takes the way slot_pick_way gives,
+ * never the one its hint named, which holds another key now; keys that share a
+ * bucket in one batch read it whole.
+ */
+static void test_hinted_sets(void)
+{
+	struct cluster *C = up(2, "slot_size_classes: [4KiB], slot_ways: 4, slot_num_buckets: 1, global_segment_size: 1MiB");
+	struct pc_store *cl = open_node(C, NULL, NULL), *other = open_node(C, NULL, NULL);
+	struct batch *b = batch_new(6, 4096);	/* K, F1..F4, L: n0's one bucket */
+	uint64_t ops = 0, ev;
+	int j = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		key_on(C, 0, "hset-", &j, b->keys[i]);
+	batch_for_set(b, 1);
+	CU_ASSERT_EQUAL(pc_batch_set(cl, &b->pg[0], 1), 1);
+	reads_since(cl, &ops);
+	batch_for_set(b, 2);
+	CU_ASSERT_EQUAL(pc_batch_set(cl, &b->pg[0], 1), 1);
+	CU_ASSERT_EQUAL(reads_since(cl, &ops), 1);	/* K's header, not four */
+	CU_ASSERT(reads_as(other, b, 0, 2));
+	CU_ASSERT_EQUAL(metrics(cl).evictions, 0);
+	/* another writer fills the bucket: F1..F3 take the free ways, F4 evicts K, the
+	 * oldest, so K's hinted way holds F4 */
+	batch_for_set(b, 1);
+	for (size_t i = 1; i <= 4; i++)
+		CU_ASSERT_EQUAL(pc_batch_set(other, &b->pg[i], 1), 1);
+	CU_ASSERT(reads_as(other, b, 0, 0));
+	/* K again: the hinted header names F4, then the whole bucket; F1, the oldest
+	 * now, makes room, and F4 stays */
+	ev = metrics(cl).evictions;
+	reads_since(cl, &ops);
+	batch_for_set(b, 3);
+	CU_ASSERT_EQUAL(pc_batch_set(cl, &b->pg[0], 1), 1);
+	CU_ASSERT_EQUAL(reads_since(cl, &ops), 1 + 4);
+	CU_ASSERT_EQUAL(metrics(cl).evictions - ev, 1);
+	CU_ASSERT(reads_as(other, b, 0, 3));
+	CU_ASSERT(reads_as(other, b, 4, 1));
+	CU_ASSERT(reads_as(other, b, 1, 0));
+	CU_ASSERT(reads_as(other, b, 2, 1) && reads_as(other, b, 3, 1));
+	/* K with L in one batch: one bucket, read whole (a READ a way) */
+	reads_since(cl, &ops);
+	batch_for_set(b, 4);
+	b->pg[1] = b->pg[5];
+	CU_ASSERT_EQUAL(pc_batch_set(cl, b->pg, 2), 2);
+	CU_ASSERT_EQUAL(reads_since(cl, &ops), 4);
+	batch_free(b);
+	pc_store_close(other);
+	pc_store_close(cl);
+	down(C);
+}
+
 static CU_TestInfo tests[] = {
 	{ "same-bucket keys in one batch do not evict each other", test_same_bucket_batch },
 	{ "a collision eviction is a clean miss; oldest first", test_eviction },
@@ -355,6 +431,7 @@ static CU_TestInfo tests[] = {
 	{ "CAS claim", test_cas_claim },
 	{ "a dead writer's claim: clean misses, taken over after the timeout", test_dead_claim },
 	{ "(a) concurrent writers of one bucket", test_concurrent_writers },
+	{ "a hinted set reads its way's header alone; a stale hint, the bucket", test_hinted_sets },
 	CU_TEST_INFO_NULL,
 };
 
