@@ -41,6 +41,7 @@ OUT=${PC_BENCH_OUT:-$ROOT/docs}
 cmake -S . -B build >/dev/null
 cmake --build build -j 2 >/dev/null
 
+mkdir -p "$OUT"
 TMP=$(mktemp -d /tmp/pcbench.XXXXXX)
 PIDS=""
 stop_servers() {
@@ -89,28 +90,33 @@ check_cc() {
 	exit 1
 }
 
+# A one-node topology in $1: pages of one size class $2, a segment of $3 MiB, port
+# $4, congestion control $5 ("" the system's).
+write_topo() {
+	printf 'name: bench\nstore: {slot_size_classes: [%s], global_segment_size: %sMiB, tcp_congestion: "%s"}\nnodes:\n  - {name: n0, address: 127.0.0.1, port: %s}\n' \
+		"$2" "$3" "$5" "$4" >"$1"
+}
+
+# A peer (memcached, redis-server) on CPU 1 with the bench's congestion control.
+peer() {
+	taskset -c 1 env LD_PRELOAD="$ROOT/build/tools/libpc_bench_cc.so" PC_BENCH_CC="$BENCH_CC" "$@"
+}
+
 # Start pcd (one node, one size class: the page), memcached and redis-server, all
 # on CPU 1 and on free ports; sets PCD_TOPO, RPORT, MPORT.
 start_servers() {
 	page=$1 seg=$2
 	port=$(free_port)
 	PCD_TOPO=$TMP/topo-$page.yaml
-	cat > "$PCD_TOPO" <<YAML
-name: bench
-store: {slot_size_classes: [$page], global_segment_size: ${seg}MiB, tcp_congestion: "$BENCH_CC"}
-nodes:
-  - {name: n0, address: 127.0.0.1, port: $port}
-YAML
+	write_topo "$PCD_TOPO" "$page" "$seg" "$port" "$BENCH_CC"
 	taskset -c 1 ./build/tools/pcd --topology "$PCD_TOPO" --node n0 2>"$TMP/pcd.log" &
 	PIDS="$PIDS $!"
 	RPORT=$(free_port)
-	taskset -c 1 env LD_PRELOAD="$ROOT/build/tools/libpc_bench_cc.so" PC_BENCH_CC="$BENCH_CC" \
-		redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no \
+	peer redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no \
 		--protected-mode no --daemonize no >"$TMP/redis.log" 2>&1 &
 	PIDS="$PIDS $!"
 	MPORT=$(free_port)
-	taskset -c 1 env LD_PRELOAD="$ROOT/build/tools/libpc_bench_cc.so" PC_BENCH_CC="$BENCH_CC" \
-		memcached -p "$MPORT" -l 127.0.0.1 -U 0 -m 4096 -I 1m -t 1 -u root \
+	peer memcached -p "$MPORT" -l 127.0.0.1 -U 0 -m 4096 -I 1m -t 1 -u root \
 		>"$TMP/memcached.log" 2>&1 &
 	PIDS="$PIDS $!"
 	wait_port "$port"
@@ -144,8 +150,7 @@ cc_run() {
 	page=$1 cc=$2
 	port=$(free_port)
 	topo=$TMP/cc-$page.yaml
-	printf 'name: cc\nstore: {slot_size_classes: [%s], global_segment_size: 512MiB, tcp_congestion: "%s"}\nnodes:\n  - {name: n0, address: 127.0.0.1, port: %s}\n' \
-		"$page" "$cc" "$port" >"$topo"
+	write_topo "$topo" "$page" 512 "$port" "$cc"
 	taskset -c 1 ./build/tools/pcd --topology "$topo" --node n0 2>"$TMP/pcd-cc.log" &
 	pid=$!
 	wait_port "$port"
