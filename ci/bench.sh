@@ -97,9 +97,10 @@ write_topo() {
 		"$2" "$3" "$5" "$4" >"$1"
 }
 
-# A peer (memcached, redis-server) on CPU 1 with the bench's congestion control.
+# A peer (memcached, redis-server) on CPU 1 with the bench's congestion control,
+# in place of the subshell that runs it in the background (its $! is the peer's).
 peer() {
-	taskset -c 1 env LD_PRELOAD="$ROOT/build/tools/libpc_bench_cc.so" PC_BENCH_CC="$BENCH_CC" "$@"
+	exec taskset -c 1 env LD_PRELOAD="$ROOT/build/tools/libpc_bench_cc.so" PC_BENCH_CC="$BENCH_CC" "$@"
 }
 
 # Start pcd (one node, one size class: the page), memcached and redis-server, all
