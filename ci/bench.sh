@@ -7,13 +7,14 @@
 # batches; a 256 MiB working set, then 80 % slot occupancy), pcd, memcached 1.6
 # (-I 1m) and redis-server 7, started here on free loopback ports and pinned to CPU
 # 1, and pcbench on CPU 0, which measures in one run the store's set/get/exists,
-# the ceiling (the best of three tuned TCP streams between the same cores) and
-# every memcached and Redis client of tools/pcbench/bench_ref*.c, the best of each
-# peer per op counting. Every party runs one congestion control, PC_BENCH_CC
-# (cubic, Debian's default, which does not pace: docs/deployment.md; empty: the
-# system's): the store from its topology, memcached and redis-server through
-# build/tools/libpc_bench_cc.so preloaded (tools/pcbench/bench_cc_preload.c),
-# the ceiling's tuned streams on their own; each listener is checked with ss.
+# the ceiling (the fastest of raw TCP transfers between the same cores: streams,
+# and batch by batch as a get moves them) and every memcached and Redis client of
+# tools/pcbench/bench_ref*.c, the best of each peer per op counting. Every party
+# runs one congestion control, PC_BENCH_CC (cubic, Debian's default, which does not
+# pace: docs/deployment.md; empty: the system's): the store from its topology,
+# memcached and redis-server through build/tools/libpc_bench_cc.so preloaded
+# (tools/pcbench/bench_cc_preload.c), the ceiling's tuned transfers on their own;
+# each listener is checked with ss.
 # Each size runs PC_BENCH_ROUNDS times (3); the page gives each ratio's range
 # over the rounds, each ratio taken within one run.
 # Then the disk tier (pctierbench, against raw sequential I/O of the same

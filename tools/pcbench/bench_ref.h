@@ -1,7 +1,8 @@
 /*
  * bench_ref.h - the references pcbench measures next to the store, in the same
- * process and placement: the ceiling (one TCP stream between the same endpoints,
- * plain, tuned and busy-polled: bench_ref_stream.c) and clients of memcached and
+ * process and placement: the ceiling (raw TCP transfers between the same
+ * endpoints, plain, tuned and busy-polled, as a stream and batch by batch:
+ * bench_ref_stream.c) and clients of memcached and
  * Redis, each the best of its kind we know how to write (pipelined meta commands,
  * multi-key gets, raw RESP), the standard C libraries (libmemcached, hiredis), and
  * the obvious one-request-at-a-time client each of them must beat.
@@ -36,6 +37,14 @@ const char *ref_stream_name(enum ref_stream_kind k);
  * sender there (the caller pins itself). */
 double ref_stream(enum ref_stream_kind k, const char *host, uint64_t total, size_t chunk,
 		  size_t span, int cpu);
+
+/* The same bytes one batch in flight: the receiver asks for each chunk-byte batch
+ * and receives it before it asks for the next, as a client's batch get does. page
+ * 0: the sender walks its buffer in order; else it sends each batch as page-byte
+ * pieces from random places of it in one sendmsg, as a store's server sends the
+ * pages of a batch. GB/s, or a negative errno. */
+double ref_round_trips(enum ref_stream_kind k, const char *host, uint64_t total, size_t chunk,
+		       size_t page, size_t span, int cpu);
 
 /* ------------------------------------------------------------------ key-value peers */
 

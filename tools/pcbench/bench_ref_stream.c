@@ -1,9 +1,9 @@
 /*
- * bench_ref_stream.c - the ceiling pcbench holds the store and its peers to: one
- * TCP stream from a forked sender to this process over the same loopback, the
- * sender pinned where the servers run and reading a buffer as large as their
- * working set, the receiver landing bytes in a batch-sized buffer as a client
- * does. Three variants, the best of which is the ceiling:
+ * bench_ref_stream.c - the raw transfers pcbench holds the store and its peers to:
+ * TCP from a forked sender to this process over the same loopback, the sender
+ * pinned where the servers run and reading a buffer as large as their working set,
+ * the receiver landing bytes in a batch-sized buffer as a client does. Three
+ * variants:
  *
  *   plain  batch-sized send() and recv(), the kernel's buffer autotuning.
  *   tuned  1 MiB writes and reads, TCP_NODELAY, socket buffers forced to 8 MiB
@@ -14,6 +14,16 @@
  *   busy   tuned, and the receiver never sleeps: non-blocking reads in a loop
  *          (SO_BUSY_POLL too, where a device polls), as a client that polls for
  *          its answers does.
+ *
+ * ref_stream moves the bytes as one stream. ref_round_trips moves them one batch
+ * at a time, as every client's get does: the receiver asks for a batch with one
+ * byte and the sender answers with the batch's bytes, nothing in flight between the
+ * batches; and, given a page size, it sends each batch as that many pages from
+ * random places of its buffer, gathered into one sendmsg, as a store's server
+ * sends the pages a batch names. Those add round trips and scattered reads to the
+ * stream: they say what is left of it for a client that waits for each batch, and
+ * where one of them is faster all the same, the stream was no limit (pcbench takes
+ * the fastest of all as the ceiling).
  *
  * Not for: anything but moving bytes; no protocol, no checks.
  */
@@ -69,19 +79,34 @@ static void nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* The sender: accept one connection, say ready, stream total bytes, exit. */
-static void sender(enum ref_stream_kind k, int lfd, uint64_t total, size_t chunk, size_t span,
-		   int cpu)
+/* Batch after batch of pages from random places of src (span bytes): the next
+ * page's offset. */
+static size_t next_page(uint64_t *rng, size_t span, size_t page)
+{
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	return (size_t)(*rng % (span / page)) * page;
+}
+
+/* The sender: accept one connection, say ready, send total bytes, exit. per_batch:
+ * a batch (chunk bytes, the last one what is left) each time the receiver asks;
+ * page > 0 as well: each batch gathered from pages at random places. */
+static void sender(enum ref_stream_kind k, bool per_batch, size_t page, int lfd, uint64_t total,
+		   size_t chunk, size_t span, int cpu)
 {
 	size_t io = k == REF_STREAM_PLAIN ? chunk : TUNED_IO, off = 0;
-	char *src;
+	uint64_t rng = 0x9E3779B97F4A7C15ULL;
+	struct refio_req q;
+	char *src, ask;
 	int c;
 
 	refio_pin(cpu);
 	span = span < io ? io : span;
+	span = span < page ? page : span;
 	/* memory like the store's slots: huge pages where the kernel has them */
 	src = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (src == MAP_FAILED)
+	if (src == MAP_FAILED || refio_req_init(&q, 0))
 		_exit(1);
 	madvise(src, span, MADV_HUGEPAGE);
 	memset(src, 0x5a, span);
@@ -92,14 +117,31 @@ static void sender(enum ref_stream_kind k, int lfd, uint64_t total, size_t chunk
 	if (refio_send_all(c, "R", 1))	/* ready: the receiver's clock starts now */
 		_exit(1);
 	for (uint64_t left = total; left;) {
-		size_t n = left < io ? (size_t)left : io;
+		uint64_t batch = !per_batch || left < chunk ? left : chunk;
 
-		if (off + n > span)
-			off = 0;
-		if (refio_send_all(c, src + off, n))
+		if (per_batch && refio_recv_all(c, &ask, 1))
 			_exit(1);
-		off += n;
-		left -= n;
+		left -= batch;
+		if (page) {
+			refio_req_reset(&q);
+			for (uint64_t o = 0; o < batch; o += page)
+				if (refio_req_add(&q, src + next_page(&rng, span, page),
+						  batch - o < page ? (size_t)(batch - o) : page))
+					_exit(1);
+			if (refio_req_send(c, &q))
+				_exit(1);
+			continue;
+		}
+		while (batch) {
+			size_t n = batch < io ? (size_t)batch : io;
+
+			if (off + n > span)
+				off = 0;
+			if (refio_send_all(c, src + off, n))
+				_exit(1);
+			off += n;
+			batch -= n;
+		}
 	}
 	_exit(0);
 }
@@ -127,8 +169,8 @@ static int receive(enum ref_stream_kind k, int fd, char *buf, uint64_t total, si
 	return 0;
 }
 
-double ref_stream(enum ref_stream_kind k, const char *host, uint64_t total, size_t chunk,
-		  size_t span, int cpu)
+static double transfer(enum ref_stream_kind k, bool per_batch, size_t page, const char *host,
+		       uint64_t total, size_t chunk, size_t span, int cpu)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sa);
@@ -152,7 +194,7 @@ double ref_stream(enum ref_stream_kind k, const char *host, uint64_t total, size
 	memset(buf, 0, chunk);
 	pid = fork();
 	if (pid == 0)
-		sender(k, lfd, total, chunk, span, cpu);
+		sender(k, per_batch, page, lfd, total, chunk, span, cpu);
 	close(lfd);
 	ret = pid < 0 ? -errno : 0;
 	if (!ret) {
@@ -175,11 +217,17 @@ double ref_stream(enum ref_stream_kind k, const char *host, uint64_t total, size
 		/* not timed: the sender filling its buffer (hundreds of MB for big spans) */
 		ret = refio_recv_all(fd, buf, 1);
 	}
-	if (!ret) {
-		t0 = tool_now();
-		ret = receive(k, fd, buf, total, chunk);
-		t = tool_now() - t0;
+	t0 = tool_now();
+	for (uint64_t got = 0; !ret && got < total;) {
+		uint64_t batch = !per_batch || total - got < chunk ? total - got : chunk;
+
+		if (per_batch)
+			ret = refio_send_all(fd, "b", 1);
+		if (!ret)
+			ret = receive(k, fd, buf, batch, chunk);
+		got += batch;
 	}
+	t = tool_now() - t0;
 	if (fd >= 0)
 		close(fd);
 	if (ret && pid > 0)
@@ -188,4 +236,16 @@ double ref_stream(enum ref_stream_kind k, const char *host, uint64_t total, size
 		waitpid(pid, &status, 0);
 	free(buf);
 	return ret ? ret : (double)total / t / 1e9;
+}
+
+double ref_stream(enum ref_stream_kind k, const char *host, uint64_t total, size_t chunk,
+		  size_t span, int cpu)
+{
+	return transfer(k, false, 0, host, total, chunk, span, cpu);
+}
+
+double ref_round_trips(enum ref_stream_kind k, const char *host, uint64_t total, size_t chunk,
+		       size_t page, size_t span, int cpu)
+{
+	return transfer(k, true, page, host, total, chunk, span, cpu);
 }

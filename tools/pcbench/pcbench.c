@@ -11,10 +11,11 @@
  *           [--keys N] [--iters N] [--zipf S] [--no-verify] [--set key=value ...]
  *
  * Per op it prints pages/s, GB/s, p50/p99 per batch, round trips per batch, bytes
- * read per hit byte and the hit rate; then the references: a raw single-connection
- * TCP stream over the same loopback (and Redis / memcached when given ports), and
- * the store's get throughput as a ratio of each. Exit code 1 when a page read back
- * is not byte-identical to what was written, or fewer gets hit than --min-hits.
+ * read per hit byte and the hit rate; then the references: raw single-connection
+ * TCP transfers over the same loopback, as a stream and one batch in flight (and
+ * Redis / memcached when given ports), and the store's get throughput as a ratio
+ * of each. Exit code 1 when a page read back is not byte-identical to what was
+ * written, or fewer gets hit than --min-hits.
  *
  * With --mode it starts a local cluster of its own per measurement (one process per
  * topology node, on the topology's ports) and compares the modes on the same
@@ -60,7 +61,8 @@ static const struct tool_opt options[] = {
 	{ "--any-length", "off", "Gets ask for any length up to the buffer, not the exact one." },
 	{ "--no-verify", "verify", "Do not compare the bytes read back with those written." },
 	{ "--raw-tcp HOST", "127.0.0.1",
-	  "Measure a raw single-connection tcp stream to HOST as the reference." },
+	  "Measure a raw single-connection tcp stream to HOST as the reference, and the "
+	  "same bytes one batch at a time." },
 	{ "--no-raw-tcp", NULL, "Skip the raw tcp reference." },
 	{ "--redis PORT", "off", "Also measure a Redis server on 127.0.0.1:PORT." },
 	{ "--memcached PORT", "off", "Also measure a memcached server on 127.0.0.1:PORT." },
@@ -99,8 +101,8 @@ static const struct tool_doc doc = {
 		"exist, in batches, against a running cluster (pcd processes). Per op it prints "
 		"pages/s, GB/s, p50 and p99 per batch, round trips per batch, bytes read per hit "
 		"byte and how many succeeded; then the references measured in the same run (a "
-		"raw tcp stream, Redis and memcached when given) and the get throughput as a "
-		"ratio of each.\n\n"
+		"raw tcp stream and the same bytes one batch in flight, Redis and memcached "
+		"when given) and the get throughput as a ratio of each.\n\n"
 		"With --mode it starts its own local cluster for every measurement and compares "
 		"slotmap with p2p (ci/bench.sh runs both forms; docs/performance.md has the "
 		"figures).",
@@ -324,46 +326,87 @@ static void pin_self(int cpu)
 		tool_die("pcbench", "--cpu %d: cannot pin to that CPU", cpu);
 }
 
-/* The ceiling: each stream variant between the same endpoints, best of its
- * before and after runs (a machine that slows meanwhile shows as a spread). */
+/*
+ * The ceiling: each variant of a raw TCP transfer between the same endpoints, best
+ * of its before and after runs (a machine that slows meanwhile shows as a spread),
+ * in three shapes: a stream; one batch in flight (ref_round_trips), the sender
+ * walking its buffer in order; and one batch in flight sent as the batch's pages
+ * from random places of the buffer, as a store's server sends them. The last two
+ * add round trips and scattered reads to the stream, so they say what those leave
+ * of it; where one of them moves the bytes faster all the same, the stream was no
+ * limit, and the ceiling is the fastest of all.
+ */
+enum { SHAPE_STREAM, SHAPE_BATCHES, SHAPE_PAGES, SHAPE_NR };
+
+static const char *const shape_name[SHAPE_NR] = { "stream", "batches", "pages" };
+
 struct ceiling {
-	double gbps[REF_STREAM_NR][2];
-	double best;
-	enum ref_stream_kind best_kind;
+	double gbps[SHAPE_NR][REF_STREAM_NR][2];
+	double best[SHAPE_NR];
+	enum ref_stream_kind best_kind[SHAPE_NR];
+	int top;			/* the shape whose best is the ceiling */
 	int err;
 };
+
+static double ceiling_gbps(const struct ceiling *c)
+{
+	return c->best[c->top];
+}
 
 static void measure_ceiling(const char *host, const struct bench *b, int server_cpu,
 			    struct ceiling *c, int when)
 {
 	uint64_t total = (uint64_t)b->batch * b->page * 256;
+	size_t batch = b->batch * b->page, span = b->keys * b->page;
 
 	total = total < (1ULL << 30) ? 1ULL << 30 : total > (2ULL << 30) ? 2ULL << 30 : total;
-	for (int k = 0; k < REF_STREAM_NR; k++) {
-		double g = ref_stream((enum ref_stream_kind)k, host, total, b->batch * b->page,
-				      b->keys * b->page, server_cpu);
+	for (int s = 0; s < SHAPE_NR; s++)
+		for (int k = 0; k < REF_STREAM_NR; k++) {
+			enum ref_stream_kind kind = (enum ref_stream_kind)k;
+			double g = s == SHAPE_STREAM ?
+					   ref_stream(kind, host, total, batch, span, server_cpu) :
+					   ref_round_trips(kind, host, total, batch,
+							   s == SHAPE_PAGES ? b->page : 0, span,
+							   server_cpu);
 
-		c->gbps[k][when] = g;
-		if (g < 0)
-			c->err = (int)-g;
-		if (g > c->best) {
-			c->best = g;
-			c->best_kind = (enum ref_stream_kind)k;
+			c->gbps[s][k][when] = g;
+			if (g < 0)
+				c->err = (int)-g;
+			if (g > c->best[s]) {
+				c->best[s] = g;
+				c->best_kind[s] = kind;
+			}
+			if (c->best[s] > c->best[c->top])
+				c->top = s;
 		}
-	}
 }
 
 static void print_ceiling(const char *host, const struct bench *b, const struct ceiling *c)
 {
-	if (c->best <= 0) {
-		printf("ceiling: tcp stream to %s not measured (%s)\n", host, strerror(c->err));
+	if (ceiling_gbps(c) <= 0) {
+		printf("ceiling: tcp transfers to %s not measured (%s)\n", host, strerror(c->err));
 		return;
 	}
-	for (int k = 0; k < REF_STREAM_NR; k++)
-		printf("stream    %-12s %8.3f GB/s before the ops, %8.3f after\n",
-		       ref_stream_name((enum ref_stream_kind)k), c->gbps[k][0], c->gbps[k][1]);
-	printf("ceiling: %.3f GB/s (%s tcp stream, 1 connection to %s, sent from a %zu-byte buffer)\n",
-	       c->best, ref_stream_name(c->best_kind), host, b->keys * b->page);
+	for (int s = 0; s < SHAPE_NR; s++)
+		for (int k = 0; k < REF_STREAM_NR; k++)
+			printf("%-9s %-12s %8.3f GB/s before the ops, %8.3f after\n", shape_name[s],
+			       ref_stream_name((enum ref_stream_kind)k), c->gbps[s][k][0],
+			       c->gbps[s][k][1]);
+	printf("ceiling: %.3f GB/s (%s %s, 1 connection to %s, sent from a %zu-byte buffer)\n",
+	       ceiling_gbps(c), ref_stream_name(c->best_kind[c->top]), shape_name[c->top], host,
+	       b->keys * b->page);
+	printf("of it: the stream %.2f, one %zu-byte batch in flight %.2f, the batch's pages from "
+	       "random places %.2f\n", c->best[SHAPE_STREAM] / ceiling_gbps(c), b->batch * b->page,
+	       c->best[SHAPE_BATCHES] / ceiling_gbps(c), c->best[SHAPE_PAGES] / ceiling_gbps(c));
+}
+
+/* A get rate as a ratio of the ceiling and of one batch of pages in flight. */
+static void print_vs_ceiling(const char *who, const char *op, double gbps, const struct ceiling *c)
+{
+	if (ceiling_gbps(c) > 0 && gbps > 0)
+		printf("%s%s / ceiling: %.2f, / one batch of pages in flight: %.2f\n", who, op,
+		       gbps / ceiling_gbps(c),
+		       c->best[SHAPE_PAGES] > 0 ? gbps / c->best[SHAPE_PAGES] : 0);
 }
 
 /* The best of a peer's clients per op. */
@@ -450,7 +493,7 @@ int main(int argc, char **argv)
 	struct store_results sr = { .get = { .pages = 0 } };
 	struct best bests[2] = { { .any = false } };
 	struct result get_r, set_r, exists_r;
-	struct ceiling ceil = { .best = 0 };
+	struct ceiling ceil = { .err = 0 };
 	double get_gbps, set_gbps;
 	char summary[1024];
 	struct pc_topology *t;
@@ -574,12 +617,19 @@ int main(int argc, char **argv)
 	get_r = sr.get, set_r = sr.set, exists_r = sr.exists;
 	get_gbps = result_rate(&B, &get_r) / 1e9;
 	set_gbps = result_rate(&B, &set_r) / 1e9;
-	if (get_r.pages && ceil.best > 0)
-		printf("get / ceiling: %.2f\n", get_gbps / ceil.best);
+	if (get_r.pages)
+		print_vs_ceiling("", "get", get_gbps, &ceil);
 	/* One line of every figure, for scripts (ci/bench.sh) */
-	snprintf(summary, sizeof(summary), "summary page=%zu keys=%zu batch=%zu get_gbps=%.4f get_p50_us=%.1f set_gbps=%.4f set_p50_us=%.1f exists_kps=%.0f ceiling_gbps=%.4f ceiling_by=%s",
+	snprintf(summary, sizeof(summary), "summary page=%zu keys=%zu batch=%zu get_gbps=%.4f get_p50_us=%.1f set_gbps=%.4f set_p50_us=%.1f exists_kps=%.0f ceiling_gbps=%.4f ceiling_by=%s-%s",
 		 B.page, B.keys, B.batch, get_gbps, get_r.p50, set_gbps, set_r.p50,
-		 result_rate(&B, &exists_r), ceil.best, ref_stream_name(ceil.best_kind));
+		 result_rate(&B, &exists_r), ceiling_gbps(&ceil),
+		 ref_stream_name(ceil.best_kind[ceil.top]), shape_name[ceil.top]);
+	for (int sh = 0; sh < SHAPE_NR; sh++) {
+		size_t at = strlen(summary);
+
+		snprintf(summary + at, sizeof(summary) - at, " %s_gbps=%.4f %s_by=%s", shape_name[sh],
+			 ceil.best[sh], shape_name[sh], ref_stream_name(ceil.best_kind[sh]));
+	}
 	for (int k = 0; k < 2; k++) {
 		const char *peer = k ? "memcached" : "redis";
 		struct best best = bests[k];
@@ -594,8 +644,7 @@ int main(int argc, char **argv)
 			 best.exists_by ? best.exists_by : "-");
 		if (!best.any)
 			continue;
-		if (ceil.best > 0)
-			printf("%s best get / ceiling: %.2f\n", peer, best.get / ceil.best);
+		print_vs_ceiling(peer, " best get", best.get, &ceil);
 		if (get_r.pages && best.get > 0)
 			printf("get / %s: %.2f (p50 %.2f of its)\n", peer, get_gbps / best.get,
 			       get_r.p50 / best.get_p50);

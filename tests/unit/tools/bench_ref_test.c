@@ -234,12 +234,25 @@ static void test_stream_variants(void)
 				     4u << 20, -1) > 0);
 }
 
+/* One batch at a time, the last batch shorter than the others, in order and as
+ * pages from random places (the last page short too): every byte asked for arrives
+ * and the sender stops where the receiver does. */
+static void test_round_trips(void)
+{
+	for (int k = 0; k < REF_STREAM_NR; k++)
+		for (size_t page = 0; page <= 12288; page += 12288)
+			CU_ASSERT(ref_round_trips((enum ref_stream_kind)k, "127.0.0.1",
+						  (8u << 20) + 12345, 768u << 10, page, 4u << 20,
+						  -1) > 0);
+}
+
 static CU_TestInfo tests[] = {
 	{ "every client reads back what it set", test_clients_read_back },
 	{ "every client sees misses where keys were never set", test_clients_see_misses },
 	{ "an absent server is an error", test_unreachable },
 	{ "exists runs at least REF_EXISTS_BATCHES batches", test_exists_passes },
 	{ "the stream variants move their bytes", test_stream_variants },
+	{ "the stream variants move their bytes one batch at a time", test_round_trips },
 	CU_TEST_INFO_NULL,
 };
 
