@@ -203,6 +203,26 @@ def other_targets(other):
     return rows
 
 
+def tier_random(other):
+    """Per block size pctierbench ran: raw random block reads as a share of raw
+    sequential reads, and promotion in random order as a share of the former."""
+    out, block, seq, rnd = [], "?", 0.0, 0.0
+    for line in other.splitlines():
+        m = re.match(r"pctierbench: \d+ blocks of (\d+) B", line)
+        if m:
+            block = kib(int(m.group(1)))
+        m = re.match(r"raw sequential read\s+([\d.]+)", line)
+        if m:
+            seq = float(m.group(1))
+        m = re.match(r"raw random block reads\s+([\d.]+)", line)
+        if m:
+            rnd = float(m.group(1))
+        m = re.match(r"promote, random order.*\(([\d.]+) of raw random reads\)", line)
+        if m and seq:
+            out.append((block, rnd / seq, float(m.group(1))))
+    return out
+
+
 def write(args, runs, other):
     ws = by_page(runs, "ws")
     occ = by_page(runs, "occ80")
@@ -370,6 +390,14 @@ def write(args, runs, other):
         w("ceiling (%s pages; \"The ceiling's shapes\" above): where that is below 0.8, no" % ", ".join(kib(p) for p, _ in rt))
         w("client that waits for each batch of scattered pages meets the target, and the")
         w("store's ratio to it says how much of the rest is the store's.")
+        w("")
+    tr = tier_random(other)
+    if tr:
+        w("Promotion in random order reads blocks from random places of the file. Raw")
+        w("random reads of the same blocks moved %s of raw sequential reads (%s blocks)," % (
+            ", ".join("%.2f" % r for _, r, _ in tr), ", ".join(b for b, _, _ in tr)))
+        w("which bounds any promotion in that order; promotion reached %s of them." % (
+            ", ".join("%.2f" % p for _, _, p in tr)))
         w("")
     w("Over rxe, rdma_rxe does every packet's work in software, both ends' on the VM's")
     w("CPUs: a page's cost there is its packets (rxe0's counters), and the rxe runs")
