@@ -17,6 +17,10 @@ import platform
 import statistics
 import subprocess
 import sys
+import textwrap
+
+# The width of the page's generated paragraphs.
+WIDTH = 84
 
 # The issue's targets, as (title, ratio key, bound, whether the ratio must stay
 # at or above the bound (else at or below)).
@@ -97,7 +101,7 @@ def by_page(runs, label):
 def who(runs, key):
     """The client (or stream) that was best, and in how many of the runs."""
     names = [r.get(key, "-") for r in runs]
-    common = max(set(names), key=names.count)
+    common = max(names, key=names.count)  # a tie: the first run's
     return common if names.count(common) == len(names) else "%s (%d of %d)" % (common, names.count(common), len(names))
 
 
@@ -385,19 +389,22 @@ def write(args, runs, other):
     rt = [(page, span([ratios(r)["pages_ceiling"] for r in rs])) for page, rs in ws.items()
           if any(r.get("pages_gbps") for r in rs)]
     if rt:
-        w("The ceiling target holds a batch get to the fastest raw transfer. One batch of")
-        w("pages in flight, with no protocol and nothing checked, reached %s of the" % ", ".join(v for _, v in rt))
-        w("ceiling (%s pages; \"The ceiling's shapes\" above): where that is below 0.8, no" % ", ".join(kib(p) for p, _ in rt))
-        w("client that waits for each batch of scattered pages meets the target, and the")
-        w("store's ratio to it says how much of the rest is the store's.")
+        L.extend(textwrap.wrap(
+            "The ceiling target holds a batch get to the fastest raw transfer. One batch of "
+            "pages in flight, with no protocol and nothing checked, reached %s of the ceiling "
+            "(%s pages; \"The ceiling's shapes\" above): where that is below 0.8, no client "
+            "that waits for each batch of scattered pages meets the target, and the store's "
+            "ratio to it says how much of the rest is the store's." % (
+                ", ".join(v for _, v in rt), ", ".join(kib(p) for p, _ in rt)), WIDTH))
         w("")
     tr = tier_random(other)
     if tr:
-        w("Promotion in random order reads blocks from random places of the file. Raw")
-        w("random reads of the same blocks moved %s of raw sequential reads (%s blocks)," % (
-            ", ".join("%.2f" % r for _, r, _ in tr), ", ".join(b for b, _, _ in tr)))
-        w("which bounds any promotion in that order; promotion reached %s of them." % (
-            ", ".join("%.2f" % p for _, _, p in tr)))
+        L.extend(textwrap.wrap(
+            "Promotion in random order reads blocks from random places of the file. Raw random "
+            "reads of the same blocks moved %s of raw sequential reads (%s blocks), which "
+            "bounds any promotion in that order; promotion reached %s of them." % (
+                ", ".join("%.2f" % r for _, r, _ in tr), ", ".join(b for b, _, _ in tr),
+                ", ".join("%.2f" % p for _, _, p in tr)), WIDTH))
         w("")
     w("Over rxe, rdma_rxe does every packet's work in software, both ends' on the VM's")
     w("CPUs: a page's cost there is its packets (rxe0's counters), and the rxe runs")
