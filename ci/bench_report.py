@@ -11,6 +11,7 @@ Not for: measuring (ci/bench.sh and the tools do that).
 """
 import argparse
 import datetime
+import math
 import os
 import re
 import platform
@@ -68,6 +69,11 @@ def ratios(r):
         "exists_redis": ratio(r["exists_kps"], r.get("redis_exists_kps", 0)),
         "exists_mc": ratio(r["exists_kps"], r.get("memcached_exists_kps", 0)),
         "p50_mc": ratio(r["get_p50_us"], r.get("memcached_get_p50_us", 0)),
+        # lookups answered rather than bytes that hit: what a miss the placement
+        # made (a key its bucket evicted) leaves of the comparison
+        "lookups_mc": ratio(r["get_gbps"] / r["get_hit"] if r.get("get_hit") else 0,
+                            r.get("memcached_get_gbps", 0) / r["memcached_get_hit"]
+                            if r.get("memcached_get_hit") else 0),
         "mc_ceiling": ratio(r.get("memcached_get_gbps", 0), r["ceiling_gbps"]),
         "redis_ceiling": ratio(r.get("redis_get_gbps", 0), r["ceiling_gbps"]),
         "stream_ceiling": ratio(r.get("stream_gbps", 0), r["ceiling_gbps"]),
@@ -76,6 +82,18 @@ def ratios(r):
         "get_pages": ratio(r["get_gbps"], r.get("pages_gbps", 0)),
         "mc_pages": ratio(r.get("memcached_get_gbps", 0), r.get("pages_gbps", 0)),
     }
+
+
+def overflow(ways, load):
+    """The share of keys that find their bucket full when keys land in buckets of
+    `ways` at random, `load` keys a slot: E[(X - ways)+] / E[X], X ~ Poisson(ways x
+    load), the keys a bucket is asked to hold."""
+    lam = ways * load
+    if lam <= 0:
+        return 0.0
+    e = sum((x - ways) * math.exp(-lam + x * math.log(lam) - math.lgamma(x + 1))
+            for x in range(ways + 1, ways + 20 + int(10 * lam)))
+    return e / lam
 
 
 def span(values, fmt="%.2f"):
@@ -302,14 +320,15 @@ def write(args, runs, other):
             span([x["get_ceiling"] for x in R]), span([x["mc_ceiling"] for x in R]),
             span([x["redis_ceiling"] for x in R])))
     w("")
-    w("| page | store / memcached | store / Redis | store p50 us | memcached p50 us | store p50 / memcached p50 |")
-    w("|---|---|---|---|---|---|")
+    w("| page | store / memcached | store / Redis | store p50 us | memcached p50 us | store p50 / memcached p50 | store hit rate | memcached hit rate |")
+    w("|---|---|---|---|---|---|---|---|")
     for page, rs in ws.items():
         R = [ratios(r) for r in rs]
-        w("| %s | %s | %s | %s | %s | %s |" % (
+        w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
             kib(page), span([x["get_mc"] for x in R]), span([x["get_redis"] for x in R]),
             span([r["get_p50_us"] for r in rs], "%.0f"), span([r.get("memcached_get_p50_us", 0) for r in rs], "%.0f"),
-            span([x["p50_mc"] for x in R])))
+            span([x["p50_mc"] for x in R]), span([r.get("get_hit", 0) for r in rs], "%.3f"),
+            span([r.get("memcached_get_hit", 0) for r in rs], "%.3f")))
     w("")
     if any(r.get("pages_gbps") for rs in ws.values() for r in rs):
         w("## The ceiling's shapes")
@@ -354,16 +373,37 @@ def write(args, runs, other):
     if occ:
         w("## 80 % slot occupancy (one run)")
         w("")
-        w("| page | keys | store get GB/s | get / memcached | get / Redis | get / ceiling | set / memcached | p50 / memcached p50 |")
-        w("|---|---|---|---|---|---|---|---|")
+        w("| page | keys | store get GB/s | get / memcached | get / Redis | get / ceiling | set / memcached | p50 / memcached p50 | store hit rate | get / memcached, lookups |")
+        w("|---|---|---|---|---|---|---|---|---|---|")
         for page, rs in occ.items():
             R = [ratios(r) for r in rs]
-            w("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+            w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 kib(page), int(rs[0]["keys"]), span([r["get_gbps"] for r in rs]),
                 span([x["get_mc"] for x in R]), span([x["get_redis"] for x in R]),
                 span([x["get_ceiling"] for x in R]), span([x["set_mc"] for x in R]),
-                span([x["p50_mc"] for x in R])))
+                span([x["p50_mc"] for x in R]), span([r.get("get_hit", 0) for r in rs], "%.3f"),
+                span([x["lookups_mc"] for x in R])))
         w("")
+        runs_ways = [(r, int(r.get("ways", 0))) for rs in list(ws.values()) + list(occ.values()) for r in rs]
+        if all(wy and r.get("slots") for r, wy in runs_ways):
+            loads = sorted({round(r["keys"] / r["slots"], 2) for r, _ in runs_ways})
+            wy = runs_ways[0][1]
+            missed = lambda rows: span([1 - r.get("get_hit", 0) for rs in rows.values() for r in rs], "%.3f")
+            L.extend(textwrap.wrap(
+                "A get's GB/s counts the bytes that hit. The store's buckets hold %d ways "
+                "(`store.slot_ways`), so a key that lands in a full bucket evicts the bucket's "
+                "oldest; with keys in random buckets, the share that finds its bucket full is "
+                "what a Poisson count of keys a bucket beyond its ways gives: %s of the keys "
+                "at %s keys a slot (%s with 8 ways, %s with 16). The store's gets missed %s "
+                "of the keys in the working-set runs and %s at 80 %% occupancy; memcached, "
+                "given the memory, keeps every key. The last column compares the lookups "
+                "each answered a second, hit or miss." % (
+                    wy, ", ".join("%.3f" % overflow(wy, l) for l in loads),
+                    ", ".join("%.2f" % l for l in loads),
+                    ", ".join("%.3f" % overflow(8, l) for l in loads),
+                    ", ".join("%.3f" % overflow(16, l) for l in loads),
+                    missed(ws), missed(occ)), WIDTH))
+            w("")
     w("## Targets (issue 20)")
     w("")
     w("Met where the ratio reached the target in every run of every size (working set")

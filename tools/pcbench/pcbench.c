@@ -34,6 +34,7 @@
 #include "bench_ref.h"
 #include "pcbench_modes.h"
 #include "pcbench_page.h"
+#include "placement/slot.h"
 #include "store.h"
 #include "tool/tool_common.h"
 #include "tool/tool_help.h"
@@ -409,9 +410,29 @@ static void print_vs_ceiling(const char *who, const char *op, double gbps, const
 		       c->best[SHAPE_PAGES] > 0 ? gbps / c->best[SHAPE_PAGES] : 0);
 }
 
+/* The slots of the size class that holds a page of page bytes, over every node
+ * of the topology, and their ways: what a summary's occupancy is of. 0 when no
+ * class holds it or the store is not slotmap. */
+static uint64_t class_slots(const struct pc_topology *t, size_t page, uint32_t *ways)
+{
+	*ways = 0;
+	if (t->store.mode != PC_MODE_SLOTMAP)
+		return 0;
+	for (uint32_t c = 0; c < t->store.nr_classes; c++) {
+		struct slot_geometry g;
+
+		if (!slot_class_geometry(&g, &t->store, c) && g.page_bytes >= page) {
+			*ways = g.ways;
+			return g.nr_buckets * g.ways * t->nr_nodes;
+		}
+	}
+	return 0;
+}
+
 /* The best of a peer's clients per op. */
 struct best {
 	double set, get, exists, get_p50;
+	double get_hit;			/* the best get client's hits / keys asked for */
 	const char *set_by, *get_by, *exists_by;
 	bool any;
 };
@@ -449,6 +470,7 @@ static uint64_t run_peer(const char *peer, int port, const struct bench *B, stru
 		if (ref_gbps(&r.get) > best->get) {
 			best->get = ref_gbps(&r.get), best->get_by = ref_client_name(*c);
 			best->get_p50 = r.get.p50_us;
+			best->get_hit = r.get.keys ? (double)r.get.hits / (double)r.get.keys : 0;
 		}
 		if (r.exists.run && ref_keys_per_s(&r.exists) > best->exists)
 			best->exists = ref_keys_per_s(&r.exists), best->exists_by = ref_client_name(*c);
@@ -495,7 +517,9 @@ int main(int argc, char **argv)
 	struct result get_r, set_r, exists_r;
 	struct ceiling ceil = { .err = 0 };
 	double get_gbps, set_gbps;
-	char summary[1024];
+	char summary[2048];
+	uint64_t slots;
+	uint32_t ways;
 	struct pc_topology *t;
 	double min_hits = 1, zipf_s = 1.1;
 	const char *modes = NULL;
@@ -619,10 +643,13 @@ int main(int argc, char **argv)
 	set_gbps = result_rate(&B, &set_r) / 1e9;
 	if (get_r.pages)
 		print_vs_ceiling("", "get", get_gbps, &ceil);
+	slots = class_slots(t, B.page, &ways);
 	/* One line of every figure, for scripts (ci/bench.sh) */
-	snprintf(summary, sizeof(summary), "summary page=%zu keys=%zu batch=%zu get_gbps=%.4f get_p50_us=%.1f set_gbps=%.4f set_p50_us=%.1f exists_kps=%.0f ceiling_gbps=%.4f ceiling_by=%s-%s",
+	snprintf(summary, sizeof(summary), "summary page=%zu keys=%zu batch=%zu get_gbps=%.4f get_p50_us=%.1f set_gbps=%.4f set_p50_us=%.1f exists_kps=%.0f get_hit=%.4f slots=%llu ways=%u ceiling_gbps=%.4f ceiling_by=%s-%s",
 		 B.page, B.keys, B.batch, get_gbps, get_r.p50, set_gbps, set_r.p50,
-		 result_rate(&B, &exists_r), ceiling_gbps(&ceil),
+		 result_rate(&B, &exists_r),
+		 get_r.pages ? (double)get_r.ok / (double)get_r.pages : 0,
+		 (unsigned long long)slots, ways, ceiling_gbps(&ceil),
 		 ref_stream_name(ceil.best_kind[ceil.top]), shape_name[ceil.top]);
 	for (int sh = 0; sh < SHAPE_NR; sh++) {
 		size_t at = strlen(summary);
@@ -638,8 +665,9 @@ int main(int argc, char **argv)
 		if (!(k ? memcached : redis))
 			continue;
 		snprintf(summary + at, sizeof(summary) - at,
-			 " %s_get_gbps=%.4f %s_get_by=%s %s_get_p50_us=%.1f %s_set_gbps=%.4f %s_set_by=%s %s_exists_kps=%.0f %s_exists_by=%s",
-			 peer, best.get, peer, best.get_by ? best.get_by : "-", peer, best.get_p50, peer,
+			 " %s_get_gbps=%.4f %s_get_by=%s %s_get_p50_us=%.1f %s_get_hit=%.4f %s_set_gbps=%.4f %s_set_by=%s %s_exists_kps=%.0f %s_exists_by=%s",
+			 peer, best.get, peer, best.get_by ? best.get_by : "-", peer, best.get_p50,
+			 peer, best.get_hit, peer,
 			 best.set, peer, best.set_by ? best.set_by : "-", peer, best.exists, peer,
 			 best.exists_by ? best.exists_by : "-");
 		if (!best.any)
