@@ -32,6 +32,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+# what the page names: the tree and the time the measurements start from
+STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
+COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)
 ROUNDS=${PC_BENCH_ROUNDS:-3}
 SIZES=${PC_BENCH_SIZES:-"12KiB 64KiB 256KiB"}
 ONLY=${PC_BENCH_ONLY:-all}
@@ -266,5 +269,5 @@ if [ "$ONLY" = all ]; then
 fi
 
 python3 ci/bench_report.py --results "$TMP/results.txt" --other "$TMP/other.txt" \
-	--rounds "$ROUNDS" --cc "$BENCH_CC" --out "$OUT" --commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)"
+	--rounds "$ROUNDS" --cc "$BENCH_CC" --out "$OUT" --commit "$COMMIT" --started "$STARTED"
 echo "bench.sh: wrote $OUT/performance.md and $OUT/performance-get.png"

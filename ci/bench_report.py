@@ -248,7 +248,7 @@ def tier_random(other):
 def write(args, runs, other):
     ws = by_page(runs, "ws")
     occ = by_page(runs, "occ80")
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    started = args.started or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     L = []
     w = L.append
     w("# peercache performance figures")
@@ -256,7 +256,7 @@ def write(args, runs, other):
     w("Written by `ci/bench.sh` (with `ci/bench_report.py`); every figure below comes from")
     w("that run. Do not edit by hand: run the script again.")
     w("")
-    w("- **Run:** %s, commit `%s`, %d round(s) per page size" % (now, args.commit, args.rounds))
+    w("- **Run:** started %s, commit `%s`, %d round(s) per page size" % (started, args.commit, args.rounds))
     w("- **Machine:** %s" % machine())
     w("- **Peers:** %s" % versions())
     w("- **Placement:** one pcd node, memcached (`-t 1 -I 1m`) and redis-server on CPU 1;")
@@ -474,6 +474,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", default="?")
+    ap.add_argument("--started", default="", help="when the measurements started (default: now)")
     ap.add_argument("--cc", default="", help="the congestion control every party ran ('' the machine's)")
     args = ap.parse_args()
     runs = parse(args.results)

@@ -75,7 +75,8 @@ class Report(unittest.TestCase):
                 f.write(text)
         subprocess.run([sys.executable, SCRIPT, "--results", os.path.join(d, "results.txt"),
                         "--other", os.path.join(d, "other.txt"), "--rounds", "2", "--cc", "cubic",
-                        "--out", d, "--commit", "abc1234"], check=True)
+                        "--out", d, "--commit", "abc1234", "--started", "2026-01-02 03:04 UTC"],
+                       check=True)
         with open(os.path.join(d, "performance.md")) as f:
             cls.page = f.read()
         cls.lines = cls.page.splitlines()
@@ -90,7 +91,8 @@ class Report(unittest.TestCase):
         return rows[0]
 
     def test_header_names_the_run(self):
-        self.assertIn("commit `abc1234`, 2 round(s) per page size", self.page)
+        self.assertIn("- **Run:** started 2026-01-02 03:04 UTC, commit `abc1234`, 2 round(s) "
+                      "per page size", self.page)
         self.assertTrue(os.path.getsize(os.path.join(self.dir.name, "performance-get.png")) > 0)
 
     def test_get_ratios_are_per_run_ranges(self):
