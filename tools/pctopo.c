@@ -4,8 +4,9 @@
  *   pctopo --topology FILE [--keys N] [--set key=value ...] [--write]
  *
  * Loads and validates the topology (errors are one line, exit code 2), prints each
- * size class's slot geometry and every node's share of N keys on the ring. --write
- * prints the resolved topology as YAML.
+ * size class's slot geometry, every node's share of N keys on the ring and the keys
+ * a full bucket evicts at 50, 80 and 100 % occupancy. --write prints the resolved
+ * topology as YAML.
  */
 #include <getopt.h>
 #include <math.h>
@@ -54,8 +55,12 @@ static const struct tool_doc doc = {
 		"pctopo loads a topology the way pcd and the library do (the same schema, the same "
 		"checks: every mistake is one line naming the file, line, column and key, with a "
 		"'did you mean' for a misspelt key), then prints each size class's geometry "
-		"(buckets x ways x slot bytes), the slot memory per node and per cluster, and how "
-		"N keys spread over the nodes' ring positions.\n\n"
+		"(buckets x ways x slot bytes), the slot memory per node and per cluster, how "
+		"N keys spread over the nodes' ring positions, and (slotmap) the share of keys "
+		"that find their bucket full when as many keys as 50, 80 and 100 % of the "
+		"smallest class's slots land on the ring: a full bucket evicts its oldest page "
+		"while other buckets have room, so this is what an occupancy costs in hits, "
+		"next to what random buckets on an even ring would lose.\n\n"
 		"Node addresses are checked too: each must be a numeric IPv4/IPv6 address or a "
 		"host name that resolves.",
 	.opts = options,
@@ -88,12 +93,79 @@ static void print_geometry(const struct pc_topology *t)
 		       t->model.head_dim, t->model.dtype, t->model.tokens_per_page);
 }
 
+/* The share of keys that find their bucket full when keys land in buckets of `ways`
+ * at random, load keys a slot: E[(X - ways)+] / E[X], X ~ Poisson(ways x load). */
+static double poisson_overflow(uint32_t ways, double load)
+{
+	double lam = ways * load, e = 0;
+
+	if (lam <= 0)
+		return 0;
+	for (uint32_t x = ways + 1; x < ways + 20 + 10 * lam; x++)
+		e += (x - ways) * exp(-lam + x * log(lam) - lgamma(x + 1.0));
+	return e / lam;
+}
+
+#define FULL_MAX_SLOTS (32u << 20)	/* counters pctopo will hold for the count below */
+
+/*
+ * Slotmap's buckets hold a fixed number of ways: a key whose bucket is full evicts
+ * that bucket's oldest page while other buckets have room. Place "key-0" ... on
+ * the ring and into class 0's buckets, as many keys as 50, 80 and 100 % of the
+ * cluster's class-0 slots, and count the keys beyond each bucket's ways: the
+ * placement's own loss (the ring's imbalance included) next to what random
+ * buckets over an even ring would lose.
+ */
+static int print_full_buckets(const struct pc_topology *t, const struct ring *r)
+{
+	static const unsigned pct[] = { 50, 80, 100 };
+	uint32_t nodes = topology_nr_listed(t);
+	struct slot_geometry g;
+	uint64_t slots;
+	uint32_t *count;
+	char key[32];
+
+	if (t->store.mode != PC_MODE_SLOTMAP || slot_class_geometry(&g, &t->store, 0))
+		return 0;
+	slots = g.nr_buckets * g.ways * nodes;
+	if (slots > FULL_MAX_SLOTS) {
+		printf("keys a full bucket evicts: not counted (%llu class-0 slots, more than %u)\n",
+		       (unsigned long long)slots, FULL_MAX_SLOTS);
+		return 0;
+	}
+	count = malloc(g.nr_buckets * t->nr_nodes * sizeof(*count));
+	if (!count) {
+		fprintf(stderr, "pctopo: out of memory\n");
+		return 1;
+	}
+	printf("keys a full bucket evicts, class 0 (%u ways, %llu slots over %u nodes):\n", g.ways,
+	       (unsigned long long)slots, nodes);
+	for (size_t p = 0; p < sizeof(pct) / sizeof(pct[0]); p++) {
+		uint64_t nkeys = slots * pct[p] / 100, lost = 0;
+
+		memset(count, 0, g.nr_buckets * t->nr_nodes * sizeof(*count));
+		for (uint64_t k = 0; k < nkeys; k++) {
+			int len = snprintf(key, sizeof(key), "key-%llu", (unsigned long long)k);
+			struct pc_keyhash h = keyhash_of(key, (size_t)len);
+			uint32_t *c = &count[ring_owner_of(r, h) * g.nr_buckets + slot_bucket_of(&g, h)];
+
+			lost += ++*c > g.ways;
+		}
+		printf("  at %3u %% of the slots: %6.2f %% of the keys   (random buckets on an even ring: %.2f %%)\n",
+		       pct[p], nkeys ? 100.0 * (double)lost / (double)nkeys : 0.0,
+		       100.0 * poisson_overflow(g.ways, pct[p] / 100.0));
+	}
+	free(count);
+	return 0;
+}
+
 static int print_placement(const struct pc_topology *t, uint64_t nkeys)
 {
 	struct ring *r = ring_create(t->store.vnodes);
 	uint64_t *count = calloc(t->nr_nodes, sizeof(*count));
 	double mean, var = 0;
 	char key[32];
+	int ret;
 
 	if (!r || !count) {
 		fprintf(stderr, "pctopo: out of memory\n");
@@ -141,9 +213,10 @@ static int print_placement(const struct pc_topology *t, uint64_t nkeys)
 	}
 	printf("  load spread: std/mean = %.4f (1/sqrt(vnodes) = %.4f)\n",
 	       sqrt(var / t->nr_nodes) / mean, 1 / sqrt(t->store.vnodes));
-	ring_destroy(r);
 	free(count);
-	return 0;
+	ret = print_full_buckets(t, r);
+	ring_destroy(r);
+	return ret;
 }
 
 int main(int argc, char **argv)
