@@ -194,15 +194,24 @@ plot '%s' using 2:xtic(1) title 'peercache slotmap' lw 2 pt 7, \\
 
 def other_targets(other):
     """The tier's and the rxe VM's targets, from the lines pctierbench and
-    ci/rxe-vm.sh printed: (title, bound, worst ratio or None, where)."""
+    ci/rxe-vm.sh printed: rows of (title, bound, worst ratio or None, where); and per
+    block size pctierbench ran, (block, raw random block reads as a share of raw
+    sequential reads, promotion in random order as a share of the former)."""
     tier, rxe_get, rxe_set, block, rxe_page = [], [], [], "?", "?"
+    tier_random, seq, rnd = [], 0.0, 0.0
     for line in other.splitlines():
         m = re.match(r"pctierbench: \d+ blocks of (\d+) B", line)
         if m:
             block = kib(int(m.group(1)))
+        m = re.match(r"raw (sequential read|random block reads)\s+([\d.]+)", line)
+        if m:
+            seq, rnd = (float(m.group(2)), rnd) if m.group(1) == "sequential read" else (seq, float(m.group(2)))
         m = re.match(r"(demote|promote, write order|promote, random order)( \(disk_put\))?\s+[\d.]+\s+([\d.]+)", line)
         if m:
             tier.append((float(m.group(3)), "%s, %s blocks" % (m.group(1), block)))
+        m = re.match(r"promote, random order.*\(([\d.]+) of raw random reads\)", line)
+        if m and seq:
+            tier_random.append((block, rnd / seq, float(m.group(1))))
         m = re.match(r"pcbench over rxe: (\S+) pages, batch (\d+), read policy (\S+)", line)
         if m:
             rxe_page = "%s, batch %s, %s" % (m.group(1).replace("KiB", " KiB"), m.group(2), m.group(3))
@@ -222,27 +231,7 @@ def other_targets(other):
                                ("rxe VM: set >= 0.9x ib_write_bw of the page size", 0.9, rxe_set)):
         worst = min(vals) if vals else (None, "")
         rows.append((title, bound, worst[0], worst[1]))
-    return rows
-
-
-def tier_random(other):
-    """Per block size pctierbench ran: raw random block reads as a share of raw
-    sequential reads, and promotion in random order as a share of the former."""
-    out, block, seq, rnd = [], "?", 0.0, 0.0
-    for line in other.splitlines():
-        m = re.match(r"pctierbench: \d+ blocks of (\d+) B", line)
-        if m:
-            block = kib(int(m.group(1)))
-        m = re.match(r"raw sequential read\s+([\d.]+)", line)
-        if m:
-            seq = float(m.group(1))
-        m = re.match(r"raw random block reads\s+([\d.]+)", line)
-        if m:
-            rnd = float(m.group(1))
-        m = re.match(r"promote, random order.*\(([\d.]+) of raw random reads\)", line)
-        if m and seq:
-            out.append((block, rnd / seq, float(m.group(1))))
-    return out
+    return rows, tier_random
 
 
 def write(args, runs, other):
@@ -420,7 +409,8 @@ def write(args, runs, other):
         worst, wr = (min if above else max)(vals, key=lambda x: x[0])
         met = worst >= bound if above else worst <= bound
         w("| %s | %.2f (%s, %s) | %s |" % (title, worst, kib(wr["page"]), wr["label"], "yes" if met else "no"))
-    for title, bound, worst, where in other_targets(other):
+    other_rows, tr = other_targets(other)
+    for title, bound, worst, where in other_rows:
         if worst is None:
             w("| %s | not measured | - |" % title)
         else:
@@ -437,7 +427,6 @@ def write(args, runs, other):
             "ratio to it says how much of the rest is the store's." % (
                 ", ".join(v for _, v in rt), ", ".join(kib(p) for p, _ in rt)), WIDTH))
         w("")
-    tr = tier_random(other)
     if tr:
         L.extend(textwrap.wrap(
             "Promotion in random order reads blocks from random places of the file. Raw random "
