@@ -97,12 +97,13 @@ static const struct field store_fields[] = {
 	  DOC("slotmap, p2p", "bytes", "Slot sizes, ascending: a page goes to the smallest class "
 	      "it fits. Each class gets an equal share of global_segment_size."),
 	  DEF("[slot_max_page_bytes]") },
-	FP(struct pc_store_cfg, slot_ways, FT_U32, 1, SLOT_MAX_WAYS, "4",
+	FP(struct pc_store_cfg, slot_ways, FT_U32, 1, SLOT_MAX_WAYS, "8",
 	   DOC("slotmap", "ways", "Ways per bucket. A key whose bucket is full evicts that "
 	       "bucket's oldest page while other buckets have room, so more ways keep more "
-	       "pages at a given occupancy (docs/deployment.md, Sizing), at the cost of a "
-	       "larger bucket read (slot_read_policy: bucket) and, for a set of a remote key "
-	       "this node has not written or read, one header read a way.")),
+	       "pages at a given occupancy (pctopo counts the loss for a topology; "
+	       "docs/deployment.md, Sizing), at the cost of a larger bucket read "
+	       "(slot_read_policy: bucket) and, for a set of a remote key this node has not "
+	       "written or read, one header read a way.")),
 	FP(struct pc_store_cfg, slot_num_buckets, FT_U64, 0, 1ULL << 40, NULL,
 	   DOC("slotmap", "buckets", "Buckets per size class per node; 0 derives them from "
 	       "global_segment_size.")),

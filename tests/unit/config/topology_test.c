@@ -399,7 +399,7 @@ static void test_fingerprint(void)
 		"store.max_nodes=0\n"
 		"store.slot_max_page_bytes=262144\n"
 		"store.slot_size_classes=[16384, 65536, 262144]\n"
-		"store.slot_ways=4\n"
+		"store.slot_ways=8\n"
 		"store.slot_num_buckets=0\n"
 		"store.global_segment_size=100663296\n"
 		"store.vnodes=128\n"
@@ -413,7 +413,7 @@ static void test_fingerprint(void)
 
 	CU_ASSERT_EQUAL(topology_placement_text(t, a, sizeof(a)), 0);
 	CU_ASSERT_STRING_EQUAL(a, want);
-	CU_ASSERT_EQUAL(topology_fingerprint(t), 0x51ba65bbe83e2d1eULL);
+	CU_ASSERT_EQUAL(topology_fingerprint(t), 0x555ff1aa1e1184b2ULL);
 	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
 		CU_ASSERT_EQUAL_FATAL(pc_topology_set(u, local[i], err, sizeof(err)), 0);
 		CU_ASSERT_EQUAL(topology_fingerprint(u), topology_fingerprint(t));
