@@ -144,7 +144,7 @@ int ref_run(const struct ref_client *c, const char *host, int port, const struct
 	memset(out, 0, sizeof(*out));
 	d.key = calloc(s->nkeys, sizeof(*d.key));
 	d.klen = calloc(s->nkeys, sizeof(*d.klen));
-	d.val = malloc(s->batch * s->page);
+	d.val = pcbench_pages_alloc(s->batch, s->page);
 	d.scratch = malloc(s->page);
 	d.hit = calloc(s->batch, sizeof(*d.hit));
 	d.lat = calloc(nb * (size_t)ref_exists_passes(s->nkeys, s->batch, s->iters), sizeof(*d.lat));

@@ -604,8 +604,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	B.names = calloc(B.keys, sizeof(*B.names));
-	B.buf = malloc(B.batch * B.page);
+	B.buf = pcbench_pages_alloc(B.batch, B.page);
 	B.pg = calloc(B.batch, sizeof(*B.pg));
+	if (!B.names || !B.buf || !B.pg) {
+		fprintf(stderr, "pcbench: out of memory for %zu keys and a batch of %zu pages of %zu bytes; use fewer --keys or a smaller --batch\n",
+			B.keys, B.batch, B.page);
+		return 1;
+	}
 	for (size_t i = 0; i < B.keys; i++)
 		snprintf(B.names[i], sizeof(B.names[i]), "%s-%zu", B.prefix, i);
 	/* Page buffers registered like a serving engine's KV pool: zero copy over RDMA. */

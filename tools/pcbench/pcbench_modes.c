@@ -205,7 +205,7 @@ static void node_main(const struct pcbench_modes *a, const struct job *j, int cm
 	pc_log_set_level(PC_LOG_WARN);
 	rng_seed(&N.g, a->seed * 1000003 + j->node * 7919 + (uint64_t)j->phase * 104729);
 	N.names = calloc(B, sizeof(*N.names));
-	N.buf = malloc(B * a->page);
+	N.buf = pcbench_pages_alloc(B, a->page);
 	N.want = malloc(a->page);
 	N.pg = calloc(B, sizeof(*N.pg));
 	N.set = calloc(B, sizeof(*N.set));

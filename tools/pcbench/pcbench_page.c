@@ -3,11 +3,21 @@
  * key's hash, so that writing and checking need nothing but the key.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <xxhash.h>
 
 #include "pcbench_page.h"
+
+void *pcbench_pages_alloc(size_t n, size_t page)
+{
+	size_t bytes = n * page;
+
+	if (page && bytes / page != n)
+		return NULL;
+	return aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
+}
 
 void pcbench_fill(uint8_t *p, size_t len, const char *key)
 {

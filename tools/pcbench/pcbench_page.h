@@ -10,6 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Room for n pages of page bytes side by side, starting at a 4 KiB boundary, as a
+ * serving engine's KV pool does (so each page is as aligned as its size allows);
+ * free() frees it. The kernel's receive into a buffer off a cache line leaves the
+ * bytes colder for what reads them next (the store's checksum), so a buffer from
+ * plain malloc, 16 bytes off, would charge the store for an allocator's choice. */
+void *pcbench_pages_alloc(size_t n, size_t page);
+
 /* Fill p[0..len) with the page of key. */
 void pcbench_fill(uint8_t *p, size_t len, const char *key);
 
