@@ -266,7 +266,8 @@ def write(args, runs, other):
     w("- **Shape:** 64 keys a batch; each set runs one untimed pass that puts the keys in")
     w("  place, then 3 timed passes; gets 3 passes; exists 3 passes, or more until they")
     w("  make 512 batches (a pass of few large pages' keys takes milliseconds). A working")
-    w("  set of 256 MiB (half of a 512 MiB slot segment), and a run at 80 % slot occupancy.")
+    w("  set of 256 MiB (half of a 512 MiB slot segment), then 80 % slot occupancy, each in")
+    w("  every round.")
     w("")
     w("This is a shared 2-core VM whose speed varies from minute to minute: read the")
     w("ratios, each taken within one run (store, ceiling and references back to back),")
@@ -362,7 +363,7 @@ def write(args, runs, other):
             span([x["exists_redis"] for x in R]), span([x["exists_mc"] for x in R])))
     w("")
     if occ:
-        w("## 80 % slot occupancy (one run)")
+        w("## 80 % slot occupancy")
         w("")
         w("| page | keys | store get GB/s | get / memcached | get / Redis | get / ceiling | set / memcached | p50 / memcached p50 | store hit rate | get / memcached, lookups |")
         w("|---|---|---|---|---|---|---|---|---|---|")
