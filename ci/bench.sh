@@ -191,16 +191,13 @@ if [ "$ONLY" = all ] || [ "$ONLY" = tcp ]; then
 		ws_keys=$(( 256 * 1024 * 1024 / b ))
 		occ_keys=$(( $(slots_of "$b" "$seg") * 8 / 10 ))
 		start_servers "$page" "$seg"
+		# Each run writes keys of its own, the newest in their buckets: a full
+		# bucket evicts the earlier runs' first (slot_pick_way, in write order),
+		# so a run's hit rate is that of its own keys at its own occupancy.
 		r=1
 		while [ "$r" -le "$ROUNDS" ]; do
 			echo "=== $page pages, $ws_keys keys (256 MiB), batch 64, round $r"
 			bench_run ws "$page" "$ws_keys" "w$r-$page"
-			r=$((r + 1))
-		done
-		# each round writes keys of its own, the newest in their buckets: a full
-		# bucket evicts the earlier rounds' first (slot_pick_way, in write order)
-		r=1
-		while [ "$r" -le "$ROUNDS" ]; do
 			echo "=== $page pages, $occ_keys keys (80 % of the slots), batch 64, round $r"
 			bench_run occ80 "$page" "$occ_keys" "o$r-$page"
 			r=$((r + 1))
