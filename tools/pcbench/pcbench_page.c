@@ -1,6 +1,7 @@
 /*
  * pcbench_page.c - pcbench's pages: a linear congruential stream seeded by the
- * key's hash, so that writing and checking need nothing but the key.
+ * key's hash, so that writing and checking need nothing but the key; and their
+ * buffers.
  */
 #include <stdio.h>
 #include <stdlib.h>

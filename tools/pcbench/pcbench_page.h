@@ -1,7 +1,7 @@
 /*
  * pcbench_page.h - the page pcbench writes under a key: its bytes follow from the
- * key alone, so any reader, in any process, can check what came back; and the line
- * that reports the check.
+ * key alone, so any reader, in any process, can check what came back; the line
+ * that reports the check; and the buffers every client's pages land in.
  */
 #ifndef PC_PCBENCH_PAGE_H
 #define PC_PCBENCH_PAGE_H
