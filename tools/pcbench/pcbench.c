@@ -5,7 +5,7 @@
  *   pcbench --topology FILE [--node NAME] [--keys N] [--page-size SIZE] [--batch N]
  *           [--iters N] [--ops set,get,exists] [--any-length] [--no-verify]
  *           [--raw-tcp HOST | --no-raw-tcp] [--redis PORT] [--memcached PORT]
- *           [--cpu N] [--server-cpu N] [--prefix STR] [--min-hits PCT]
+ *           [--tries N] [--cpu N] [--server-cpu N] [--prefix STR] [--min-hits PCT]
  *           [--set key=value ...]
  *   pcbench --mode slotmap|p2p|both --topology FILE [--page-size SIZE] [--batch N]
  *           [--keys N] [--iters N] [--zipf S] [--no-verify] [--set key=value ...]
@@ -42,8 +42,8 @@
 static const char *const synopsis[] = {
 	"--topology FILE [--node NAME] [--keys N] [--page-size SIZE] [--batch N] [--iters N]",
 	" [--ops set,get,exists] [--any-length] [--no-verify] [--raw-tcp HOST | --no-raw-tcp]",
-	" [--redis PORT] [--memcached PORT] [--cpu N] [--server-cpu N] [--prefix STR]",
-	" [--min-hits PCT] [--protocol tcp|rdma|rxe] [--set key=value ...]",
+	" [--redis PORT] [--memcached PORT] [--tries N] [--cpu N] [--server-cpu N]",
+	" [--prefix STR] [--min-hits PCT] [--protocol tcp|rdma|rxe] [--set key=value ...]",
 	"--mode slotmap|p2p|both --topology FILE [--page-size SIZE] [--batch N] [--keys N]",
 	" [--iters N] [--zipf S] [--no-verify] [--free-ports] [--set key=value ...]",
 	NULL,
@@ -67,6 +67,9 @@ static const struct tool_opt options[] = {
 	{ "--no-raw-tcp", NULL, "Skip the raw tcp reference." },
 	{ "--redis PORT", "off", "Also measure a Redis server on 127.0.0.1:PORT." },
 	{ "--memcached PORT", "off", "Also measure a memcached server on 127.0.0.1:PORT." },
+	{ "--tries N", "2 with --redis or --memcached, else 1",
+	  "Interleaved tries of the store's ops and every reference client (store, peers, "
+	  "store, peers, ...); each party keeps its best try." },
 	{ "--cpu N", "any", "Pin pcbench to CPU N." },
 	{ "--server-cpu N", "any", "Pin the raw tcp reference's sender to CPU N." },
 	{ "--prefix STR", "bench-PID", "Key prefix, so runs do not read each other's pages." },
@@ -249,11 +252,11 @@ static void print_result(const struct bench *B, const struct result *r)
 		       (unsigned long long)r->d.evictions);
 }
 
-/* The store's figures of one op: the better of its rounds. With references, the
- * store and every reference client run in two interleaved rounds (store, peers,
- * store, peers) and each keeps its better one, as the ceiling is measured before
- * and after: the machine's drift over a run then decides no ratio, and every
- * party gets the same number of tries. */
+/* The store's figures of one op: the best of its tries. With references, the
+ * store and every reference client run in interleaved tries (store, peers,
+ * store, peers, ...; --tries) and each keeps its best one, as the ceiling is
+ * measured before and after: the machine's drift over a run then decides no
+ * ratio, and every party gets the same number of tries. */
 struct store_results {
 	struct result get, set, exists;
 };
@@ -438,7 +441,7 @@ struct best {
 };
 
 /* Every client of peer at port: a row each, then the best per op so far (best
- * holds the earlier rounds'), and each client checked against the obvious one.
+ * holds the earlier tries'), and each client checked against the obvious one.
  * Returns the values read back wrong. */
 static uint64_t run_peer(const char *peer, int port, const struct bench *B, struct best *best)
 {
@@ -504,14 +507,15 @@ int main(int argc, char **argv)
 		{ "server-cpu", required_argument, NULL, 'C' }, { "prefix", required_argument, NULL, 'x' },
 		{ "min-hits", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
 		{ "mode", required_argument, NULL, 'M' }, { "zipf", required_argument, NULL, 'z' },
-		{ "free-ports", no_argument, NULL, 'F' }, { 0 },
+		{ "free-ports", no_argument, NULL, 'F' }, { "tries", required_argument, NULL, 'N' },
+		{ 0 },
 	};
 	struct bench B = { .keys = 4096, .batch = 64, .iters = 3, .verify = true };
 	const char *path = NULL, *node = NULL, *protocol = NULL, *ops = "set,get,exists";
 	const char *raw_host = "127.0.0.1";
 	char **sets = calloc((size_t)argc, sizeof(char *)), err[PC_ERR_MAX];
 	struct pc_store_opts o = { .size = sizeof(o), .err = err, .errlen = sizeof(err) };
-	int c, nsets = 0, cpu = -1, server_cpu = -1, redis = 0, memcached = 0;
+	int c, nsets = 0, cpu = -1, server_cpu = -1, redis = 0, memcached = 0, tries = 0;
 	struct store_results sr = { .get = { .pages = 0 } };
 	struct best bests[2] = { { .any = false } };
 	struct result get_r, set_r, exists_r;
@@ -528,7 +532,7 @@ int main(int argc, char **argv)
 	snprintf(B.prefix, sizeof(B.prefix), "bench-%d", getpid());
 	tool_std_flags(&doc, opts, argc, argv);
 	opterr = 0;	/* one line of our own instead of getopt's */
-	while ((c = getopt_long(argc, argv, "t:n:s:P:k:p:b:i:o:aVr:Rd:m:c:C:x:H:hM:z:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:n:s:P:k:p:b:i:o:aVr:Rd:m:c:C:x:H:hM:z:N:", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': path = optarg; break;
 		case 'n': node = optarg; break;
@@ -554,6 +558,14 @@ int main(int argc, char **argv)
 				tool_die("pcbench", "--min-hits %s: expected a percentage from 0 to 100", optarg);
 			break;
 		case 'F': free_ports = true; break;
+		case 'N': {
+			uint64_t v = tool_uint("pcbench", "--tries", optarg);
+
+			if (v < 1 || v > 100)
+				tool_die("pcbench", "--tries %s: give 1 to 100 tries", optarg);
+			tries = (int)v;
+			break;
+		}
 		case 'M': modes = optarg; break;
 		case 'z':
 			zipf_s = strtod(optarg, NULL);
@@ -630,9 +642,12 @@ int main(int argc, char **argv)
 	/* The ceiling before and after the store's ops; the best of them counts. */
 	if (raw_host)
 		measure_ceiling(raw_host, &B, server_cpu, &ceil, 0);
-	for (int round = 0; round < (redis || memcached ? 2 : 1); round++) {
-		if (round)
-			printf("round 2: the store and the references again (each keeps its better round)\n");
+	if (!tries)
+		tries = redis || memcached ? 2 : 1;
+	for (int try = 0; try < tries; try++) {
+		if (try)
+			printf("try %d: the store and the references again (each keeps its best try)\n",
+			       try + 1);
 		run_store_ops(&B, ops, &sr);
 		for (int k = 0; k < 2; k++)
 			if (k ? memcached : redis)
