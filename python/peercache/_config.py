@@ -101,9 +101,10 @@ class StoreConfig:
         return None
 
 
-def parse(extra: Optional[dict], ranks: dict[str, int], tp_size: int) -> StoreConfig:
+def parse(extra: Optional[dict], ranks: dict[str, int], sizes: dict[str, int]) -> StoreConfig:
     """Check extra_config and turn it into a StoreConfig. ranks: tp_rank, pp_rank,
-    dp_rank, attn_cp_rank of this process (for {tp_rank} in node)."""
+    dp_rank, attn_cp_rank of this process (for {tp_rank} in node); sizes: how many
+    ranks of each there are, by the same names (absent: one)."""
     if extra is None:
         extra = {}
     if not isinstance(extra, dict):
@@ -167,10 +168,16 @@ def parse(extra: Optional[dict], ranks: dict[str, int], tp_size: int) -> StoreCo
         except (KeyError, IndexError, ValueError) as e:
             raise _fail("node", "bad placeholder in %r (%s)" % (node, e),
                         "use only {tp_rank}, {pp_rank}, {dp_rank} or {attn_cp_rank}") from None
-        if tp_size > 1 and formatted == node:
-            raise _fail("node", "every one of the %d TP ranks would claim node %r" % (tp_size, node),
-                        "put {tp_rank} in the name (e.g. \"gpu-{tp_rank}\", one topology node "
-                        "per rank) or drop node so the ranks are clients of pcd nodes")
+        # Ranks that differ only in a field whose placeholder the name lacks would
+        # claim the same node (the second one's pcd port is taken).
+        for f in _NODE_FIELDS:
+            n = sizes.get(f, 1)
+            other = dict(ranks, **{f: 1 - min(ranks.get(f, 0), 1)})
+            if n > 1 and node.format(**{k: other.get(k, 0) for k in _NODE_FIELDS}) == formatted:
+                raise _fail("node", "each of the %d ranks of %s would claim node %r"
+                            % (n, f[:-5], formatted),
+                            "put {%s} in the name (e.g. \"gpu-{%s}\", one topology node per "
+                            "rank) or drop node so the ranks are clients of pcd nodes" % (f, f))
         node = formatted
 
     iv1 = extra.get("interface_v1", 0)

@@ -447,6 +447,9 @@ class Store:
         close(); returns the port (port 0: a free one)."""
         if self._metrics_server is not None:
             return self._lib.pc_metrics_server_port(self._metrics_server)
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ValueError("serve_metrics: port %r is not a TCP port; give 0 to 65535 "
+                             "(0: a free one)" % (port,))
         if not self._enter():
             raise StoreError("store is closed", errno.ESHUTDOWN)
         try:

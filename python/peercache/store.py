@@ -109,6 +109,7 @@ class StorageConfig:
     enable_storage_metrics: bool = False
     is_page_first_layout: bool = True
     model_name: Optional[str] = None
+    model_identity_hash: Optional[str] = None
     dp_rank: int = 0
     dp_size: int = 1
     tp_lcm_size: Optional[int] = None
@@ -196,6 +197,9 @@ class PeerCacheStore(_Base):
         self.dp_rank = int(g("dp_rank", 0))
         self.is_mla = bool(g("is_mla_model", False))
         self.model_name = g("model_name", None)
+        # SGLang's hash of model path, revision, dtype, quantization and KV dtype,
+        # where it gives one
+        self.model_identity = g("model_identity_hash", None)
         self.mem_pool_host = None
         if g("should_split_heads", False):
             raise ValueError("peercache: tp_lcm_size larger than tp_size (splitting heads for "
@@ -204,7 +208,10 @@ class PeerCacheStore(_Base):
         extra = g("extra_config", None) or {}
         ranks = {"tp_rank": self.tp_rank, "pp_rank": self.pp_rank, "dp_rank": self.dp_rank,
                  "attn_cp_rank": self.cp_rank}
-        self.config = _config.parse(extra, ranks, self.tp_size)
+        self.config = _config.parse(extra, ranks, {"tp_rank": self.tp_size,
+                                                   "pp_rank": self.pp_size,
+                                                   "dp_rank": int(g("dp_size", 1)),
+                                                   "attn_cp_rank": self.cp_size})
         if not self.config.interface_v1:
             logger.warning("peercache: extra_config has no \"interface_v1\": 1, so SGLang uses "
                            "the copying get/set path instead of batch_get_v1/batch_set_v1 "
@@ -281,14 +288,34 @@ class PeerCacheStore(_Base):
                            "with the same layout would share keys. Pass --served-model-name")
 
     def _part_sizes(self, pool: Any, page_size: int, zero_copy: bool) -> list:
-        """Byte sizes of a page's objects, as get_page_buffer_meta gives them."""
+        """Byte sizes of a page's objects, as get_page_buffer_meta gives them. For the
+        zero-copy calls a pool that cannot give them is refused here (every call would
+        fail on it and count as a miss); the copying path derives them."""
+        v1 = self.config.interface_v1
         if zero_copy:
             try:
                 ptrs, sizes = pool.get_page_buffer_meta(_Indices(range(page_size)))
+            except Exception as e:
+                if v1:
+                    raise ValueError(
+                        "peercache: the host pool %s cannot give its pages' addresses "
+                        "(get_page_buffer_meta raised %s: %s), which batch_get_v1 and "
+                        "batch_set_v1 read and write; drop \"interface_v1\" from the extra "
+                        "config (pages are then copied)" % (type(pool).__name__,
+                                                             type(e).__name__, e)) from None
+                logger.debug("get_page_buffer_meta probe failed", exc_info=True)
+                ptrs = sizes = None
+            if sizes is not None:
                 if sizes and len(ptrs) == len(sizes) and (self.is_mla or len(sizes) == 2):
                     return [int(s) for s in sizes]
-            except Exception:  # an unknown pool class: derive from its sizes below
-                logger.debug("get_page_buffer_meta probe failed", exc_info=True)
+                if v1:
+                    raise ValueError(
+                        "peercache: the host pool %s gives a page as %d object(s) of %s "
+                        "bytes where %s page is %s; drop \"interface_v1\" from the extra "
+                        "config (pages are then copied)"
+                        % (type(pool).__name__, len(sizes), [int(x) for x in sizes],
+                           "an MLA" if self.is_mla else "an MHA",
+                           "one object" if self.is_mla else "a K and a V object"))
         per_token = int(pool.get_size_per_token())
         if self.is_mla:
             return [per_token * page_size]
@@ -323,6 +350,13 @@ class PeerCacheStore(_Base):
         namespace, so one layout's pages are never read as another's."""
         d = {"v": 1, "class": type(pool).__name__, "layout": layout, "page_size": page_size,
              "dtype": str(getattr(pool, "dtype", "")), "parts": sizes, "mla": self.is_mla}
+        # The pool's dtype is how it stores: SGLang stores both fp8 KV formats as
+        # uint8, so the device pool's dtype says which one the bytes are.
+        kv_dtype = getattr(getattr(pool, "device_pool", None), "dtype", None)
+        if kv_dtype is not None:
+            d["kv_dtype"] = str(kv_dtype)
+        if self.model_identity:
+            d["model_identity"] = str(self.model_identity)
         for a in ("layer_num", "head_num", "head_dim", "v_head_dim", "kv_cache_dim",
                   "kv_lora_rank", "qk_rope_head_dim", "start_layer", "end_layer"):
             v = getattr(pool, a, None)
@@ -562,8 +596,9 @@ class PeerCacheStore(_Base):
 
     def _fail_all(self, what: str, n: int):
         self._count(errors=1)
-        self._warn(logger.error, "peercache: %s failed; its %d page(s) count as misses", what, n,
-                   exc_info=True)
+        # what in the format: each call's failures are rate-limited on their own
+        self._warn(logger.error, "peercache: " + what + " failed; its %d page(s) count as "
+                   "misses", n, exc_info=True)
 
     def _layout_or_warn(self, what: str) -> Optional[_Layout]:
         lay = self._layout

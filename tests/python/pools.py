@@ -14,8 +14,18 @@ def _itemsize(dtype):
     return torch.empty(0, dtype=dtype).element_size()
 
 
+class _DevicePool:
+    """The device pool a host pool mirrors: its dtype is the KV format (SGLang's
+    host pool stores fp8 formats as uint8 and keeps the device pool)."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
 class _Pool:
-    def __init__(self, pages, page_size, layer_num, dtype, layout):
+    def __init__(self, pages, page_size, layer_num, dtype, layout, kv_dtype=None):
+        if kv_dtype is not None:
+            self.device_pool = _DevicePool(kv_dtype)
         self.page_size = page_size
         self.size = pages * page_size
         self.layer_num = layer_num
@@ -42,8 +52,8 @@ class _Pool:
 
 class MHAPool(_Pool):
     def __init__(self, pages=16, page_size=4, layer_num=4, head_num=2, head_dim=128,
-                 dtype=torch.bfloat16, layout="page_first"):
-        super().__init__(pages, page_size, layer_num, dtype, layout)
+                 dtype=torch.bfloat16, layout="page_first", kv_dtype=None):
+        super().__init__(pages, page_size, layer_num, dtype, layout, kv_dtype)
         self.head_num, self.head_dim = head_num, head_dim
         if layout == "page_first":
             dims = (2, self.size, layer_num, head_num, head_dim)

@@ -73,6 +73,11 @@ class ExtraConfig(unittest.TestCase):
         self.refused("node", {"node": "n9"}, "no node named")
         self.refused("node", {"node": "n0"}, "{tp_rank}", tp_size=2, tp_rank=1)
         self.refused("node", {"node": "n{rank}"}, "placeholder")
+        # every parallel dimension with more than one rank needs its placeholder
+        self.refused("node", {"node": "n{tp_rank}"}, "{pp_rank}", tp_size=2, pp_size=2,
+                     pp_rank=1)
+        self.refused("node", {"node": "n{tp_rank}"}, "{attn_cp_rank}", attn_cp_size=2)
+        self.refused("node", {"node": "n0"}, "{dp_rank}", dp_size=4, dp_rank=3)
 
     def test_tp_lcm_split_refused(self):
         with self.assertRaises(ValueError) as cm:
@@ -112,13 +117,57 @@ class ExtraConfig(unittest.TestCase):
 
     def test_namespace_depends_on_model_and_layout(self):
         names = set()
-        for model, pool in (("a", MHAPool()), ("b", MHAPool()), ("a", MHAPool(head_dim=64)),
-                            ("a", MHAPool(dtype=pcstore_dtype_fp16())), ("a", MLAPool())):
-            s = common.store(self.c.path, model=model, is_mla_model=isinstance(pool, MLAPool))
+        import torch
+        u8 = torch.uint8  # how SGLang's host pool stores either fp8 format
+        for model, pool, ident in (
+                ("a", MHAPool(), None), ("b", MHAPool(), None), ("a", MHAPool(head_dim=64), None),
+                ("a", MHAPool(dtype=pcstore_dtype_fp16()), None), ("a", MLAPool(), None),
+                ("a", MHAPool(dtype=u8, kv_dtype="torch.float8_e4m3fn"), None),
+                ("a", MHAPool(dtype=u8, kv_dtype="torch.float8_e5m2"), None),
+                ("a", MHAPool(), "0123456789abcdef")):
+            s = common.store(self.c.path, model=model, is_mla_model=isinstance(pool, MLAPool),
+                             model_identity_hash=ident)
             s.register_mem_pool_host(pool)
             names.add(s.stats()["namespace"])
             s.close()
-        self.assertEqual(len(names), 5)
+        self.assertEqual(len(names), 8)
+
+    def test_pool_without_page_addresses_refused(self):
+        class NoMeta(MHAPool):  # as SGLang's MXFP8 host pool: no flat pages (yet)
+            def get_page_buffer_meta(self, indices):
+                raise NotImplementedError("does not expose flat storage pages")
+
+        class OneObject(MHAPool):  # an MHA page as one object: not K and V
+            def get_page_buffer_meta(self, indices):
+                ptrs, sizes = super().get_page_buffer_meta(indices)
+                return ptrs[0::2], [2 * x for x in sizes[0::2]]
+        for pool, words in ((NoMeta(), ("NoMeta", "NotImplementedError", "flat storage", "interface_v1")),
+                            (OneObject(), ("OneObject", "1 object(s)", "interface_v1"))):
+            s = common.store(self.c.path)
+            with self.assertRaises(ValueError) as cm:
+                s.register_mem_pool_host(pool)
+            for w in words:
+                self.assertIn(w, str(cm.exception))
+            s.close()
+        # the copying path does not need the addresses
+        s = common.store(self.c.path, extra={"interface_v1": 0})
+        s.register_mem_pool_host(NoMeta())
+        s.close()
+
+    def test_each_call_reports_its_failure(self):
+        s = common.store(self.c.path, pool=MHAPool())
+
+        def broken(*a):
+            raise RuntimeError("no addresses")
+        s._meta = broken
+        k = common.keys("broken", 2)
+        with self.assertLogs("peercache", "ERROR") as cm:
+            self.assertEqual(s.batch_set_v1(k, MHAPool().indices([0, 1])), [False, False])
+            self.assertEqual(s.batch_get_v1(k, MHAPool().indices([0, 1])), [False, False])
+        self.assertEqual(len(cm.records), 2, [r.getMessage() for r in cm.records])
+        self.assertIn("batch_set_v1", cm.records[0].getMessage())
+        self.assertIn("batch_get_v1", cm.records[1].getMessage())
+        s.close()
 
 
 class Addresses(unittest.TestCase):

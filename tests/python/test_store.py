@@ -139,6 +139,23 @@ class ZeroCopy(Live):
             self.assertEqual(o.batch_get_v1(k, other.indices(range(4))), [False] * 4)
         self.assertEqual(self.store(MHAPool()).batch_exists(k), 4)
 
+    def test_fp8_formats_do_not_share(self):
+        # SGLang's host pools store both fp8 KV formats as uint8: the same shape and
+        # bytes a page, read as another format they would be wrong KV
+        def fp8(fmt):
+            return MHAPool(dtype=torch.uint8, kv_dtype=fmt)
+        e4m3, e5m2 = fp8("torch.float8_e4m3fn"), fp8("torch.float8_e5m2")
+        e4m3.fill(11)
+        k = common.keys("fp8", 4)
+        self.assertTrue(all(self.store(e4m3).batch_set_v1(k, e4m3.indices(range(4)))))
+        o = self.store(e5m2)
+        self.assertEqual(o.batch_exists(k), 0)
+        self.assertEqual(o.batch_get_v1(k, e5m2.indices(range(4))), [False] * 4)
+        same_format = fp8("torch.float8_e4m3fn")
+        self.assertEqual(self.store(same_format).batch_get_v1(k, same_format.indices(range(4))),
+                         [True] * 4)
+        self.assertPagesEqual(e4m3, range(4), same_format, range(4))
+
     def test_oversize_pages_are_false(self):
         # 2 x 1 MiB objects: larger than the largest class (256 KiB)
         pool = MHAPool(pages=2, page_size=64, layer_num=8, head_num=8, head_dim=128)
@@ -170,6 +187,9 @@ class ZeroCopy(Live):
             text = s.metrics_text()
             self.assertIn('peercache_exists_requests_total{node="client"} 5\n', text)
             self.assertIn('peercache_batch_duration_seconds_count{node="client",op="exists"} 1\n', text)
+            for bad in (86238, -1, "9100"):  # refused, never wrapped to another port
+                with self.assertRaises(ValueError):
+                    s.serve_metrics(port=bad)
             port = s.serve_metrics()
             self.assertGreater(port, 0)
             base = "http://127.0.0.1:%d" % port
