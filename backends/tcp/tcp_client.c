@@ -425,7 +425,9 @@ static int hs_refused(struct flight *fl, int err, const char *fmt, ...)
 	return err;
 }
 
-static void hs_start(struct flight *fl)
+/* Queue HELLO, with a fresh nonce: the server's proof covers it, so a HELLO_ACK
+ * answers this connection only and cannot be replayed on another. 0 or -EIO. */
+static int hs_start(struct flight *fl)
 {
 	struct tcp_fabric *tf = fl->tf;
 	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_HELLO,
@@ -437,11 +439,14 @@ static void hs_start(struct flight *fl)
 					.fingerprint = tf->fingerprint,
 					.flags = tf->auth.on ? TCP_HELLO_AUTH : 0,
 					.text_len = tf->placement_len };
+	if (tcp_auth_nonce(fl->hello.nonce, sizeof(fl->hello.nonce)))
+		return hs_refused(fl, -EIO, "no random nonce for the handshake (OpenSSL RAND_bytes failed)");
 	memcpy(fl->hs_buf, &h, sizeof(h));
 	memcpy(fl->hs_buf + sizeof(h), &fl->hello, sizeof(fl->hello));
 	memcpy(fl->hs_buf + sizeof(h) + sizeof(fl->hello), tf->placement, tf->placement_len);
 	fl->hs_len = sizeof(h) + (size_t)h.body_len;
 	fl->hs_got = 0;
+	return 0;
 }
 
 /* The HELLO_ACK is in: is the server the node we meant, with our settings, and (with
@@ -541,7 +546,8 @@ static int flight_handshake(struct flight *fl)
 			return -(err ? err : errno);
 		if (!fl->hs_buf && !(fl->hs_buf = malloc(HS_BUF)))
 			return -ENOMEM;
-		hs_start(fl);
+		if ((r = hs_start(fl)))
+			return r;
 		fl->hs = HS_SEND;
 	}
 	if (fl->hs == HS_SEND) {

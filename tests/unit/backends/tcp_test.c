@@ -1437,6 +1437,94 @@ static void test_accepted_rcvbuf(void)
 	close(lfd);
 }
 
+/* A listener standing in for a node: it takes the caller's HELLOs, keeps their
+ * nonces and answers none (the caller gives the op up). */
+struct hello_taker {
+	int lfd;
+	int seen;
+	uint8_t nonce[2][TCP_NONCE_BYTES];
+};
+
+static bool read_all(int fd, void *buf, size_t n)
+{
+	for (size_t got = 0; got < n;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&p, 1, 3000) <= 0)
+			return false;
+		r = recv(fd, (uint8_t *)buf + got, n - got, 0);
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
+static void *take_hellos(void *arg)
+{
+	struct hello_taker *h = arg;
+	uint64_t end = now_ms() + 5000;
+
+	while (h->seen < 2 && now_ms() < end) {
+		struct pollfd p = { .fd = h->lfd, .events = POLLIN };
+		struct tcp_hdr hdr;
+		struct tcp_hello hello;
+		int c;
+
+		if (poll(&p, 1, 100) <= 0 || (c = accept(h->lfd, NULL, NULL)) < 0)
+			continue;
+		if (read_all(c, &hdr, sizeof(hdr)) && hdr.type == TCP_HELLO &&
+		    read_all(c, &hello, sizeof(hello)))
+			memcpy(h->nonce[h->seen++], hello.nonce, TCP_NONCE_BYTES);
+		close(c);
+	}
+	return NULL;
+}
+
+/* The caller's HELLO carries a fresh nonce on every connection: the node's MAC covers
+ * it (test_auth_macs), so a HELLO_ACK recorded from one connection cannot answer
+ * another and let a process without the secret pose as the node. */
+static void test_hello_nonce_fresh(void)
+{
+	struct hello_taker h = { .seen = 0 };
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	struct pc_topology *t;
+	struct pc_fabric *f;
+	struct pc_fabric_params p = { .size = sizeof(p), .self = PC_PEER_NONE };
+	char text[1024], err[PC_ERR_MAX];
+	static const uint8_t zero[TCP_NONCE_BYTES];
+	uint64_t end;
+	pthread_t th;
+
+	CU_ASSERT_EQUAL_FATAL(tcp_listen("127.0.0.1", 0, "", &h.lfd), 0);
+	CU_ASSERT_EQUAL_FATAL(getsockname(h.lfd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(text, sizeof(text),
+		 "store: {timeout_ms: 300, peer_backoff_ms: 10, auth_secret_file: \"%s\"}\nnodes:\n"
+		 "  - {name: a, address: 127.0.0.1, port: %u}\n",
+		 secret_file("secret", "the fabric test's cluster secret"), ntohs(sa.sin_port));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "nonce", &t, err, sizeof(err)), 0);
+	p.topo = t;
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_open("tcp", &p, &f), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, take_hellos, &h), 0);
+	end = now_ms() + 4000;
+	while (__atomic_load_n(&h.seen, __ATOMIC_ACQUIRE) < 2 && now_ms() < end) {
+		struct pc_rpc r = { .peer = 0, .opcode = 7, .req = "hi", .req_len = 2 };
+
+		pc_fabric_call(f, &r, 1);
+		CU_ASSERT(r.status < 0);	/* nothing answers */
+		usleep(20000);
+	}
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(h.seen, 2);
+	CU_ASSERT(memcmp(h.nonce[0], zero, sizeof(zero)) != 0);
+	CU_ASSERT(memcmp(h.nonce[0], h.nonce[1], sizeof(zero)) != 0);
+	pc_fabric_close(f);
+	pc_topology_free(t);
+	close(h.lfd);
+}
+
 /* The congestion control of every TCP socket this process holds (the test's nodes
  * are all in it: listeners, connections made and accepted): how many are TCP, and
  * how many use cc. */
@@ -1528,6 +1616,7 @@ static CU_TestInfo wire_tests[] = {
 	{ "a truncated frame", test_truncated },
 	{ "bind_address 0.0.0.0, address 127.0.0.1", test_bind_address },
 	{ "accepted connections take the fixed receive buffer", test_accepted_rcvbuf },
+	{ "every HELLO carries a fresh nonce", test_hello_nonce_fresh },
 	{ "store.tcp_congestion on every socket; an unknown one refused", test_congestion },
 	CU_TEST_INFO_NULL,
 };
