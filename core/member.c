@@ -73,9 +73,16 @@ static const char *node_name(const struct members *m, uint32_t i)
 	return m->st->svc.topo->nodes[i].name;
 }
 
+/* A generation no cluster reaches (one a change of the view): a peer that claims one
+ * is not believed, so nobody can push the clock to where it wraps. */
+#define GENERATION_MAX (1ULL << 62)
+
 static void generation_at_least(struct members *m, uint64_t g)
 {
 	uint64_t cur = __atomic_load_n(&m->generation, __ATOMIC_RELAXED);
+
+	if (g > GENERATION_MAX)
+		return;
 
 	while (cur < g && !__atomic_compare_exchange_n(&m->generation, &cur, g, true,
 						       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -396,7 +403,10 @@ int members_rpc_heartbeat(struct members *m, uint32_t from, const void *req, siz
 			return ret;
 		heard(m, hb.node, hb.incarnation, pc_env_now(m->st->svc.env));
 	}
-	generation_at_least(m, hb.generation);
+	/* a node's clock moves ours; a client or tool echoes the generation it took
+	 * from us (client_tick), which tells only whether its view is ours */
+	if (hb.node != PC_PEER_NONE)
+		generation_at_least(m, hb.generation);
 	whole = hb.node == PC_PEER_NONE &&
 		!((hb.flags & PROTO_HB_HAVE_VIEW) &&
 		  hb.generation == __atomic_load_n(&m->generation, __ATOMIC_RELAXED));

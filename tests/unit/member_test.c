@@ -129,6 +129,32 @@ static void test_heartbeat_checks(void)
 	CU_ASSERT_EQUAL(store_rpc(C->s[0], PC_PEER_NONE, PC_RPC_HEARTBEAT, &hb, sizeof(hb), &resp), 0);
 	CU_ASSERT_EQUAL(resp.len, sizeof(struct proto_view) + 2 * sizeof(struct proto_view_node));
 	pc_msg_free(&resp);
+	/* a client's generation moves nothing: one at the clock's end would make the
+	 * next change wrap it, and then every client's view look current */
+	{
+		uint64_t g = pc_store_generation(C->s[0]);
+
+		hb.flags = PROTO_HB_HAVE_VIEW;
+		hb.generation = UINT64_MAX;
+		resp.len = 0;
+		CU_ASSERT_EQUAL(store_rpc(C->s[0], PC_PEER_NONE, PC_RPC_HEARTBEAT, &hb, sizeof(hb), &resp), 0);
+		CU_ASSERT_EQUAL(pc_store_generation(C->s[0]), g);
+		/* not this node's generation: the whole view */
+		CU_ASSERT_EQUAL(resp.len, sizeof(struct proto_view) + 2 * sizeof(struct proto_view_node));
+		pc_msg_free(&resp);
+		/* nor does a node's beyond any cluster's */
+		hb = (struct proto_heartbeat){ .node = 1, .incarnation = 77, .generation = UINT64_MAX };
+		resp.len = 0;
+		CU_ASSERT_EQUAL(store_rpc(C->s[0], 1, PC_RPC_HEARTBEAT, &hb, sizeof(hb), &resp), 0);
+		CU_ASSERT(pc_store_generation(C->s[0]) < (1ULL << 62));
+		pc_msg_free(&resp);
+		/* a node's ordinary one does (a Lamport clock) */
+		hb.generation = g + 5;
+		resp.len = 0;
+		CU_ASSERT_EQUAL(store_rpc(C->s[0], 1, PC_RPC_HEARTBEAT, &hb, sizeof(hb), &resp), 0);
+		CU_ASSERT(pc_store_generation(C->s[0]) >= g + 5);
+		pc_msg_free(&resp);
+	}
 	CU_ASSERT_EQUAL(pc_store_member(C->s[0], "n9", NULL, NULL), -ENXIO);
 	down(C);
 }
