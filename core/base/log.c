@@ -1,5 +1,6 @@
 /*
- * log.c - formats a log line and hands it to the sink the application chose.
+ * log.c - formats a log line and hands it to the sink the application chose; a
+ * line is always one line (control bytes in it become '?').
  *
  * The line's timestamp is the one read of the real clock in core/: it is for people
  * correlating lines across processes, nothing decides by it, and the simulator
@@ -57,6 +58,11 @@ void pc_log(enum pc_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	/* One line, whatever a peer put in the names and text it sent: a control byte
+	 * (a newline) in them would otherwise forge lines of its own. */
+	for (char *c = line; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	if (log_sink) {
 		log_sink(log_sink_arg, level, line);
 	} else {

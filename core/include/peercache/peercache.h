@@ -33,7 +33,9 @@ extern "C" {
 
 enum pc_log_level { PC_LOG_ERROR = 0, PC_LOG_WARN = 1, PC_LOG_INFO = 2, PC_LOG_DEBUG = 3 };
 
-/* Receives every log line (no trailing newline). May be called from any thread. */
+/* Receives every log line: one line, no trailing newline (control bytes, which a
+ * peer may put in the names it sends, are replaced by '?'). May be called from any
+ * thread. */
 typedef void pc_log_sink(void *arg, enum pc_log_level level, const char *line);
 
 /* Route log lines to sink (NULL restores the default: stderr). Not thread-safe:
