@@ -86,6 +86,17 @@ uint64_t tcp_ops_body_len(const struct tcp_ops *o, const struct tcp_frame *fr)
 	return body;
 }
 
+uint64_t tcp_ops_copied_len(const struct tcp_ops *o, const struct tcp_frame *fr)
+{
+	const struct tcp_opdesc *d = (const struct tcp_opdesc *)fr->body;
+	uint64_t bytes = (uint64_t)fr->nops * 4;
+
+	for (uint32_t i = 0; i < fr->nops; i++)
+		if (!o->status[i] && copied_out(&d[i]))
+			bytes += answer_len(&d[i]);
+	return bytes;
+}
+
 int tcp_ops_answer(struct tcp_ops *o, const struct tcp_frame *fr, struct pc_msg *out,
 		   struct iovec **iov, size_t *n, size_t *cap, struct pc_fabric_stats *st)
 {
@@ -141,4 +152,13 @@ void tcp_ops_free(struct tcp_ops *o)
 	free(o->status);
 	free(o->rxv);
 	*o = (struct tcp_ops){ 0 };
+}
+
+/* Ops a connection's arrays keep between frames: a batch's (a few per page) */
+#define OPS_KEEP 4096u
+
+void tcp_ops_trim(struct tcp_ops *o)
+{
+	if (o->cap > OPS_KEEP || o->rxcap > OPS_KEEP)
+		tcp_ops_free(o);
 }

@@ -36,6 +36,10 @@ int tcp_ops_check(struct tcp_ops *o, const struct tcp_frame *fr, struct region_t
 /* The response's body bytes, statuses included. */
 uint64_t tcp_ops_body_len(const struct tcp_ops *o, const struct tcp_frame *fr);
 
+/* The part of them tcp_ops_answer copies into the response buffer (statuses, CAS
+ * values, small READs); the rest goes out straight from the regions. */
+uint64_t tcp_ops_copied_len(const struct tcp_ops *o, const struct tcp_frame *fr);
+
 /* Every WRITE landed: append the statuses, each CAS's old value and each small
  * READ's bytes to out (which holds the response's header), then queue on iov (n
  * entries of cap) out's bytes and each page from its region, in op order; the
@@ -44,5 +48,9 @@ int tcp_ops_answer(struct tcp_ops *o, const struct tcp_frame *fr, struct pc_msg 
 		   struct iovec **iov, size_t *n, size_t *cap, struct pc_fabric_stats *st);
 
 void tcp_ops_free(struct tcp_ops *o);
+
+/* Free o's arrays when a frame of many ops grew them past a batch's needs, so that
+ * what one frame made the node hold is not held until the connection closes. */
+void tcp_ops_trim(struct tcp_ops *o);
 
 #endif

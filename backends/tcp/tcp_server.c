@@ -58,9 +58,11 @@
 
 #define RX_CHUNK (1u << 20)	/* grow receive buffers as bytes arrive, not as announced */
 #define RX_KEEP (64u << 10)	/* a receive buffer larger than this is freed after its frame */
+#define IOV_KEEP 4096u		/* iovecs a connection keeps between responses */
 #define DISCARD_BYTES 65536
 #define QUICK_MAX_REQ (64u << 10)	/* a quick RPC larger than this goes to a worker:
 					 * the event thread works a bounded slice per frame */
+#define READS_PER_PASS 16	/* frames (or payload receives) of one connection a loop pass */
 #define TICK_MS 250		/* idle connections and paused accepts are looked at this often */
 #define ACCEPT_PAUSE_MIN_NS 10000000ULL		/* out of fds: stop accepting 10 ms, */
 #define ACCEPT_PAUSE_MAX_NS 1000000000ULL	/* doubling up to 1 s */
@@ -90,6 +92,7 @@ struct sconn {
 	struct tcp_ops ops;		/* the OPS frame being served */
 	/* the response being sent */
 	struct pc_msg out;
+	uint64_t out_held;		/* out's bytes counted in the server's buffered */
 	struct tcp_rpc_job rpc;		/* the RPC being answered */
 	struct iovec *iov;
 	size_t iovcnt, iovcap, iov_i;
@@ -104,7 +107,8 @@ struct tcp_server {
 	struct sconn *conns;
 	uint32_t nr_conns, max_conns;	/* connections not doomed, and the cap */
 	uint32_t nr_doomed;
-	uint64_t buffered, max_buffered;	/* receive buffers' bytes, all connections */
+	uint64_t buffered, max_buffered;	/* receive and copied-response buffers' bytes,
+						 * all connections */
 	uint64_t next_tick_ns;
 	uint64_t accept_resume_ns;	/* accepting paused until then (0: accepting) */
 	uint64_t accept_pause_ns;	/* the next pause's length */
@@ -160,7 +164,7 @@ static void conn_close(struct tcp_server *s, struct sconn *c)
 		close(c->fd);
 		s->nr_conns--;
 	}
-	s->buffered -= c->head.cap;
+	s->buffered -= c->head.cap + c->out_held;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -204,6 +208,24 @@ static int iov_push(struct sconn *c, void *base, size_t len)
 	return tcp_iov_add(&c->iov, &c->iovcnt, &c->iovcap, base, len);
 }
 
+/* The response is out: a buffer that a large one grew is given back (and
+ * uncounted), so that what a peer made the node copy once is not held until its
+ * next frame; so are iovecs and op arrays a frame of many ops grew. */
+static void out_release(struct tcp_server *s, struct sconn *c)
+{
+	if (c->out.cap > RX_KEEP) {
+		s->buffered -= c->out_held;
+		c->out_held = 0;
+		pc_msg_free(&c->out);
+	}
+	if (c->iovcap > IOV_KEEP) {
+		free(c->iov);
+		c->iov = NULL;
+		c->iovcap = 0;
+	}
+	tcp_ops_trim(&c->ops);
+}
+
 /* Send what is queued. 0 when all is out, -EAGAIN to wait, other -errno to close. */
 static int flush(struct tcp_server *s, struct sconn *c)
 {
@@ -221,6 +243,7 @@ static int flush(struct tcp_server *s, struct sconn *c)
 		watch(s, c, EPOLLIN);
 	c->sending = false;
 	c->iovcnt = c->iov_i = 0;
+	out_release(s, c);
 	return 0;
 }
 
@@ -260,10 +283,7 @@ static int start_response(struct sconn *c, uint8_t type, uint32_t count, int32_t
 			     .count = count, .status = status, .body_len = body_len,
 			     .seq = c->fr.hdr.seq };
 
-	/* the last response is out by now: give back what a large one grew */
-	if (c->out.cap > RX_KEEP)
-		pc_msg_free(&c->out);
-	c->out.len = 0;
+	c->out.len = 0;		/* the last response is out by now (out_release) */
 	c->iovcnt = c->iov_i = 0;
 	return pc_msg_append(&c->out, &h, sizeof(h));
 }
@@ -442,9 +462,25 @@ static int on_ops(struct tcp_server *s, struct sconn *c)
 /* Every WRITE landed: the response, with each op's status and bytes. */
 static int on_ops_done(struct tcp_server *s, struct sconn *c)
 {
+	/* The bytes copied into the response count against the buffer budget as a
+	 * request's do: a small frame of many small READs asks for a large response. */
+	uint64_t copied = tcp_ops_copied_len(&c->ops, &c->fr);
+	int ret;
+
+	if (copied > RX_KEEP && s->buffered + copied > s->max_buffered) {
+		pc_stat_add(&stats(s)->buffer_refused, 1);
+		peer_warn(s, &s->lim_buf, c, "the response to its %u ops would take the node's buffers past store.max_buffered_bytes (%llu); connection closed",
+			  c->fr.nops, (unsigned long long)s->max_buffered);
+		return -ENOBUFS;
+	}
 	if (start_response(c, TCP_OPS_RESP, c->fr.nops, 0, tcp_ops_body_len(&c->ops, &c->fr)))
 		return -ENOMEM;
-	return tcp_ops_answer(&c->ops, &c->fr, &c->out, &c->iov, &c->iovcnt, &c->iovcap, stats(s));
+	ret = tcp_ops_answer(&c->ops, &c->fr, &c->out, &c->iov, &c->iovcnt, &c->iovcap, stats(s));
+	if (c->out.cap > c->out_held) {
+		s->buffered += c->out.cap - c->out_held;
+		c->out_held = c->out.cap;
+	}
+	return ret;
 }
 
 /* The frame's head is in and valid: act on it. Returns 0, or -errno to close. */
@@ -538,11 +574,14 @@ static int rx_payload(struct tcp_server *s, struct sconn *c)
 	return frame_done(s, c, on_ops_done(s, c));
 }
 
-/* Read and act until the socket is drained, a response is waiting to go out, or
- * an RPC is with a worker (the loop must not touch the connection then). */
+/* Read and act until the socket is drained, a response is waiting to go out, an
+ * RPC is with a worker (the loop must not touch the connection then), or the
+ * connection had its share of this pass: a peer that pipelines small frames has its
+ * socket never drained, and would otherwise keep every other connection (heartbeats
+ * included) waiting. epoll is level-triggered: what is left comes up next pass. */
 static int on_readable(struct tcp_server *s, struct sconn *c)
 {
-	for (;;) {
+	for (unsigned steps = 0; steps < READS_PER_PASS; steps++) {
 		int ret;
 
 		if (c->closing)
@@ -553,6 +592,7 @@ static int on_readable(struct tcp_server *s, struct sconn *c)
 		if (ret)
 			return ret == -EAGAIN ? 0 : ret;
 	}
+	return 0;
 }
 
 static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)

@@ -3,13 +3,16 @@
  * n1 and n2 as pcd), each case with a good client served throughout: a slowloris
  * of 60 connections, 6 requests announcing 200 MiB bodies and 6 that fill the
  * node's buffer budget, a node at its file descriptor limit (setrlimit in the
- * child), and a p2p directory flood of 1.3 M forged entries. Memory stays within
- * the stated bound and every limit hit is counted and logged.
+ * child), a p2p directory flood of 1.3 M forged entries, an OPS frame asking for a
+ * response many times its size, and a client pipelining small frames without end.
+ * Memory stays within the stated bound and every limit hit is counted and logged.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,6 +303,188 @@ static void test_fd_limit(void)
 	CU_ASSERT_TRUE(ecl_logged("n2", "file descriptor limit 48"));
 }
 
+/* n1's first slot class, asked of it over p (LAYOUT). */
+static struct proto_layout_class layout_of(struct raw_peer *p)
+{
+	struct proto_layout_class c = { 0 };
+	uint8_t buf[4096];
+	struct tcp_hdr h;
+
+	raw_send(p, TCP_RPC, PC_RPC_LAYOUT, NULL, 0);
+	CU_ASSERT_EQUAL_FATAL(raw_next(p, &h, 5000), TCP_RPC_RESP);
+	CU_ASSERT_FATAL(h.status == 0 && h.body_len >= sizeof(struct proto_layout) + sizeof(c) &&
+			h.body_len <= sizeof(buf));
+	CU_ASSERT_EQUAL_FATAL(recv(p->fd, buf, h.body_len, MSG_WAITALL), (ssize_t)h.body_len);
+	memcpy(&c, buf + sizeof(struct proto_layout), sizeof(c));
+	return c;
+}
+
+/* An authenticated client of n1, with n1's first slot class in *c. */
+static void insider(struct ecl *E, struct tcp_auth *a, struct raw_peer *p,
+		    struct proto_layout_class *c)
+{
+	raw_hello(p, E->port0 + 1, E->topo, PC_PEER_NONE, 1, true);
+	CU_ASSERT_EQUAL_FATAL(p->status, 0);
+	raw_auth(p, a);
+	*c = layout_of(p);
+}
+
+/* n ops reading len bytes each from places of c's slots. */
+static void reads_of(struct tcp_opdesc *d, uint32_t n, const struct proto_layout_class *c,
+		     uint32_t len)
+{
+	uint64_t span = c->nr_buckets * c->ways * c->mem_stride - len;
+
+	for (uint32_t i = 0; i < n; i++)
+		d[i] = (struct tcp_opdesc){ .kind = PC_OP_READ, .rkey = c->rkey,
+					    .raddr = c->base + ((uint64_t)i * 64) % span, .len = len };
+}
+
+/* An OPS frame of 65536 READs of 512 bytes (2.5 MiB) asks for a 32 MiB response,
+ * which the node copies: counted against store.max_buffered_bytes (32 MiB) like a
+ * request's bytes, it is refused and the connection closed; the good client is
+ * served. */
+static void test_amplifying_ops(void)
+{
+	struct ecl *E = up("slotmap", "");
+	struct pc_store *good = client(E);
+	struct tcp_opdesc *d = calloc(TCP_MAX_OPS, sizeof(*d));
+	struct proto_layout_class c;
+	struct tcp_auth a;
+	struct raw_peer p;
+	uint64_t rss0, rss1;
+	int next;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(good);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	raw_auth_of(secret, &a);
+	CU_ASSERT_EQUAL(pc_test_write_pages(good, 0, PAGES, PAGE), PAGES);
+	rss0 = raw_rss(E->pcd[1]);
+	insider(E, &a, &p, &c);
+	reads_of(d, TCP_MAX_OPS, &c, 512);
+	raw_send(&p, TCP_OPS, TCP_MAX_OPS, d, TCP_MAX_OPS * sizeof(*d));
+	next = raw_next(&p, NULL, 5000);
+	rss1 = raw_rss(E->pcd[1]);
+	printf("\n  65536 READs of 512 B in one frame: %s; pcd n1 resident %.1f -> %.1f MiB",
+	       next == 0 ? "connection closed" : next == TCP_OPS_RESP ? "answered" : "no answer",
+	       (double)rss0 / MiB, (double)rss1 / MiB);
+	CU_ASSERT_EQUAL(next, 0);
+	CU_ASSERT(served(good) < 1.0);
+	close(p.fd);
+	free(d);
+	tcp_auth_clear(&a);
+	pc_store_close(good);
+	ecl_down(E);
+	CU_ASSERT_TRUE(ecl_logged("n1", "the response to its 65536 ops"));
+}
+
+struct drain {
+	int fd;
+	volatile int stop;
+	uint64_t bytes;
+};
+
+static void *drain_responses(void *arg)
+{
+	struct drain *dr = arg;
+	static uint8_t buf[1 << 16];
+
+	while (!dr->stop) {
+		struct pollfd pf = { .fd = dr->fd, .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&pf, 1, 50) != 1)
+			continue;
+		r = recv(dr->fd, buf, sizeof(buf), 0);
+		if (r <= 0)
+			break;
+		dr->bytes += (uint64_t)r;
+	}
+	return NULL;
+}
+
+struct flood {
+	int fd;
+	volatile int stop;
+	const uint8_t *frames;
+	size_t len;
+	uint64_t sent;
+};
+
+static void *send_frames(void *arg)
+{
+	struct flood *f = arg;
+
+	while (!f->stop) {
+		for (size_t at = 0; at < f->len;) {	/* whole frames */
+			ssize_t r = send(f->fd, f->frames + at, f->len - at, MSG_NOSIGNAL);
+
+			if (r <= 0)
+				return NULL;
+			at += (size_t)r;
+		}
+		f->sent += f->len;
+	}
+	return NULL;
+}
+
+/* A client that pipelines small OPS frames for 2 s, never leaving its socket
+ * drained, while another thread takes the answers: the node serves the good client
+ * in between (it serves a connection a bounded number of frames at a time). */
+static void test_pipelined_flood(void)
+{
+	struct ecl *E = up("slotmap", "");
+	struct pc_store *good = client(E);
+	struct proto_layout_class c;
+	struct tcp_auth a;
+	struct raw_peer p;
+	struct drain dr = { .stop = 0 };
+	struct flood fl = { .stop = 0 };
+	const size_t frame = sizeof(struct tcp_hdr) + sizeof(struct tcp_opdesc), nframes = 1024;
+	uint8_t *frames;
+	double worst = 0;
+	pthread_t th[2];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(good);
+	raw_auth_of(secret, &a);
+	CU_ASSERT_EQUAL(pc_test_write_pages(good, 0, PAGES, PAGE), PAGES);
+	insider(E, &a, &p, &c);
+	frames = calloc(nframes, frame);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(frames);
+	for (size_t i = 0; i < nframes; i++) {
+		struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS,
+				     .count = 1, .body_len = sizeof(struct tcp_opdesc), .seq = i + 10 };
+
+		memcpy(frames + i * frame, &h, sizeof(h));
+		reads_of((struct tcp_opdesc *)(void *)(frames + i * frame + sizeof(h)), 1, &c, 64);
+	}
+	dr.fd = fl.fd = p.fd;
+	fl.frames = frames;
+	fl.len = nframes * frame;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th[0], NULL, drain_responses, &dr), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th[1], NULL, send_frames, &fl), 0);
+	usleep(200000);
+	for (int i = 0; i < 6; i++) {
+		double dt = served(good);
+
+		worst = dt > worst ? dt : worst;
+		usleep(200000);
+	}
+	fl.stop = 1;
+	pthread_join(th[1], NULL);
+	dr.stop = 1;
+	pthread_join(th[0], NULL);
+	printf("\n  pipelined 1-op frames for 1.6 s: %.0f frames sent, %.1f MiB of answers; the good client's slowest read %.1f ms",
+	       (double)fl.sent / (double)frame, (double)dr.bytes / MiB, worst * 1e3);
+	CU_ASSERT(fl.sent > 0);
+	CU_ASSERT(worst < 1.0);
+	close(p.fd);
+	free(frames);
+	tcp_auth_clear(&a);
+	pc_store_close(good);
+	ecl_down(E);
+}
+
 /* p2p: 20 DIR_UPDATEs of 65536 forged entries each, naming node n1, sent to n0 by a
  * connection holding the secret (an insider; an outsider is refused on its handshake,
  * security_test). n0's shard keeps at most its bound per publisher (2 x the pool's
@@ -361,6 +546,8 @@ static CU_TestInfo tests[] = {
 	{ "200 MiB bodies, and bodies past the node's buffer budget", test_big_bodies },
 	{ "a node at its file descriptor limit", test_fd_limit },
 	{ "a p2p directory flood", test_directory_flood },
+	{ "a small OPS frame asking for a response past the budget", test_amplifying_ops },
+	{ "pipelined small frames do not starve others", test_pipelined_flood },
 	CU_TEST_INFO_NULL,
 };
 
