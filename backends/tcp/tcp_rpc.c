@@ -32,20 +32,31 @@ void tcp_rpc_submit(struct tcp_rpc_pool *p, struct tcp_rpc_job *j)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* The first queued job whose node is under its share of workers, taken off the
+/* Whose share a job's caller draws on: its node's, or the clients' and tools'. */
+static uint32_t share_of(const struct tcp_rpc_pool *p, const struct tcp_rpc_job *j)
+{
+	return j->from < p->nr_nodes ? j->from : p->nr_nodes;
+}
+
+static unsigned share_cap(const struct tcp_rpc_pool *p, uint32_t share)
+{
+	return share < p->nr_nodes ? TCP_RPC_PER_NODE : TCP_RPC_NON_NODES;
+}
+
+/* The first queued job whose caller is under its share of workers, taken off the
  * queue; NULL if none. Called with the lock held. */
 static struct tcp_rpc_job *take_job(struct tcp_rpc_pool *p)
 {
 	for (struct tcp_rpc_job **jp = &p->jobs; *jp; jp = &(*jp)->next) {
 		struct tcp_rpc_job *j = *jp;
+		uint32_t sh = share_of(p, j);
 
-		if (j->from < p->nr_nodes && p->busy[j->from] >= TCP_RPC_PER_NODE)
+		if (p->busy[sh] >= share_cap(p, sh))
 			continue;
 		*jp = j->next;
 		if (!*jp)
 			p->jobs_tail = jp;
-		if (j->from < p->nr_nodes)
-			p->busy[j->from]++;
+		p->busy[sh]++;
 		return j;
 	}
 	return NULL;
@@ -70,8 +81,12 @@ static void *worker(void *arg)
 		tcp_rpc_run(p, j);
 
 		pthread_mutex_lock(&p->lock);
-		if (j->from < p->nr_nodes && p->busy[j->from]-- == TCP_RPC_PER_NODE)
-			pthread_cond_broadcast(&p->cond);	/* its queued jobs may go now */
+		{
+			uint32_t sh = share_of(p, j);
+
+			if (p->busy[sh]-- == share_cap(p, sh))
+				pthread_cond_broadcast(&p->cond);	/* its queued jobs may go now */
+		}
 		j->next = p->done;
 		p->done = j;
 		if (write(p->done_fd, &one, sizeof(one)) != sizeof(one))
@@ -103,7 +118,7 @@ int tcp_rpc_start(struct tcp_rpc_pool *p, pc_rpc_handler *h, void *arg, uint32_t
 	*p = (struct tcp_rpc_pool){ .handler = h, .handler_arg = arg, .served = served,
 				    .nr_nodes = nr_nodes };
 	p->jobs_tail = &p->jobs;
-	p->busy = calloc(nr_nodes ? nr_nodes : 1, sizeof(*p->busy));
+	p->busy = calloc((size_t)nr_nodes + 1, sizeof(*p->busy));
 	if (!p->busy)
 		return -ENOMEM;
 	p->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -23,6 +23,9 @@
  * it, so a caller that stalls holds at most this many workers (the timeout each)
  * and the others go on serving everyone else. Clients' requests never pull. */
 #define TCP_RPC_PER_NODE 2
+/* ... and for the clients and tools together, whose number nothing bounds: slow
+ * requests from many of them (promotions from disk) leave the rest to the nodes. */
+#define TCP_RPC_NON_NODES (TCP_RPC_WORKERS / 2)
 
 /* One request and, once run, its answer. The holder owns resp (pc_msg_free). */
 struct tcp_rpc_job {
@@ -43,7 +46,8 @@ struct tcp_rpc_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct tcp_rpc_job *jobs, **jobs_tail, *done;
-	uint8_t *busy;			/* per calling node: its jobs running now */
+	uint8_t *busy;			/* per calling node, then one for all clients and
+					 * tools: their jobs running now */
 	uint32_t nr_nodes;
 	bool stopping;
 	pthread_t workers[TCP_RPC_WORKERS];

@@ -330,6 +330,8 @@ static void test_rpc_does_not_block_ops(void)
 
 /* Eight calls from node a whose handlers wait (as a handler pulling from a stalled
  * caller would) hold two of the workers; another caller's RPC is answered at once. */
+static struct pc_fabric *waits_from;	/* who call_waits calls from (NULL: node a) */
+
 static void *call_waits(void *arg)
 {
 	struct net *N = arg;
@@ -337,7 +339,7 @@ static void *call_waits(void *arg)
 
 	for (int i = 0; i < 8; i++)
 		r[i] = (struct pc_rpc){ .peer = 1, .opcode = OP_WAIT, .req = "", .req_len = 0 };
-	pc_fabric_call(N->f[0], r, 8);
+	pc_fabric_call(waits_from ? waits_from : N->f[0], r, 8);
 	return r;
 }
 
@@ -367,6 +369,41 @@ static void test_rpc_workers_shared(void)
 	CU_ASSERT(dt < 200);
 	pc_msg_free(&who.resp);
 	free(r);
+	net_down(N);
+}
+
+/* The same from a client: clients and tools together hold at most half the
+ * workers (nothing bounds how many of them there are), node c is served. */
+static void test_rpc_workers_shared_clients(void)
+{
+	struct net *N;
+	struct pc_fabric_params p = { .size = sizeof(p), .self = PC_PEER_NONE };
+	struct pc_rpc who = { .peer = 1, .opcode = OP_WHO, .req = "", .req_len = 0 }, *r;
+	pthread_t t;
+	int answered = 0;
+
+	if (!is_tcp())
+		return;		/* the tcp server's workers */
+	N = net_up(1);
+	p.topo = N->topo;
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_open(fabric_name, &p, &waits_from), 0);
+	N->released = 0;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, call_waits, N), 0);
+	usleep(100000);		/* the client's handlers are waiting now */
+	CU_ASSERT_EQUAL(pc_fabric_call(N->f[2], &who, 1), 0);
+	N->released = 1;
+	pthread_join(t, (void **)&r);
+	for (int i = 0; i < 8; i++) {
+		answered += !r[i].status;
+		pc_msg_free(&r[i].resp);
+	}
+	printf("\n  8 waiting calls from a client: %d answered within the timeout; c's call in the meantime: %s\n",
+	       answered, strerror(-who.status));
+	CU_ASSERT_EQUAL(who.status, 0);
+	pc_msg_free(&who.resp);
+	free(r);
+	pc_fabric_close(waits_from);
+	waits_from = NULL;
 	net_down(N);
 }
 
@@ -1342,6 +1379,7 @@ static CU_TestInfo tests[] = {
 	{ "one-sided ops are served while a handler runs", test_rpc_does_not_block_ops },
 	{ "refused ops, then served again", test_refusals_keep_connection },
 	{ "one caller's waiting handlers leave workers for the others", test_rpc_workers_shared },
+	{ "clients' waiting handlers leave workers for the nodes", test_rpc_workers_shared_clients },
 	{ "dead and stalled peers fail within the timeout", test_dead_and_stalled },
 	{ "a stalled peer mid-batch fails only its ops", test_stalled_mid_batch },
 	{ "restart: stale addresses refused, the peer used again", test_restart },
