@@ -178,13 +178,15 @@ int sm_spill_open(struct slotmap *sm, char *err, size_t errlen)
 	sp->nr_classes = sm->own->nr_classes;
 	for (uint32_t c = 0; c < sp->nr_classes && !ret; c++) {
 		uint32_t page = (uint32_t)sm->own->cls[c].g.page_bytes;
-		uint64_t blocks = node->nvme.capacity / sp->nr_classes / page;
+		/* a page takes a whole number of 4 KiB blocks of the file (O_DIRECT):
+		 * the files together stay within nvme.capacity */
+		uint64_t blocks = node->nvme.capacity / sp->nr_classes / disk_file_bytes(1, page, 4096);
 		struct pc_storage_params p = { .size = sizeof(p), .dir = node->nvme.path, .direct = true,
 					       .env = st->env, .backend_arg = st->backend_arg };
 
 		if (!blocks || blocks > KEYMAP_MAX) {
 			snprintf(err, errlen,
-				 "spill: nvme.capacity %llu bytes split over %u size classes holds %llu pages of %u bytes; give the node between one page per class and 2^30",
+				 "spill: nvme.capacity %llu bytes split over %u size classes holds %llu pages of %u bytes (each rounded up to 4 KiB on disk); give the node between one page per class and 2^30",
 				 (unsigned long long)node->nvme.capacity, sp->nr_classes,
 				 (unsigned long long)blocks, page);
 			ret = -EINVAL;

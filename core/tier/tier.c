@@ -396,8 +396,14 @@ static void promote(struct tier *t, const uint64_t *hash, const uint32_t *idx, u
 				/* no host block could be had (all leased): back to disk,
 				 * with the sum its bytes were just verified against */
 				b[k].sum_given = true;
-				if (!t->inclusive)
-					disk_put(t->disk, &b[k], 1);
+				if (!t->inclusive && disk_put(t->disk, &b[k], 1) != 1) {
+					/* taken off the disk and not put back: gone, as
+					 * a failed spill's block is (counted the same) */
+					TSTAT(t, spill_failures, 1);
+					TSTAT(t, dropped_blocks, 1);
+					pc_warn("tier: block %016llx could not go back to disk after its promotion found no host block: %s; dropped",
+						(unsigned long long)hash[i], strerror(-b[k].status));
+				}
 				pin[i] = POOL_NONE;
 				continue;
 			}

@@ -136,7 +136,32 @@ static void test_corrupt_and_failing_disk(void)
 	down(C);
 }
 
+/* The spill's files together stay within nodes.nvme.capacity (16 MiB in the duo),
+ * also for classes that are not a multiple of the 4 KiB a page takes on disk. */
+static void test_files_within_capacity(void)
+{
+	struct cluster *C = pc_test_duo_up("global_segment_size: 1MiB, slot_size_classes: [1KiB, 6KiB], "
+					   "slot_ways: 4, slot_spill_ways: 1");
+	uint64_t file = 0, cap = 16ull << 20;
+
+	for (uint32_t c = 0; c < 2; c++) {
+		struct disk_pool *d = sm_spill_disk(sm_of(C->s[0]->mode), c);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+		printf("\n  class %u: %u blocks of %u B, file %llu B", c, d->nr_blocks, d->block_bytes,
+		       (unsigned long long)d->stg->bytes);
+		CU_ASSERT(d->nr_blocks > 0);
+		file += d->stg->bytes;
+	}
+	printf("\n  spill files %llu B for nvme.capacity %llu B\n", (unsigned long long)file,
+	       (unsigned long long)cap);
+	CU_ASSERT(file <= cap);
+	CU_ASSERT(file > cap / 2);	/* and they use it */
+	down(C);
+}
+
 static CU_TestInfo tests[] = {
+	{ "the spill files stay within nvme.capacity", test_files_within_capacity },
 	{ "a working set 4x the slots, read through another node", test_four_times_slots },
 	{ "no disk: plain slotmap", test_no_disk_is_plain_slotmap },
 	{ "corrupt copies and failing writes", test_corrupt_and_failing_disk },

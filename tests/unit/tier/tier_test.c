@@ -252,6 +252,33 @@ static void test_injected_faults(void)
 	down(C);
 }
 
+/* A promotion that finds every host block leased puts the block back on disk; a
+ * put-back that fails has lost the block: counted as a failed spill is. */
+static void test_put_back_failure_counted(void)
+{
+	struct cluster *C = up("store.tier_host_blocks=2 store.tier_disk_blocks=8 store.tier_free_percent=0");
+	struct disk_pool *d = tier_disk(C->peer->tier);
+	struct fault *ft = fault_new();
+	struct pc_tier_metrics m0, m1;
+
+	for (uint32_t i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'P', i, 1), 1);	/* P0, P1 to disk */
+	CU_ASSERT_EQUAL(where1(C, 'P', 0), PC_WHERE_DISK);
+	CU_ASSERT_NOT_EQUAL(raw_fetch(C, smoke_hash('P', 2), 60000), 0);
+	CU_ASSERT_NOT_EQUAL(raw_fetch(C, smoke_hash('P', 3), 60000), 0);	/* host blocks leased */
+	m0 = metrics(C);
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_storage(ft, d->stg), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_IO_WRITE, .err = -ENOSPC });
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'P', 0, 1), 0);	/* a clean miss */
+	CU_ASSERT_EQUAL(fault_hits(ft, 0), 1);				/* the put-back */
+	CU_ASSERT_EQUAL(where1(C, 'P', 0), PC_WHERE_NONE);
+	m1 = metrics(C);
+	CU_ASSERT_EQUAL(m1.spill_failures, m0.spill_failures + 1);
+	CU_ASSERT_EQUAL(m1.dropped_blocks, m0.dropped_blocks + 1);
+	fault_free(ft);
+	down(C);
+}
+
 static void test_leases(void)
 {
 	struct cluster *C = up(SEED);
@@ -443,6 +470,7 @@ static CU_TestInfo tests[] = {
 	{ "a byte flipped in host memory, then demoted: a miss", test_flipped_byte_in_host_memory },
 	{ "a full disk pool drops its LRU tail", test_disk_pool_full },
 	{ "injected ENOSPC and EIO: delete-and-miss", test_injected_faults },
+	{ "a failed put-back after a promotion is counted", test_put_back_failure_counted },
 	{ "leases survive pressure; expired leases free", test_leases },
 	{ "inclusive promotion keeps the disk copy", test_inclusive },
 	{ "background demotion keeps the watermark", test_background_demotion },
