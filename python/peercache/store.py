@@ -807,10 +807,15 @@ class PeerCacheStore(_Base):
     # ------------------------------------------------------------------ the rest
 
     def clear(self) -> None:
-        """The C API deletes nothing (pages are overwritten or evicted): this only
-        warns. To empty the cache, restart the cluster's pcd processes."""
-        logger.warning("peercache: clear() is not supported (the store has no delete); pages "
-                       "stay until overwritten or evicted. Restart pcd to empty the cache")
+        """Raises: the store deletes nothing (pages are overwritten or evicted), and a
+        clear that did nothing while SGLang reports it done would let KV computed
+        with old weights be served after a weight update. SGLang's callers catch it
+        and report the clear as failed."""
+        msg = ("peercache: clear() is not supported (the store has no delete); to drop "
+               "every page, restart the cluster's pcd processes (their slots and spill files "
+               "go with them), or serve under another --served-model-name (another namespace)")
+        logger.error(msg)
+        raise NotImplementedError(msg)
 
     def stats(self) -> dict:
         """The store's counters (pc_store_metrics: hits, misses by reason, bytes, round

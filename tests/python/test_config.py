@@ -106,6 +106,15 @@ class ExtraConfig(unittest.TestCase):
         self.assertIn("v2", str(cm.exception))
         s.close()
 
+    def test_clear_refused(self):
+        # SGLang reports a clear that returned as done: one that deletes nothing raises
+        s = common.store(self.c.path)
+        with self.assertLogs("peercache", "ERROR"):
+            with self.assertRaises(NotImplementedError) as cm:
+                s.clear()
+        self.assertIn("restart", str(cm.exception))
+        s.close()
+
     def test_calls_before_registration_miss(self):
         s = common.store(self.c.path)
         k = common.keys("early", 3)
