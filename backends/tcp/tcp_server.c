@@ -501,6 +501,12 @@ static int on_frame(struct tcp_server *s, struct sconn *c)
 	default:
 		if (!c->ready)
 			return bad_frame(s, c, "request before the handshake is through");
+		if (c->peer == PC_PEER_TOOL) {	/* views, drain and join only (store_rpc.c) */
+			pc_stat_add(&stats(s)->bad_frames, 1);
+			peer_warn(s, &s->lim_frame, c, "a tool (pcctl) sent %u one-sided ops; tools may ask for views, drain and join only; connection closed",
+				  c->fr.nops);
+			return -EPERM;
+		}
 		ret = on_ops(s, c);
 		if (ret)
 			return ret;

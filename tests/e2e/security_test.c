@@ -234,6 +234,19 @@ static void test_attacks(void)
 	raw_send(&p, TCP_RPC, PC_RPC_MEMBER, &leave, sizeof(leave));
 	refused(&p, "MEMBER as node n1 with a client's replayed proof");
 
+	/* a tool holds the secret, yet reads and writes no slots */
+	raw_hello(&p, port, E->topo, PC_PEER_TOOL, PC_PEER_NONE, true);
+	CU_ASSERT_EQUAL(p.status, 0);
+	raw_auth(&p, &right);
+	CU_ASSERT_EQUAL(rpc_status(&p, PC_RPC_HEARTBEAT, &(struct proto_heartbeat){ .node = PC_PEER_NONE },
+				   sizeof(struct proto_heartbeat)), 0);		/* views: yes */
+	raw_send(&p, TCP_OPS, 1, &rd, sizeof(rd));
+	refused(&p, "READ a page as a tool (pcctl)");
+	raw_hello(&p, port, E->topo, PC_PEER_TOOL, PC_PEER_NONE, true);
+	raw_auth(&p, &right);
+	raw_send(&p, TCP_OPS, 1, &forge, sizeof(forge));
+	refused(&p, "forge a page as a tool (pcctl)");
+
 	/* an authenticated client asks what only nodes may */
 	CU_ASSERT_EQUAL(rpc_status(&a, PC_RPC_MEMBER, &leave, sizeof(leave)), -EPERM);
 	CU_ASSERT_EQUAL(rpc_status(&a, PC_RPC_DIR_UPDATE, put_req, sizeof(put_req)), -EPERM);
