@@ -66,11 +66,22 @@ static int conn_start(struct tcp_fabric *tf, uint32_t peer, struct tcp_conn **ou
 	struct tcp_conn *c;
 	int ret, fd;
 
-	if (!p->resolved) {
-		ret = tcp_resolve(node->address, node->port, &p->addr, &p->addrlen);
+	/* posts and calls of several threads may start connections to the peer at
+	 * once: the first resolution is published under the lock, read after the flag */
+	if (!__atomic_load_n(&p->resolved, __ATOMIC_ACQUIRE)) {
+		struct sockaddr_storage addr;
+		socklen_t addrlen;
+
+		ret = tcp_resolve(node->address, node->port, &addr, &addrlen);
 		if (ret)
 			return ret;
-		p->resolved = true;
+		pthread_mutex_lock(&p->lock);
+		if (!p->resolved) {
+			p->addr = addr;
+			p->addrlen = addrlen;
+			__atomic_store_n(&p->resolved, true, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&p->lock);
 	}
 	ret = tcp_connect_start(&p->addr, p->addrlen, tf->base.topo->store.tcp_congestion, &fd);
 	if (ret)
