@@ -425,8 +425,9 @@ static int hs_refused(struct flight *fl, int err, const char *fmt, ...)
 	return err;
 }
 
-/* Queue HELLO, with a fresh nonce: the server's proof covers it, so a HELLO_ACK
- * answers this connection only and cannot be replayed on another. 0 or -EIO. */
+/* Queue HELLO, with a secret a fresh nonce: the server's proof covers it, so a
+ * HELLO_ACK answers this connection only and cannot be replayed on another (without
+ * a secret nothing is proved; tcp_auth_load seeded the random source). 0 or -EIO. */
 static int hs_start(struct flight *fl)
 {
 	struct tcp_fabric *tf = fl->tf;
@@ -439,7 +440,7 @@ static int hs_start(struct flight *fl)
 					.fingerprint = tf->fingerprint,
 					.flags = tf->auth.on ? TCP_HELLO_AUTH : 0,
 					.text_len = tf->placement_len };
-	if (tcp_auth_nonce(fl->hello.nonce, sizeof(fl->hello.nonce)))
+	if (tf->auth.on && tcp_auth_nonce(fl->hello.nonce, sizeof(fl->hello.nonce)))
 		return hs_refused(fl, -EIO, "no random nonce for the handshake (OpenSSL RAND_bytes failed)");
 	memcpy(fl->hs_buf, &h, sizeof(h));
 	memcpy(fl->hs_buf + sizeof(h), &fl->hello, sizeof(fl->hello));
