@@ -75,26 +75,20 @@ int tcp_ops_check(struct tcp_ops *o, const struct tcp_frame *fr, struct region_t
 	return 0;
 }
 
-uint64_t tcp_ops_body_len(const struct tcp_ops *o, const struct tcp_frame *fr)
+uint64_t tcp_ops_body_len(const struct tcp_ops *o, const struct tcp_frame *fr, uint64_t *copied)
 {
 	const struct tcp_opdesc *d = (const struct tcp_opdesc *)fr->body;
 	uint64_t body = (uint64_t)fr->nops * 4;
 
-	for (uint32_t i = 0; i < fr->nops; i++)
-		if (!o->status[i])
-			body += answer_len(&d[i]);
+	*copied = body;
+	for (uint32_t i = 0; i < fr->nops; i++) {
+		if (o->status[i])
+			continue;
+		body += answer_len(&d[i]);
+		if (copied_out(&d[i]))
+			*copied += answer_len(&d[i]);
+	}
 	return body;
-}
-
-uint64_t tcp_ops_copied_len(const struct tcp_ops *o, const struct tcp_frame *fr)
-{
-	const struct tcp_opdesc *d = (const struct tcp_opdesc *)fr->body;
-	uint64_t bytes = (uint64_t)fr->nops * 4;
-
-	for (uint32_t i = 0; i < fr->nops; i++)
-		if (!o->status[i] && copied_out(&d[i]))
-			bytes += answer_len(&d[i]);
-	return bytes;
 }
 
 int tcp_ops_answer(struct tcp_ops *o, const struct tcp_frame *fr, struct pc_msg *out,

@@ -33,12 +33,10 @@ struct tcp_ops {
 int tcp_ops_check(struct tcp_ops *o, const struct tcp_frame *fr, struct region_table *rt,
 		  struct pc_fabric_stats *st, uint8_t *discard, size_t discard_len);
 
-/* The response's body bytes, statuses included. */
-uint64_t tcp_ops_body_len(const struct tcp_ops *o, const struct tcp_frame *fr);
-
-/* The part of them tcp_ops_answer copies into the response buffer (statuses, CAS
- * values, small READs); the rest goes out straight from the regions. */
-uint64_t tcp_ops_copied_len(const struct tcp_ops *o, const struct tcp_frame *fr);
+/* The response's body bytes, statuses included; in *copied the part of them
+ * tcp_ops_answer copies into the response buffer (statuses, CAS values, small
+ * READs), the rest going out straight from the regions. */
+uint64_t tcp_ops_body_len(const struct tcp_ops *o, const struct tcp_frame *fr, uint64_t *copied);
 
 /* Every WRITE landed: append the statuses, each CAS's old value and each small
  * READ's bytes to out (which holds the response's header), then queue on iov (n

@@ -464,7 +464,7 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 {
 	/* The bytes copied into the response count against the buffer budget as a
 	 * request's do: a small frame of many small READs asks for a large response. */
-	uint64_t copied = tcp_ops_copied_len(&c->ops, &c->fr);
+	uint64_t copied, body = tcp_ops_body_len(&c->ops, &c->fr, &copied);
 	int ret;
 
 	if (copied > RX_KEEP && s->buffered + copied > s->max_buffered) {
@@ -473,7 +473,7 @@ static int on_ops_done(struct tcp_server *s, struct sconn *c)
 			  c->fr.nops, (unsigned long long)s->max_buffered);
 		return -ENOBUFS;
 	}
-	if (start_response(c, TCP_OPS_RESP, c->fr.nops, 0, tcp_ops_body_len(&c->ops, &c->fr)))
+	if (start_response(c, TCP_OPS_RESP, c->fr.nops, 0, body))
 		return -ENOMEM;
 	ret = tcp_ops_answer(&c->ops, &c->fr, &c->out, &c->iov, &c->iovcnt, &c->iovcap, stats(s));
 	if (c->out.cap > c->out_held) {
