@@ -25,7 +25,7 @@
 # control, slotmap against p2p (pcbench --mode both), and the simulator's hit-rate mode
 # against a bare model of its cache (pcsimbench), as they print.
 #
-#   ci/bench.sh              the whole run (about 25 minutes on 2 cores)
+#   ci/bench.sh              the whole run (about 35 minutes on 2 cores)
 #   PC_BENCH_ROUNDS=1 PC_BENCH_SIZES=256KiB PC_BENCH_ONLY=tcp ci/bench.sh
 #
 # Not part of CTest (too slow and too noisy for a pass/fail test); the reference
