@@ -79,10 +79,19 @@ static int open_unlinked(const char *dir, int flags)
 		return fd >= 0 ? fd : -errno;
 	if (snprintf(path, sizeof(path), "%s/.peercache-XXXXXX", dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = mkostemp(path, O_CLOEXEC | flags);
+	/* Created without O_DIRECT and unlinked at once, O_DIRECT set after: a file
+	 * system that refuses O_DIRECT creates the file and then fails the open, which
+	 * would leave it behind under a name nobody removes. */
+	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	unlink(path);
+	if (flags && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | flags)) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
 	return fd;
 }
 
