@@ -493,7 +493,12 @@ class PeerCacheStore(_Base):
                 raise ValueError("%d host indices for %d pages of %d tokens"
                                  % (len(host_indices), n, lay.page_size))
             base, stride, deltas = lay.affine
-            first = host_indices[::lay.page_size] * stride + base
+            first = host_indices[::lay.page_size]
+            # In the tensor's own dtype an int32 index times the stride, plus the
+            # pool's address, wraps: every address would be wrong.
+            if "int64" not in str(getattr(first, "dtype", "int64")):
+                first = first.long() if hasattr(first, "long") else first.astype("int64")
+            first = first * stride + base
             if len(deltas) == 1:
                 ptrs = array("Q", (first + deltas[0] if deltas[0] else first).tolist())
             else:

@@ -113,6 +113,21 @@ class ZeroCopy(Live):
         self.assertEqual(s.store.metrics()["write_requests"], before + 1)
         self.assertEqual(s.batch_exists(k), 3)
 
+    def test_int32_host_indices(self):
+        # int32 indices: the addresses are computed in 64 bits, not in the
+        # tensor's dtype (where index * stride + the pool's address wraps). Pools
+        # of 64 MiB are mapped (past glibc's largest mmap threshold), at addresses
+        # above 2^31 as a serving engine's pinned pool is.
+        src, dst = MHAPool(pages=4096), MHAPool(pages=4096)
+        self.assertGreater(src.kv_buffer.data_ptr(), 2 ** 32, "the pool is not mapped high")
+        src.fill(11)
+        s, r = self.store(src), self.store(dst)
+        k = common.keys("int32", 4)
+        pages = [4000, 4001, 4002, 4003]
+        self.assertEqual(s.batch_set_v1(k, src.indices(pages).to(torch.int32)), [True] * 4)
+        self.assertEqual(r.batch_get_v1(k, dst.indices(range(4)).to(torch.int32)), [True] * 4)
+        self.assertPagesEqual(src, pages, dst, range(4))
+
     def test_set_skips_present_pages(self):
         pool = MHAPool()
         pool.fill(6)
