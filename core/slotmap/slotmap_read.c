@@ -709,9 +709,11 @@ int slotmap_get(struct store_mode *m, struct pc_page *pages, size_t n)
 		    !sm_retry_stale(sm, keys, sizeof(*keys), n, pass))
 			break;
 	}
-	/* Misses an owner may have on disk: ask it; read again what it put back. */
-	if (promote_misses(sm, a, keys, n))
-		get_pass(sm, a, keys, n, &bytes);
+	/* Misses an owner may have on disk: ask it; read again what it put back. A key
+	 * whose owner restarted meanwhile fails (-ESTALE): it has no verdict, and the
+	 * page it was promoted for is gone with the owner's memory. */
+	if (promote_misses(sm, a, keys, n) && get_pass(sm, a, keys, n, &bytes))
+		sm_retry_stale(sm, keys, sizeof(*keys), n, 1);
 	for (size_t i = 0; i < n; i++) {
 		struct gkey *k = &keys[i];
 

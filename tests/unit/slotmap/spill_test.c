@@ -14,6 +14,7 @@
 #include "builtin.h"
 #include "config/topology.h"
 #include "inproc/inproc.h"
+#include "placement/ring.h"
 #include "slotmap/slotmap_spill.h"
 #include "store.h"
 #include "fault.h"
@@ -136,6 +137,65 @@ static void test_corrupt_and_failing_disk(void)
 	down(C);
 }
 
+/* The key "<prefix><j>" on, past j, that node owns. */
+static void key_owned(struct cluster *C, uint32_t node, const char *prefix, int *j, char *out)
+{
+	do
+		sprintf(out, "%s%d", prefix, (*j)++);
+	while (ring_owner_of(C->s[0]->svc.ring, keyhash_of(out, strlen(out))) != node);
+}
+
+/* A page promoted from disk that is too big to come back inline (-EAGAIN: read it
+ * in its slot again), whose owner then answers that read as restarted (-ESTALE):
+ * the key fails or misses, never a hit whose buffer nothing was read into. */
+static void test_stale_after_promote(void)
+{
+	struct cluster *C = pc_test_duo_up("slot_size_classes: [9MiB], slot_ways: 2, slot_num_buckets: 1, "
+					   "slot_spill_ways: 1, slot_read_policy: index");
+	const size_t len = 9u << 20;
+	uint8_t *page = malloc(len), *out = calloc(1, len);
+	struct pc_metrics m = { .size = sizeof(m) };
+	char k[32], filler[32];
+	struct pc_page pg;
+	struct fault *ft = fault_new();
+	int j = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	key_owned(C, 0, "big", &j, k);
+	key_owned(C, 0, "big", &j, filler);
+	pc_test_fill(page, len, k, 1);
+	pg = (struct pc_page){ .key = k, .key_len = strlen(k), .data = page, .len = len };
+	CU_ASSERT_EQUAL_FATAL(pc_batch_set(C->s[0], &pg, 1), 1);
+	pace();
+	/* a second page fills the one bucket: the sweep moves the older to disk */
+	pc_test_fill(page, len, filler, 1);
+	pg = (struct pc_page){ .key = filler, .key_len = strlen(filler), .data = page, .len = len };
+	CU_ASSERT_EQUAL_FATAL(pc_batch_set(C->s[0], &pg, 1), 1);
+	for (int i = 0; i < 200 && !m.spill_demoted; i++) {
+		pace();
+		pc_store_metrics(C->s[0], &m);
+	}
+	CU_ASSERT_EQUAL_FATAL(m.spill_demoted, 1);
+	/* n1's first READ (the index block) misses; every READ after the promote RPC
+	 * finds the owner restarted */
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_fabric(ft, C->s[1]->svc.fabric), 0);
+	fault_add(ft, (struct fault_rule){ .site = FAULT_OP_READ, .kind = FAULT_FAIL, .err = -ESTALE,
+					   .nth = 2 });
+	pg = (struct pc_page){ .key = k, .key_len = strlen(k), .data = out, .cap = len, .len = len };
+	CU_ASSERT_EQUAL(pc_batch_get(C->s[1], &pg, 1), 0);
+	CU_ASSERT_NOT_EQUAL(pg.status, 0);
+	CU_ASSERT_EQUAL(pg.len, 0);
+	pc_store_metrics(C->s[1], &m);
+	CU_ASSERT_EQUAL(m.promote_rpcs, 1);
+	CU_ASSERT_EQUAL(m.hits, 0);
+	fault_unwrap_fabric(C->s[1]->svc.fabric);
+	fault_free(ft);
+	free(page);
+	free(out);
+	down(C);
+}
+
 /* The spill's files together stay within nodes.nvme.capacity (16 MiB in the duo),
  * also for classes that are not a multiple of the 4 KiB a page takes on disk. */
 static void test_files_within_capacity(void)
@@ -165,6 +225,7 @@ static CU_TestInfo tests[] = {
 	{ "a working set 4x the slots, read through another node", test_four_times_slots },
 	{ "no disk: plain slotmap", test_no_disk_is_plain_slotmap },
 	{ "corrupt copies and failing writes", test_corrupt_and_failing_disk },
+	{ "a promoted page whose owner restarted is no hit", test_stale_after_promote },
 	CU_TEST_INFO_NULL,
 };
 
