@@ -168,9 +168,13 @@ static void direct_find(struct gkey *k, uint64_t *bytes)
 static void direct_check(struct gkey *k, uint64_t *bytes, uint64_t *copied)
 {
 	const struct sm_class *cl = &k->kc.lay->cls[k->cand_cls];
+	/* slot_read_local takes a NULL dst for a payload-free slot; a caller with no
+	 * buffer (capacity 0: a page of no bytes) copies its nothing into hdr, so that
+	 * the page is summed as through ops, not checked as payload-free */
+	void *dst = k->kc.pg->data ? k->kc.pg->data : k->hdr;
 	uint32_t len = 0;
 	int v = slot_read_local(k->slot, k->kc.h, k->expect, max_len(k, cl),
-				slot_has_payload(&cl->g) ? k->kc.pg->data : NULL, &len);
+				slot_has_payload(&cl->g) ? dst : NULL, &len);
 
 	*bytes += SLOT_HEADER_BYTES;
 	if (v == SLOT_HIT) {

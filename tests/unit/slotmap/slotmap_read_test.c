@@ -110,6 +110,28 @@ static void test_clean_miss_and_length(void)
 	down(C);
 }
 
+/* A page of no bytes, set and got without a buffer (capacity 0 needs none): a hit of
+ * length 0 on its owner, in place, as on the other node, through ops. */
+static void test_empty_page_without_buffer(void)
+{
+	struct cluster *C = up(2, "slot_size_classes: [16KiB], global_segment_size: 4MiB");
+	struct pc_page set = { .key = "Z", .key_len = 1 };
+	struct pc_metrics m0 = { .size = sizeof(m0) }, m1 = { .size = sizeof(m1) };
+
+	CU_ASSERT_EQUAL_FATAL(pc_batch_set(C->s[0], &set, 1), 1);
+	for (uint32_t r = 0; r < 2; r++) {
+		struct pc_page get = { .key = "Z", .key_len = 1 };
+
+		m0 = metrics(C->s[r]);
+		CU_ASSERT_EQUAL(pc_batch_get(C->s[r], &get, 1), 1);
+		CU_ASSERT_EQUAL(get.status, 0);
+		CU_ASSERT_EQUAL(get.len, 0);
+		m1 = metrics(C->s[r]);
+		CU_ASSERT_EQUAL(m1.miss_checksum - m0.miss_checksum, 0);
+	}
+	down(C);
+}
+
 /* exists of 32 keys of which the first 16 exist, on s: the metrics before it. */
 static struct pc_metrics exists_16_of_32(struct pc_store *s, struct pc_page *ex)
 {
@@ -468,6 +490,7 @@ static void test_owner_down(void)
 static CU_TestInfo tests[] = {
 	{ "cross-node round trip, byte-identical", test_roundtrip },
 	{ "clean miss; no dirty hit on length mismatch", test_clean_miss_and_length },
+	{ "a page of no bytes, without a buffer", test_empty_page_without_buffer },
 	{ "(e) exists is header-only and agrees with get", test_exists },
 	{ "read amplification at 80% occupancy", test_read_amplification },
 	{ "way hints: one round trip for a key seen, never a wrong way", test_way_hints },
@@ -480,6 +503,7 @@ static CU_TestInfo tests[] = {
 
 /* The racing and failing cases again with peers' slots mapped. */
 static CU_TestInfo direct_tests[] = {
+	{ "a page of no bytes, without a buffer", test_empty_page_without_buffer },
 	{ "(d) a restarted owner is re-resolved", test_restarted_owner },
 	{ "an owner down: its keys fail, the rest hit", test_owner_down },
 	CU_TEST_INFO_NULL,
