@@ -349,7 +349,9 @@ static void phase1_eval(struct slotmap *sm, struct gkey *k)
 				continue;
 			v = sm_gate(c0, &h, slot + SLOT_HEADER_BYTES, k->kc.h, k->expect, max_len(k, c0));
 			if (v == SLOT_HIT) {
-				if (slot_has_payload(&c0->g))
+				/* a page of no bytes may have no buffer (NULL): memcpy
+				 * must not be given one, even for nothing */
+				if (slot_has_payload(&c0->g) && h.payload_len)
 					memcpy(k->kc.pg->data, slot + SLOT_HEADER_BYTES, h.payload_len);
 				k->kc.pg->len = h.payload_len;
 			}
