@@ -170,8 +170,11 @@ static void latency(struct out *o, struct pc_store *st)
 
 		for (unsigned k = 0; k < LAT_BUCKETS; k++) {
 			cum += h.bucket[k];
+			/* %.8g: a bound is 2^k us, up to 16.777216 s, eight digits; %g's six
+			 * would round the bounds from 2^20 us on and misplace the samples
+			 * between the rounded label and the real bound. */
 			if (k < LAT_BUCKETS - 1)
-				put(o, "%s_bucket{node=\"%s\",op=\"%s\",le=\"%g\"} %" PRIu64 "\n", name,
+				put(o, "%s_bucket{node=\"%s\",op=\"%s\",le=\"%.8g\"} %" PRIu64 "\n", name,
 				    o->node, ops[op], latency_bound_s(k), cum);
 			else
 				put(o, "%s_bucket{node=\"%s\",op=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",

@@ -116,7 +116,7 @@ static void test_histogram_text(void)
 		double v;
 
 		snprintf(pre, sizeof(pre),
-			 "peercache_batch_duration_seconds_bucket{node=\"client\",op=\"set\",le=\"%g\"}",
+			 "peercache_batch_duration_seconds_bucket{node=\"client\",op=\"set\",le=\"%.8g\"}",
 			 latency_bound_s(k));
 		v = pc_test_metric(t, pre);
 		CU_ASSERT(v >= prev);
@@ -130,6 +130,40 @@ static void test_histogram_text(void)
 	CU_ASSERT_EQUAL(promtool_check(t), 0);
 	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_ready{node=\"n1\"}"), 1);
 	CU_ASSERT_EQUAL(pc_test_metric(t, "peercache_members{node=\"n1\"}"), NN);
+	free(t);
+	down3(C);
+}
+
+/* Every bucket's le label is its bound exactly, to the microsecond: a duration just
+ * past a bound (1.048577 s past 2^20 us) is counted by every bucket whose le is at
+ * least it and by none below, as a scraper reads the labels. */
+static void test_histogram_bounds(void)
+{
+	static const char pre[] = "peercache_batch_duration_seconds_bucket{node=\"client\",op=\"get\",le=\"";
+	const uint64_t ns = 1048577000ULL;
+	struct cluster *C = up3();
+	const char *p;
+	char *t;
+	unsigned k = 0;
+
+	latency_record(&client->lat[0], ns, false);
+	t = text_of(client);
+	for (p = strstr(t, pre); p; p = strstr(p, pre), k++) {
+		char *end;
+		double le, count;
+
+		p += strlen(pre);
+		if (!strncmp(p, "+Inf\"", 5)) {
+			CU_ASSERT_EQUAL(k, LAT_BUCKETS - 1);
+			continue;
+		}
+		le = strtod(p, &end);
+		CU_ASSERT_FATAL(*end == '"' && k < LAT_BUCKETS - 1);
+		CU_ASSERT_DOUBLE_EQUAL(le, latency_bound_s(k), latency_bound_s(k) * 1e-12);
+		count = strtod(strchr(p, '}') + 1, NULL);
+		CU_ASSERT_EQUAL(count, le * 1e9 >= (double)ns ? 1 : 0);
+	}
+	CU_ASSERT_EQUAL(k, LAT_BUCKETS);
 	free(t);
 	down3(C);
 }
@@ -369,6 +403,7 @@ static void test_port_taken(void)
 static CU_TestInfo histogram_tests[] = {
 	{ "log-scale buckets", test_latency_buckets },
 	{ "histograms count the batches; promtool takes the text", test_histogram_text },
+	{ "bucket bounds are exact in the le labels", test_histogram_bounds },
 	CU_TEST_INFO_NULL,
 };
 
