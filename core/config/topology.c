@@ -454,7 +454,9 @@ static int set_node_count(struct pc_topology *t, const char *value, char *why, s
 		unsigned k = i;
 
 		nodes[i] = *last;
-		nodes[i].port = (uint16_t)(last->port + 1 ? last->port + 1 : 1);
+		/* The port after 65535 is 1: port + 1 is an int, so a test of it for
+		 * zero would never see the wrap, and the cast would make it port 0. */
+		nodes[i].port = last->port == UINT16_MAX ? 1 : (uint16_t)(last->port + 1);
 		do
 			snprintf(nodes[i].name, sizeof(nodes[i].name), "node%u", k++);
 		while (pc_topology_find_node(t, nodes[i].name) >= 0 &&

@@ -291,6 +291,15 @@ static void test_set(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "larger than the largest size class"));
 	pc_topology_free(t);
 
+	/* nodes added after one on the last port wrap around to port 1, never 0 */
+	t = NULL;
+	CU_ASSERT_EQUAL_FATAL(parse("nodes:\n  - {name: a, address: 10.0.0.1, port: 65534}\n", &t, err), 0);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.count=4", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(t->nodes[1].port, 65535);
+	CU_ASSERT_EQUAL(t->nodes[2].port, 1);
+	CU_ASSERT_EQUAL(t->nodes[3].port, 2);
+	pc_topology_free(t);
+
 	/* a single class follows slot_max_page_bytes */
 	t = NULL;
 	CU_ASSERT_EQUAL_FATAL(parse(NODE, &t, err), 0);
