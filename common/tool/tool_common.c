@@ -94,6 +94,9 @@ int tool_resolve_nodes(const char *tool, const struct pc_topology *t, int self)
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
 		bool fatal = self < 0 || (uint32_t)self == i;
 
+		/* A vacant entry (store.max_nodes) has no address until a node joins. */
+		if (!pc_node_listed(&t->nodes[i]))
+			continue;
 		bad += resolve(tool, t, i, "address", t->nodes[i].address, fatal);
 		if (t->nodes[i].bind_address[0])
 			bad += resolve(tool, t, i, "bind_address", t->nodes[i].bind_address, fatal);
