@@ -163,10 +163,20 @@ static int print_placement(const struct pc_topology *t, uint64_t nkeys)
 {
 	struct ring *r = ring_create(t->store.vnodes);
 	uint64_t *count = calloc(t->nr_nodes, sizeof(*count));
+	uint32_t listed = topology_nr_listed(t);
 	double mean, var = 0;
 	char key[32];
 	int ret;
 
+	/* Nodes that join at run time (store.max_nodes) are not on the ring here:
+	 * the spread is over the listed ones, and with none there is no owner. */
+	if (!listed) {
+		printf("placement: no nodes listed; they join at run time (store.max_nodes %u)\n",
+		       t->store.max_nodes);
+		ring_destroy(r);
+		free(count);
+		return 0;
+	}
 	if (!r || !count) {
 		fprintf(stderr, "pctopo: out of memory\n");
 		ring_destroy(r);
@@ -193,7 +203,7 @@ static int print_placement(const struct pc_topology *t, uint64_t nkeys)
 			       slot_predicted_way(&g, h));
 		}
 	}
-	mean = (double)nkeys / topology_nr_listed(t);
+	mean = (double)nkeys / listed;
 	printf("  %-12s %-22s %10s %8s %8s\n", "node", "address", "keys", "share", "/ideal");
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
 		char addr[96];
@@ -201,9 +211,9 @@ static int print_placement(const struct pc_topology *t, uint64_t nkeys)
 		if (!pc_node_listed(&t->nodes[i]))
 			continue;
 		var += ((double)count[i] - mean) * ((double)count[i] - mean);
-		if (t->nr_nodes > 24 && i >= 8 && i + 8 < t->nr_nodes) {
+		if (listed > 24 && i >= 8 && i + 8 < listed) {
 			if (i == 8)
-				printf("  ... %u more nodes ...\n", t->nr_nodes - 16);
+				printf("  ... %u more nodes ...\n", listed - 16);
 			continue;
 		}
 		snprintf(addr, sizeof(addr), "%s:%u", t->nodes[i].address, t->nodes[i].port);
@@ -212,7 +222,7 @@ static int print_placement(const struct pc_topology *t, uint64_t nkeys)
 		       (double)count[i] / mean);
 	}
 	printf("  load spread: std/mean = %.4f (1/sqrt(vnodes) = %.4f)\n",
-	       sqrt(var / t->nr_nodes) / mean, 1 / sqrt(t->store.vnodes));
+	       sqrt(var / listed) / mean, 1 / sqrt(t->store.vnodes));
 	free(count);
 	ret = print_full_buckets(t, r);
 	ring_destroy(r);
