@@ -257,7 +257,8 @@ int main(int argc, char **argv)
 			disc = optarg;
 			break;
 		case 'T':
-			timeout_ms = (uint32_t)tool_uint("pcctl", "--timeout-ms", optarg);
+			/* store.timeout_ms's range; a larger value would not fit the u32 */
+			timeout_ms = (uint32_t)tool_uint_max("pcctl", "--timeout-ms", optarg, 3600000);
 			break;
 		case 'k':
 			secret_file = optarg;

@@ -225,7 +225,8 @@ int main(int argc, char **argv)
 			protocol = optarg;
 			break;
 		case 'S':
-			every.tv_sec = (time_t)tool_uint("pcd", "--stats", optarg);
+			/* bounded: the loop below counts it in milliseconds */
+			every.tv_sec = (time_t)tool_uint_max("pcd", "--stats", optarg, INT32_MAX);
 			break;
 		case 'H':
 			snprintf(host_set, sizeof(host_set), "store.tier_host_blocks=%llu",

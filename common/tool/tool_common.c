@@ -194,32 +194,51 @@ uint64_t tool_size(const char *tool, const char *flag, const char *value)
 	return v;
 }
 
-uint64_t tool_uint(const char *tool, const char *flag, const char *value)
+/* value as digits only, into *v: 0, or -EINVAL. strtoull alone would skip leading
+ * spaces and take a sign (" -1" is 2^64 - 1) and saturate past 2^64 - 1. */
+static int digits(const char *value, unsigned long long *v)
 {
 	char *end;
-	unsigned long long v = strtoull(value, &end, 10);
 
-	if (!*value || *end || !v || value[0] == '-')
-		tool_die(tool, "%s %s: expected a positive integer", flag, value);
+	if (*value < '0' || *value > '9')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(value, &end, 10);
+	return errno || *end ? -EINVAL : 0;
+}
+
+uint64_t tool_uint(const char *tool, const char *flag, const char *value)
+{
+	return tool_uint_max(tool, flag, value, UINT64_MAX);
+}
+
+uint64_t tool_uint_max(const char *tool, const char *flag, const char *value, uint64_t max)
+{
+	unsigned long long v;
+
+	if (digits(value, &v) || !v || v > max) {
+		if (max == UINT64_MAX)
+			tool_die(tool, "%s %s: expected a positive integer", flag, value);
+		tool_die(tool, "%s %s: expected an integer from 1 to %llu", flag, value,
+			 (unsigned long long)max);
+	}
 	return v;
 }
 
 uint64_t tool_count(const char *tool, const char *flag, const char *value)
 {
-	char *end;
-	unsigned long long v = strtoull(value, &end, 10);
+	unsigned long long v;
 
-	if (!*value || *end || value[0] == '-')
+	if (digits(value, &v))
 		tool_die(tool, "%s %s: expected a whole number (0 or more)", flag, value);
 	return v;
 }
 
 uint16_t tool_port(const char *tool, const char *flag, const char *value)
 {
-	char *end;
-	unsigned long v = strtoul(value, &end, 10);
+	unsigned long long v;
 
-	if (!*value || *end || v > 65535 || value[0] == '-')
+	if (digits(value, &v) || v > 65535)
 		tool_die(tool, "%s %s: expected a port number 0-65535 (0: any free port)", flag, value);
 	return (uint16_t)v;
 }

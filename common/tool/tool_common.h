@@ -60,6 +60,9 @@ void tool_log(enum pc_log_level level, const char *fmt, ...) __attribute__((form
 uint64_t tool_size(const char *tool, const char *flag, const char *value);
 /* A positive integer; dies naming the flag on error. */
 uint64_t tool_uint(const char *tool, const char *flag, const char *value);
+/* The same, at most max: for a flag kept in a narrower type, or one a larger
+ * value would overflow further on. */
+uint64_t tool_uint_max(const char *tool, const char *flag, const char *value, uint64_t max);
 
 /* A non-negative integer (0 allowed); dies naming the flag on error. */
 uint64_t tool_count(const char *tool, const char *flag, const char *value);
