@@ -45,6 +45,9 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	/* A 405 must say which methods the resource takes (RFC 9110 15.5.6). */
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -118,7 +121,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	(void)upload_len;
 	(void)state;
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "%s: only GET\n", method);
+		return text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "%s: only GET and HEAD\n", method);
 	if (!strcmp(url, "/metrics"))
 		return on_metrics(m, conn);
 	if (!strcmp(url, "/healthz"))

@@ -388,6 +388,28 @@ static void test_readyz_flips(void)
 	down3(C);
 }
 
+/* A method other than GET and HEAD is 405 with the Allow header that status
+ * requires (RFC 9110 15.5.6), so a client learns what to send instead. */
+static void test_method_not_allowed(void)
+{
+	struct pc_metrics_server *ms;
+	char cmd[256], out[4096] = "";
+	size_t n;
+	FILE *f;
+
+	CU_ASSERT_EQUAL_FATAL(pc_metrics_serve(NULL, "127.0.0.1", 0, &ms), 0);
+	snprintf(cmd, sizeof(cmd), "curl -s -i --max-time 10 -X POST -d x http://127.0.0.1:%u/metrics",
+		 pc_metrics_server_port(ms));
+	f = popen(cmd, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	pclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, " 405 "));
+	CU_ASSERT_PTR_NOT_NULL(strcasestr(out, "\r\nAllow: GET, HEAD\r\n"));
+	pc_metrics_server_close(ms);
+}
+
 /* A port in use is an error, not a silent fallback. */
 static void test_port_taken(void)
 {
@@ -417,6 +439,7 @@ static CU_TestInfo served_tests[] = {
 static CU_TestInfo http_tests[] = {
 	{ "readyz flips with the store's state", test_readyz_flips },
 	{ "a taken port or bad host fails", test_port_taken },
+	{ "other methods: 405 with Allow", test_method_not_allowed },
 	CU_TEST_INFO_NULL,
 };
 
