@@ -93,11 +93,28 @@ struct view {
 
 static const char *secret_file;
 
+/* s inside a YAML double-quoted scalar: a quote or a backslash escaped, so that a
+ * path holding one (a file may be named sec"ret or sec\x41) is read back as given,
+ * not as an escape or the scalar's end. Cut at len - 1, which is more than the
+ * field holds: the topology then refuses it as too long. */
+static const char *yaml_quoted(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s && n + 2 < len; s++) {
+		if (*s == '"' || *s == '\\')
+			buf[n++] = '\\';
+		buf[n++] = *s;
+	}
+	buf[n] = 0;
+	return buf;
+}
+
 /* A tcp fabric of a tool that reaches whichever node answers at host:port. */
 static struct pc_fabric *tool_fabric(const char *host, const char *port, uint32_t timeout_ms,
 				     struct pc_topology **t)
 {
-	char err[PC_ERR_MAX], text[PC_PATH_MAX + 512];
+	char err[PC_ERR_MAX], text[3 * PC_PATH_MAX + 1024], qsecret[2 * PC_PATH_MAX], qhost[600];
 	struct pc_fabric_params p = { .size = sizeof(p), .self = PC_PEER_NONE, .timeout_ms = timeout_ms,
 				      .flags = PC_FABRIC_ANY_NODE };
 	struct pc_fabric *f;
@@ -105,7 +122,8 @@ static struct pc_fabric *tool_fabric(const char *host, const char *port, uint32_
 
 	snprintf(text, sizeof(text), "name: pcctl\nstore: {auth_secret_file: \"%s\"}\n"
 		 "nodes:\n  - {name: node, address: \"%s\", port: %s}\n",
-		 secret_file ? secret_file : "", host, port);
+		 yaml_quoted(secret_file ? secret_file : "", qsecret, sizeof(qsecret)),
+		 yaml_quoted(host, qhost, sizeof(qhost)), port);
 	if (pc_topology_parse(text, strlen(text), "pcctl", t, err, sizeof(err)))
 		tool_die("pcctl", "%s", err);
 	p.topo = *t;
