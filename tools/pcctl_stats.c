@@ -65,6 +65,12 @@ static int http_get(const char *endpoint, const char *path, char **body, char *e
 		return -1;
 	}
 	*colon = 0;
+	/* [::1]:9100, as pcd --metrics-addr takes an IPv6 address: the brackets
+	 * are not part of the host */
+	if (host[0] == '[' && colon[-1] == ']') {
+		colon[-1] = 0;
+		memmove(host, host + 1, strlen(host));
+	}
 	ret = getaddrinfo(host, colon + 1, &hints, &res);
 	if (ret) {
 		snprintf(err, errlen, "%s", gai_strerror(ret));
