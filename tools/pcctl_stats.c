@@ -195,6 +195,18 @@ static double sum(const struct node *nd, const char *name, const char *want)
 	return v;
 }
 
+/* The samples of name at 0: peer_up's are the peers this node cannot reach. A
+ * count of the nodes less those up would say -1 for a pcd still starting, whose
+ * endpoint has neither yet, and miscount a client, which is no node itself. */
+static double zeros(const struct node *nd, const char *name)
+{
+	double v = 0;
+
+	for (size_t i = 0; i < nd->n; i++)
+		v += !strcmp(nd->s[i].name, name) && nd->s[i].v == 0;
+	return v;
+}
+
 static void print_table(const struct node *nodes, size_t n)
 {
 	printf("%-10s %-5s %10s %10s %10s %10s %8s %8s %15s %10s %10s %6s\n", "node", "ready",
@@ -219,7 +231,7 @@ static void print_table(const struct node *nodes, size_t n)
 		       sum(d, "peercache_refused_ops_total", ""),
 		       sum(d, "peercache_served_rpcs_total", ""), occ, sum(d, "peercache_hits_total", ""),
 		       sum(d, "peercache_misses_total", ""),
-		       (double)sum(d, "peercache_topology_nodes", "") - 1 - sum(d, "peercache_peer_up", ""));
+		       zeros(d, "peercache_peer_up"));
 		if (d->ready != 200)
 			printf("%-10s   not ready: %s\n", "", d->why);
 	}

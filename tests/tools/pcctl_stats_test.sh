@@ -1,14 +1,48 @@
 #!/bin/sh
-# pcctl_stats_test.sh PCCTL - pcctl stats against a stand-in endpoint (python's
-# http.server on an ephemeral port, serving fixed /metrics and /readyz): an IPv6
-# endpoint is taken as [::1]:PORT, the way pcd --metrics-addr takes it.
+# pcctl_stats_test.sh PCCTL - pcctl stats against stand-in endpoints (python's
+# http.server on ::1 and an ephemeral port, serving fixed /metrics and /readyz):
+# an IPv6 endpoint is taken as [::1]:PORT, the way pcd --metrics-addr takes it;
+# the peers down are the peer_up samples at 0, and none for a pcd still starting
+# (its endpoint serves peercache_ready 0 and nothing else).
 set -u
 PCCTL=$1
 T=$(mktemp -d)
 fails=0
+servers=
+trap 'kill $servers 2>/dev/null; rm -rf "$T"' EXIT
 
-mkdir "$T/www"
-cat >"$T/www/metrics" <<'TEXT'
+# serve DIR: serve DIR/metrics and DIR/readyz; the port in DIR.port
+serve() {
+	python3 - "$1" <<'PY' &
+import http.server, socket, sys, functools, os
+class V6(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+s = V6(("::1", 0), functools.partial(Quiet, directory=sys.argv[1]))
+open(sys.argv[1] + ".tmp", "w").write(str(s.server_address[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1] + ".port")
+s.serve_forever()
+PY
+	servers="$servers $!"
+	for i in $(seq 50); do [ -f "$1.port" ] && break; sleep 0.1; done
+}
+
+# row WHAT ENDPOINT PATTERN: pcctl stats ENDPOINT prints a row matching PATTERN
+row() {
+	out=$("$PCCTL" stats "$2" 2>&1)
+	rc=$?
+	if [ "$rc" -eq 0 ] && echo "$out" | grep -Eq "$3"; then
+		echo "PASS $1: $(echo "$out" | sed -n 2p)"
+	else
+		echo "FAIL $1: exit $rc: $out"
+		fails=$((fails + 1))
+	fi
+}
+
+mkdir "$T/up" "$T/starting"
+cat >"$T/up/metrics" <<'TEXT'
 # TYPE peercache_ready gauge
 peercache_ready{node="n0"} 1
 # TYPE peercache_topology_nodes gauge
@@ -17,32 +51,15 @@ peercache_topology_nodes{node="n0"} 3
 peercache_peer_up{node="n0",peer="n1"} 1
 peercache_peer_up{node="n0",peer="n2"} 0
 TEXT
-echo ready >"$T/www/readyz"
-python3 - "$T" <<'PY' &
-import http.server, socket, sys, functools
-class V6(http.server.ThreadingHTTPServer):
-    address_family = socket.AF_INET6
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-h = functools.partial(Quiet, directory=sys.argv[1] + "/www")
-s = V6(("::1", 0), h)
-open(sys.argv[1] + "/port.tmp", "w").write(str(s.server_address[1]))
-__import__("os").rename(sys.argv[1] + "/port.tmp", sys.argv[1] + "/port")
-s.serve_forever()
-PY
-server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$T"' EXIT
-for i in $(seq 50); do [ -f "$T/port" ] && break; sleep 0.1; done
-port=$(cat "$T/port")
+echo ready >"$T/up/readyz"
+cat >"$T/starting/metrics" <<'TEXT'
+# TYPE peercache_ready gauge
+peercache_ready 0
+TEXT
+serve "$T/up"
+serve "$T/starting"
 
-out=$("$PCCTL" stats "[::1]:$port" 2>&1)
-rc=$?
-if [ "$rc" -eq 0 ] && echo "$out" | grep -q "^n0 "; then
-	echo "PASS [::1]:$port: $(echo "$out" | tail -1)"
-else
-	echo "FAIL [::1]:$port: exit $rc: $out"
-	fails=$((fails + 1))
-fi
+row "[::1]:PORT, one peer down" "[::1]:$(cat "$T/up.port")" "^n0 .* 1$"
+row "a pcd still starting" "[::1]:$(cat "$T/starting.port")" " no .* 0$"
 echo "pcctl_stats: $fails failed"
 [ "$fails" -eq 0 ]
