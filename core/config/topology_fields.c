@@ -18,6 +18,7 @@
 #define MiB (1024.0 * 1024.0)
 #define GiB (1024.0 * 1024.0 * 1024.0)
 #define TiB (GiB * 1024.0)
+#define SEGMENT_MAX (64 * TiB)	/* store.global_segment_size's largest: a node's slot memory */
 
 static const char *const mode_names[] = { "slotmap", "p2p", NULL };
 static const char *const protocol_names[] = { "tcp", "rdma", "rxe", NULL };
@@ -107,7 +108,7 @@ static const struct field store_fields[] = {
 	FP(struct pc_store_cfg, slot_num_buckets, FT_U64, 0, 1ULL << 40, NULL,
 	   DOC("slotmap", "buckets", "Buckets per size class per node; 0 derives them from "
 	       "global_segment_size.")),
-	FP(struct pc_store_cfg, global_segment_size, FT_SIZE, 4 * KiB, 64 * TiB, "1GiB",
+	FP(struct pc_store_cfg, global_segment_size, FT_SIZE, 4 * KiB, SEGMENT_MAX, "1GiB",
 	   DOC("slotmap, p2p, sim", "bytes", "Memory per node for pages: the slot regions "
 	       "(slotmap) or the published pool (p2p), split evenly over the size classes. The "
 	       "main knob of capacity planning.")),
@@ -786,6 +787,7 @@ uint32_t model_dtype_bytes(const char *dtype)
 static int validate_store(struct pc_topology *t, char *err, size_t errlen)
 {
 	struct pc_store_cfg *s = &t->store;
+	struct pc_mark top = { 1, 1 };
 	uint64_t largest;
 
 	if (!s->nr_classes) {
@@ -813,6 +815,22 @@ static int validate_store(struct pc_topology *t, char *err, size_t errlen)
 				"store.global_segment_size: %llu bytes split over %u classes leaves no bucket of %u ways for the %llu-byte class; raise global_segment_size or set slot_num_buckets",
 				(unsigned long long)s->global_segment_size, s->nr_classes,
 				s->slot_ways, (unsigned long long)s->size_classes[i]);
+	}
+	/* Buckets given outright are not bounded by the segment: a class's region
+	 * must still fit what a segment may be, or its size (buckets x ways x
+	 * stride) wraps past 2^64 to a small or zero region. */
+	for (uint32_t i = 0; i < s->nr_classes && s->slot_num_buckets; i++) {
+		struct slot_geometry g;
+		uint64_t bytes;
+
+		if (!slot_class_geometry(&g, s, i) &&
+		    !__builtin_mul_overflow(g.nr_buckets * g.ways, g.stride, &bytes) &&
+		    bytes <= (uint64_t)SEGMENT_MAX)
+			continue;
+		FAIL_AT(top,
+			"store.slot_num_buckets: %llu buckets of %u ways of the %llu-byte class would take more than 64 TiB (%.0f bytes) per node; use fewer buckets, or 0 to derive them from global_segment_size",
+			(unsigned long long)s->slot_num_buckets, s->slot_ways,
+			(unsigned long long)s->size_classes[i], SEGMENT_MAX);
 	}
 	return 0;
 }

@@ -214,6 +214,10 @@ static void test_errors(void)
 		     "t.yaml:", "differs from the largest size class");
 	expect_error("store:\n  global_segment_size: 64KiB\n  slot_max_page_bytes: 1MiB\n" NODE,
 		     "t.yaml:3:3: ", "raise global_segment_size");
+	/* 2^40 buckets x 64 ways x 256 KiB is 2^64 bytes: a region that wrapped to 0 */
+	expect_error("store: {slot_num_buckets: 1099511627776, slot_ways: 64,\n"
+		     "        slot_max_page_bytes: 262080}\n" NODE,
+		     "t.yaml:1:1: ", "store.slot_num_buckets: 1099511627776 buckets");
 	expect_error("nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: a, address: 10.0.0.2}\n",
 		     "t.yaml:3:5: ", "duplicate node name 'a'");
 	expect_error("nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.1}\n",
