@@ -79,6 +79,10 @@ static bool quoted(const yaml_node_t *n)
 static int expect(struct loader *L, const yaml_node_t *n, yaml_node_type_t type,
 		  const char *path, const char *what)
 {
+	/* A double-quoted "\0" puts a NUL inside the scalar: every use of the text
+	 * would stop there and take a shorter value than the one written. */
+	if (n->type == YAML_SCALAR_NODE && strlen(scalar(n)) != n->data.scalar.length)
+		return fail(L, n, "%s: has a NUL character (\\0) in %s; remove it", path, what);
 	if (n->type == type && (type != YAML_SCALAR_NODE || n->data.scalar.length || quoted(n)))
 		return 0;
 	return fail(L, n, "%s: expected %s, got %s", path, what, kind_name(n));

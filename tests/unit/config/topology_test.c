@@ -250,6 +250,11 @@ static void test_errors(void)
 	expect_error("nodes: [\n", "t.yaml:", "YAML syntax");
 	expect_error("- a\n- b\n", "t.yaml:1:1: ", "expected a mapping");
 	expect_error("nodes: []\n", "t.yaml:1:8: ", "expected at least one node");
+	/* a NUL a double-quoted scalar spells out would cut the value short */
+	expect_error("nodes:\n  - {name: \"n0\\0evil\", address: 10.0.0.1}\n", "t.yaml:2:12: ",
+		     "nodes[0].name: has a NUL character");
+	expect_error("store:\n  \"slot_ways\\0\": 4\n" NODE, "t.yaml:2:3: ",
+		     "store: has a NUL character");
 }
 
 static void test_missing_file(void)
