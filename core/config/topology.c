@@ -734,7 +734,9 @@ int pc_topology_write(const struct pc_topology *t, FILE *f)
 		fprintf(f, "model:\n");
 		write_section(f, &model_section, &t->model, "  ");
 	}
-	fprintf(f, "nodes:\n");
+	/* A client of a running cluster lists no node: "nodes:" alone would be a
+	 * null, which does not load again; an empty list does. */
+	fprintf(f, topology_nr_listed(t) ? "nodes:\n" : "nodes: []\n");
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
 		const struct pc_node *n = &t->nodes[i];
 

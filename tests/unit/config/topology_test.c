@@ -511,6 +511,17 @@ static void test_room_to_join(void)
 	CU_ASSERT_EQUAL_FATAL(parse("store: {max_nodes: 4, discovery_addr: \"h:1\"}\n", &t, err), 0);
 	CU_ASSERT_EQUAL(t->nr_nodes, 4);
 	CU_ASSERT_EQUAL(topology_nr_listed(t), 0);
+	/* and is written back as a topology that loads again */
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	CU_ASSERT_EQUAL(pc_topology_write(t, f), 0);
+	fclose(f);
+	pc_topology_free(t);
+	t = NULL;
+	if (parse(buf, &t, err))
+		printf("\n  %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(t);
+	free(buf);
 	pc_topology_free(t);
 	expect_error("store: {max_nodes: 1}\nnodes:\n  - {name: a, address: h}\n  - {name: b, address: h, port: 2}\n",
 		     "t.yaml:1:1: ", "store.max_nodes: 1 is fewer than the 2 nodes listed");
