@@ -110,12 +110,13 @@ static int http_get(const char *endpoint, const char *path, char **body, char *e
 			break;
 		len += (size_t)r;
 	}
+	if (buf)	/* before sscanf reads it: the bytes past len were never written */
+		buf[len] = 0;
 	if (!buf || sscanf(buf, "HTTP/%*s %d", &status) != 1) {
 		snprintf(err, errlen, "not an HTTP answer");
 		status = -1;
 		goto out;
 	}
-	buf[len] = 0;
 	*body = strstr(buf, "\r\n\r\n") ? strdup(strstr(buf, "\r\n\r\n") + 4) : strdup("");
 out:
 	free(buf);
