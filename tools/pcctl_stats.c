@@ -324,7 +324,10 @@ int pcctl_stats(int argc, char **argv)
 		if (!t->store.metrics || !t->store.metrics_port)
 			tool_die("pcctl", "%s: store.metrics is off or store.metrics_port is 0 (ephemeral): "
 				 "pass the nodes' HOST:PORT instead", path);
-		for (uint32_t i = 0; i < t->nr_nodes && n < MAX_NODES; i++) {
+		if (topology_nr_listed(t) > MAX_NODES)
+			tool_die("pcctl", "%s: %u nodes, more than the %d stats scrapes at once; pass "
+				 "some nodes' HOST:PORT instead", path, topology_nr_listed(t), MAX_NODES);
+		for (uint32_t i = 0; i < t->nr_nodes; i++) {
 			if (!pc_node_listed(&t->nodes[i]))
 				continue;
 			snprintf(nodes[n].endpoint, sizeof(nodes[n].endpoint), "%s:%u",
@@ -334,7 +337,11 @@ int pcctl_stats(int argc, char **argv)
 		}
 		pc_topology_free(t);
 	}
-	for (; optind < argc && n < MAX_NODES; optind++, n++)
+	/* more than it can hold is said, not left out of the table */
+	if (n + (size_t)(argc - optind) > MAX_NODES)
+		tool_die("pcctl", "stats: %zu endpoints, more than the %d it scrapes at once; pass fewer",
+			 n + (size_t)(argc - optind), MAX_NODES);
+	for (; optind < argc; optind++, n++)
 		snprintf(nodes[n].endpoint, sizeof(nodes[n].endpoint), "%s", argv[optind]);
 	if (!n)
 		tool_die("pcctl", "stats: no endpoints; pass HOST:PORT ... or --topology FILE");
