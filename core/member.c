@@ -531,7 +531,13 @@ void members_take_view(struct members *m, const struct proto_view *v)
 				__atomic_store_n(&m->p[i].heard_ns, now - e[i].silent_ms * 1000000,
 						 __ATOMIC_RELAXED);
 		}
-		__atomic_store_n(&m->p[i].left, e[i].state == PROTO_LEFT, __ATOMIC_RELAXED);
+		/* a leave is of the run the view names (0: the first one heard after), not
+		 * of whichever run this node hears next: a node that restarted since is
+		 * back here too, as it is on the node that answered */
+		pthread_mutex_lock(&m->st->member_lock);
+		m->p[i].left = e[i].state == PROTO_LEFT;
+		m->p[i].left_inc = e[i].incarnation;
+		pthread_mutex_unlock(&m->st->member_lock);
 		members_set(m, i, up, false);
 	}
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <peercache/peercache.h>
+#include "member.h"
 #include "proto.h"
 #include "slotmap_fixture.h"
 #include "store.h"
@@ -105,6 +106,41 @@ static void test_leave_sticks(void)
 	CU_ASSERT(all_see(watch, 2, "n2", PC_MEMBER_LEFT, 0));
 	CU_ASSERT_EQUAL(pc_store_set_member(C->s[1], "n2", true), 0);
 	CU_ASSERT(all_see(watch, 2, "n2", PC_MEMBER_UP, 100));
+	down(C);
+}
+
+/* A node that joins takes the cluster's view (members_open): one that says n2 left at
+ * an older run keeps that run out, not the run it hears next. A restart after a drain
+ * is a new incarnation; if the joiner took the incarnation it then hears for the one
+ * that left, n2 would stay out here while every other node has it back. */
+static void test_left_in_view_is_that_run(void)
+{
+	struct cluster *C = up(3, STORE);
+	struct pc_store *watch[2] = { C->s[0], C->s[1] };
+	struct proto_heartbeat hb = { .node = PC_PEER_NONE };
+	struct pc_msg resp = { 0 };
+	struct proto_view_node *e;
+	uint64_t inc = 0;
+
+	CU_ASSERT_FATAL(all_see(watch, 2, "n2", PC_MEMBER_UP, 1000));
+	for (int k = 0; k < 200 && !inc; k++) {	/* n0 heard n2 */
+		usleep(5000);
+		pc_store_member(C->s[0], "n2", NULL, &inc);
+	}
+	CU_ASSERT_FATAL(inc != 0);
+	CU_ASSERT_EQUAL_FATAL(store_rpc(C->s[0], PC_PEER_NONE, PC_RPC_HEARTBEAT, &hb, sizeof(hb),
+					&resp), 0);
+	CU_ASSERT_EQUAL_FATAL(resp.len, sizeof(struct proto_view) + 3 * sizeof(*e));
+	/* as n0 would have answered after n2 drained (an older run) and stopped */
+	e = (struct proto_view_node *)((struct proto_view *)resp.data + 1);
+	e[2].state = PROTO_LEFT;
+	e[2].incarnation = inc ^ 1;
+	e[2].silent_ms = 10000;
+	members_take_view(C->s[1]->members, resp.data);
+	pc_msg_free(&resp);
+	/* n2 heartbeats n1 as the run it is: a new one, so it is back */
+	CU_ASSERT(all_see(&C->s[1], 1, "n2", PC_MEMBER_UP, 1000));
+	CU_ASSERT(ring_contains(store_ring_of(C->s[1]), 2));
 	down(C);
 }
 
@@ -202,6 +238,7 @@ static void test_retired_rings_bounded(void)
 static CU_TestInfo tests[] = {
 	{ "a silent node leaves every ring, a restarted one comes back", test_stop_and_restart },
 	{ "a leave asked for sticks while the node runs", test_leave_sticks },
+	{ "a leave in a joiner's view keeps out that run only", test_left_in_view_is_that_run },
 	{ "heartbeats are taken only from the node they name", test_heartbeat_checks },
 	{ "old rings are freed once no reader holds them", test_retired_rings_bounded },
 	CU_TEST_INFO_NULL,
