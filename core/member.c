@@ -208,21 +208,25 @@ static int change_ring(struct pc_store *st, uint32_t node, bool member)
 int members_set(struct members *m, uint32_t node, bool member, bool told)
 {
 	struct pc_store *st = m->st;
+	bool left_changed = false;
 	int ret;
 
 	if (node >= m->nr)
 		return -EINVAL;
 	pthread_mutex_lock(&st->member_lock);
 	if (told) {
+		left_changed = m->p[node].left != !member;
 		m->p[node].left = !member;
 		m->p[node].left_inc = __atomic_load_n(&m->p[node].incarnation, __ATOMIC_RELAXED);
 	}
 	ret = change_ring(st, node, member);
 	pthread_mutex_unlock(&st->member_lock);
-	if (ret > 0) {
+	/* a node down that is told to have left changes no ring, but the view (down
+	 * becomes left): a client holding this generation's view would never see it */
+	if (ret > 0 || left_changed)
 		__atomic_fetch_add(&m->generation, 1, __ATOMIC_RELAXED);
+	if (ret > 0)
 		pc_info("node %s %s the ring", node_name(m, node), member ? "joined" : "left");
-	}
 	return ret < 0 ? ret : 0;
 }
 

@@ -109,6 +109,28 @@ static void test_leave_sticks(void)
 	down(C);
 }
 
+/* A node already down that is then said to have left (pcd's SIGTERM after it was
+ * taken out for silence, pc_store_set_member) changes no ring, but its state: the view
+ * is another, so its generation is too, or a client that holds that generation's view
+ * is answered "nothing new" and says down for good. */
+static void test_left_while_down_reaches_clients(void)
+{
+	struct cluster *C = up(3, STORE);
+	struct pc_store *cl = open_node(C, NULL, NULL);
+	struct pc_store *watch[3] = { C->s[0], C->s[1], cl };
+
+	CU_ASSERT_FATAL(all_see(watch, 3, "n2", PC_MEMBER_UP, 1000));
+	pc_store_close(C->s[2]);
+	C->s[2] = NULL;
+	CU_ASSERT_FATAL(all_see(watch, 3, "n2", PC_MEMBER_DOWN, 3000));
+	usleep((useconds_t)(200 * 1000 * slow));	/* the nodes' clocks agree, the client took them */
+	CU_ASSERT_EQUAL(pc_store_set_member(C->s[0], "n2", false), 0);
+	CU_ASSERT(all_see(watch, 2, "n2", PC_MEMBER_LEFT, 100));
+	CU_ASSERT(all_see(watch, 3, "n2", PC_MEMBER_LEFT, 1000));
+	pc_store_close(cl);
+	down(C);
+}
+
 /* A node that joins takes the cluster's view (members_open): one that says n2 left at
  * an older run keeps that run out, not the run it hears next. A restart after a drain
  * is a new incarnation; if the joiner took the incarnation it then hears for the one
@@ -238,6 +260,7 @@ static void test_retired_rings_bounded(void)
 static CU_TestInfo tests[] = {
 	{ "a silent node leaves every ring, a restarted one comes back", test_stop_and_restart },
 	{ "a leave asked for sticks while the node runs", test_leave_sticks },
+	{ "a leave of a node down reaches the clients", test_left_while_down_reaches_clients },
 	{ "a leave in a joiner's view keeps out that run only", test_left_in_view_is_that_run },
 	{ "heartbeats are taken only from the node they name", test_heartbeat_checks },
 	{ "old rings are freed once no reader holds them", test_retired_rings_bounded },
