@@ -563,6 +563,11 @@ static int etcd_alive(void *arg, uint32_t index, const char *name, uint64_t inca
 	json_object_set_new(body, "lease", json_string(lease));
 	ret = call(e, "/v3/kv/put", body, &r);
 	json_decref(r);
+	/* Without its record the lease is no use: kept alive, it would say this node
+	 * lives to itself while every other node sees no live record. The next call
+	 * takes a new one and writes the record; this one expires by itself. */
+	if (ret)
+		e->lease = 0;
 	return ret;
 }
 
