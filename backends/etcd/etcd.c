@@ -115,7 +115,8 @@ static int unb64(const char *s, char *out, size_t cap)
 /* ------------------------------------------------------------------ calls */
 
 /* POST body (stolen) to path; the answer in *resp. 0, -ECONNREFUSED (no endpoint
- * answered) or -EPROTO (an answer that is not JSON, or an error). */
+ * answered), -EIO (those that answered could not serve: 5xx) or -EPROTO (an answer
+ * that is not JSON, or an error). */
 static int call(struct etcd *e, const char *path, json_t *body, json_t **resp)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -125,7 +126,7 @@ static int call(struct etcd *e, const char *path, json_t *body, json_t **resp)
 	*resp = NULL;
 	if (!text)
 		return -ENOMEM;
-	for (uint32_t k = 0; k < e->nr_endpoints && ret == -ECONNREFUSED; k++) {
+	for (uint32_t k = 0; k < e->nr_endpoints && (ret == -ECONNREFUSED || ret == -EIO); k++) {
 		uint32_t i = (e->at + k) % e->nr_endpoints;
 		char url[PC_PATH_MAX + 64];
 		struct buf b = { 0 };
@@ -143,6 +144,10 @@ static int call(struct etcd *e, const char *path, json_t *body, json_t **resp)
 			*resp = json_loads(b.p, 0, NULL);
 			ret = *resp ? 0 : -EPROTO;
 			__atomic_store_n(&e->at, i, __ATOMIC_RELAXED);	/* the watch reads it */
+		} else if (c == CURLE_OK && code >= 500) {
+			/* it answered but cannot serve now (a member without a leader
+			 * or quorum, a proxy without its backend): the next one may */
+			ret = -EIO;
 		} else if (c == CURLE_OK) {
 			ret = code == 404 ? -ENOENT : -EPROTO;	/* it answered: an error */
 		}
@@ -376,7 +381,8 @@ static int etcd_open(const struct pc_topology *t, const char *placement, void **
 		snprintf(err, errlen, "%s: store.etcd_endpoints %s: %s", t->source,
 			 t->store.etcd_endpoints,
 			 ret == -ECONNREFUSED ? "no endpoint answered; start etcd, or fix the list" :
-						strerror(-ret));
+			 ret == -EIO ? "the endpoints that answered could not serve (HTTP 5xx); check that etcd has a leader (etcdctl endpoint health)" :
+				       strerror(-ret));
 	} else if (topology_placement_diff(placement, strlen(placement), theirs, strlen(theirs), diff,
 					   sizeof(diff))) {
 		snprintf(err, errlen, "%s: the cluster in etcd (%s%s) has other placement settings: %s; use the cluster's settings",

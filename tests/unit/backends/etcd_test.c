@@ -219,9 +219,53 @@ static void test_record_after_failed_put(void)
 	fake_stop(&f);
 }
 
+/* The first endpoint answers 503 (an etcd member cut off from its quorum does): the
+ * next one is asked, as for one that does not answer at all, and calls go on there. */
+static void test_failing_member_skipped(void)
+{
+	struct fake bad, good;
+	struct pc_topology *t;
+	struct registry_entry e[4];
+	uint32_t n = 9;
+	char ep[128];
+	void *r;
+
+	fake_start(&bad);
+	fake_start(&good);
+	bad.status_all = 503;
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%u,http://127.0.0.1:%u", bad.port, good.port);
+	t = topo(ep);
+	r = open_registry(t);
+	if (r) {
+		CU_ASSERT_EQUAL(etcd_registry_ops.list(r, e, 4, &n), 0);
+		CU_ASSERT_EQUAL(n, 0);
+		CU_ASSERT_EQUAL(etcd_registry_ops.alive(r, 1, "n1", 0x42, 30000), 0);
+		CU_ASSERT_EQUAL(count(&good, &good.puts), 1);
+		etcd_registry_ops.close(r);
+	}
+	printf("\n  endpoints %s, the first answering 503: %d calls there, %d at the second",
+	       ep, count(&bad, &bad.calls), count(&good, &good.calls));
+	pc_topology_free(t);
+	/* none that can serve: the line says so, and what to look at */
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%u", bad.port);
+	t = topo(ep);
+	{
+		char err[PC_ERR_MAX] = "";
+
+		r = NULL;
+		CU_ASSERT_EQUAL(etcd_registry_ops.open(t, "placement", &r, err, sizeof(err)), -EIO);
+		printf("\n  only that one: %s", err);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "HTTP 5xx"));
+	}
+	pc_topology_free(t);
+	fake_stop(&bad);
+	fake_stop(&good);
+}
+
 static CU_TestInfo tests[] = {
 	{ "a live record whose put failed is written at the next heartbeat",
 	  test_record_after_failed_put },
+	{ "an endpoint that answers 503 is passed over", test_failing_member_skipped },
 	CU_TEST_INFO_NULL,
 };
 
