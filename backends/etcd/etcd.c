@@ -174,9 +174,14 @@ static json_t *range_of(const char *key)
 {
 	char end[KEY_MAX];
 	size_t n = strlen(key);
-	json_t *o = kv(key, NULL);
+	json_t *o;
 	char *e;
 
+	/* An empty key (store.etcd_prefix "") has no last byte to raise: every key is
+	 * etcd's key "\0" to range_end "\0" ("AA==" in base64). */
+	if (!n)
+		return json_pack("{s:s,s:s}", "key", "AA==", "range_end", "AA==");
+	o = kv(key, NULL);
 	snprintf(end, sizeof(end), "%s", key);
 	end[n - 1]++;
 	e = b64(end, n);

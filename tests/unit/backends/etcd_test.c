@@ -30,6 +30,7 @@ struct fake {
 	int status_all;		/* nonzero: every call answers this (a failing member) */
 	int fail_puts;		/* puts still to answer 503, as a timed-out request */
 	int puts, grants, keepalives, calls;
+	char watch[512];	/* the body of the last watch request */
 };
 
 static void answer(int fd, int status, const char *body)
@@ -43,8 +44,9 @@ static void answer(int fd, int status, const char *body)
 		return;
 }
 
-/* Read one request (headers and a Content-Length body); its path in path. */
-static bool read_request(int fd, char *path, size_t cap)
+/* Read one request (headers and a Content-Length body): its path in path (cap >
+ * 255), its body in body. */
+static bool read_request(int fd, char *path, size_t cap, char *body, size_t body_cap)
 {
 	char buf[8192], *end, *cl;
 	size_t len = 0, want;
@@ -70,16 +72,18 @@ static bool read_request(int fd, char *path, size_t cap)
 			return false;
 		len += (size_t)r;
 	}
+	buf[len] = 0;
+	snprintf(body, body_cap, "%s", end + 4);
 	return sscanf(buf, "POST %255s", path) == 1 && cap > 255;
 }
 
 static void serve_one(struct fake *f, int fd)
 {
-	char path[256];
+	char path[256], req[512];
 	int status = 200;
 	const char *body = "{}";
 
-	if (!read_request(fd, path, sizeof(path)))
+	if (!read_request(fd, path, sizeof(path), req, sizeof(req)))
 		return;
 	pthread_mutex_lock(&f->lock);
 	f->calls++;
@@ -87,6 +91,7 @@ static void serve_one(struct fake *f, int fd)
 		status = f->status_all;
 		body = "{\"error\":\"etcdserver: no leader\",\"code\":14}";
 	} else if (!strcmp(path, "/v3/watch")) {
+		snprintf(f->watch, sizeof(f->watch), "%s", req);
 		status = 404;	/* no watch: membership lists every heartbeat */
 	} else if (!strcmp(path, "/v3/kv/txn")) {
 		body = "{\"succeeded\":true}";
@@ -159,19 +164,24 @@ static int count(struct fake *f, const int *what)
 	return n;
 }
 
-/* A client's topology whose registry is at endpoints. */
-static struct pc_topology *topo(const char *endpoints)
+/* A client's topology whose registry is at endpoints, its keys under prefix. */
+static struct pc_topology *topo_prefix(const char *endpoints, const char *prefix)
 {
 	char text[512], err[PC_ERR_MAX];
 	struct pc_topology *t = NULL;
 
 	snprintf(text, sizeof(text),
-		 "store: {max_nodes: 4, discovery: etcd, timeout_ms: 1000, etcd_prefix: \"/t/\", "
-		 "etcd_endpoints: \"%s\"}\n", endpoints);
+		 "store: {max_nodes: 4, discovery: etcd, timeout_ms: 1000, etcd_prefix: \"%s\", "
+		 "etcd_endpoints: \"%s\"}\n", prefix, endpoints);
 	if (pc_topology_parse(text, strlen(text), "etcd_test.yaml", &t, err, sizeof(err)))
 		printf("\n  %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
 	return t;
+}
+
+static struct pc_topology *topo(const char *endpoints)
+{
+	return topo_prefix(endpoints, "/t/");
 }
 
 static void *open_registry(struct pc_topology *t)
@@ -262,10 +272,57 @@ static void test_failing_member_skipped(void)
 	fake_stop(&good);
 }
 
+/* The watch of prefix, as the registry asked for it: its key and range_end (base64). */
+static void watched(const char *prefix, char *key, char *range_end, size_t cap)
+{
+	struct fake f;
+	struct pc_topology *t;
+	char ep[64], w[512] = "";
+	const char *k, *re;
+	void *r;
+
+	fake_start(&f);
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%u", f.port);
+	t = topo_prefix(ep, prefix);
+	r = open_registry(t);
+	for (int i = 0; i < 100 && !w[0]; i++) {
+		usleep(10000);
+		pthread_mutex_lock(&f.lock);
+		snprintf(w, sizeof(w), "%s", f.watch);
+		pthread_mutex_unlock(&f.lock);
+	}
+	if (r)
+		etcd_registry_ops.close(r);
+	pc_topology_free(t);
+	fake_stop(&f);
+	k = strstr(w, "\"key\":\"");
+	re = strstr(w, "\"range_end\":\"");
+	snprintf(key, cap, "%.*s", k ? (int)strcspn(k + 7, "\"") : 0, k ? k + 7 : "");
+	snprintf(range_end, cap, "%.*s", re ? (int)strcspn(re + 13, "\"") : 0, re ? re + 13 : "");
+	printf("\n  etcd_prefix \"%s\": watch %s", prefix, w);
+}
+
+/* The watch covers the cluster's keys: [prefix, prefix with its last byte + 1), and
+ * for an empty prefix every key (key and range_end "\0"). Before, an empty prefix
+ * had its range end computed one byte before the buffer, and watched the one key
+ * "": the records' changes never reached membership. */
+static void test_watch_range(void)
+{
+	char key[64], range_end[64];
+
+	watched("/t/", key, range_end, sizeof(key));
+	CU_ASSERT_STRING_EQUAL(key, "L3Qv");		/* "/t/" */
+	CU_ASSERT_STRING_EQUAL(range_end, "L3Qw");	/* "/t0" */
+	watched("", key, range_end, sizeof(key));
+	CU_ASSERT_STRING_EQUAL(key, "AA==");		/* "\0" */
+	CU_ASSERT_STRING_EQUAL(range_end, "AA==");
+}
+
 static CU_TestInfo tests[] = {
 	{ "a live record whose put failed is written at the next heartbeat",
 	  test_record_after_failed_put },
 	{ "an endpoint that answers 503 is passed over", test_failing_member_skipped },
+	{ "the watch covers the prefix; an empty one, every key", test_watch_range },
 	CU_TEST_INFO_NULL,
 };
 
