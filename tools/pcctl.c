@@ -110,6 +110,28 @@ static const char *yaml_quoted(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+/* Whether s is a port, 1 to 65535, in digits only. */
+static bool valid_port(const char *s)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	v = strtoul(s, &end, 10);
+	return !*end && v && v <= 65535;
+}
+
+/* Whether [s, end) can be a host name or address: no quote, backslash, space or
+ * control byte (it goes into a topology's quoted string). */
+static bool valid_host(const char *s, const char *end)
+{
+	for (; s < end; s++)
+		if ((unsigned char)*s <= ' ' || *s == '"' || *s == '\\' || *s == 0x7f)
+			return false;
+	return true;
+}
+
 /* A tcp fabric of a tool that reaches whichever node answers at host:port. */
 static struct pc_fabric *tool_fabric(const char *host, const char *port, uint32_t timeout_ms,
 				     struct pc_topology **t)
@@ -287,9 +309,12 @@ int main(int argc, char **argv)
 	}
 	if (!disc)
 		tool_die("pcctl", "--discovery HOST:PORT is required: any node of the cluster");
+	/* checked here, so that a bad one is named as given, not as the line of the
+	 * topology tool_fabric writes for itself */
 	colon = strrchr(disc, ':');
-	if (!colon || colon == disc || !colon[1])
-		tool_die("pcctl", "--discovery %s: expected HOST:PORT, e.g. 127.0.0.1:31998", disc);
+	if (!colon || colon == disc || !valid_port(colon + 1) || !valid_host(disc, colon))
+		tool_die("pcctl", "--discovery %s: expected HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:31998",
+			 disc);
 	if (optind >= argc)
 		tool_die("pcctl", "no command: status, drain NAME or join NAME");
 	cmd = argv[optind];

@@ -593,6 +593,28 @@ static void test_etcd(void)
 	etcd_stop();
 }
 
+/* Whether pcctl with args exits with code and its one line of stderr holds want. */
+static bool pcctl_fails_with(const char *args, int code, const char *want)
+{
+	char cmd[700], out[1024] = "";
+	size_t n;
+	FILE *p;
+	int ret;
+
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1 >/dev/null", pcctl, args);
+	p = popen(cmd, "r");
+	if (!p)
+		return false;
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = 0;
+	ret = pclose(p);
+	if (WIFEXITED(ret) && WEXITSTATUS(ret) == code && strstr(out, want) &&
+	    strchr(out, '\n') == out + n - 1)
+		return true;
+	printf("\n  pcctl %s: exit %d, said: %s", args, WIFEXITED(ret) ? WEXITSTATUS(ret) : -1, out);
+	return false;
+}
+
 /* pcctl's own errors: a bad command line is exit code 2, no cluster is 1. */
 static void test_pcctl_errors(void)
 {
@@ -608,6 +630,14 @@ static void test_pcctl_errors(void)
 	snprintf(cmd, sizeof(cmd), "%s --discovery 127.0.0.1:1 frobnicate 2>/dev/null", pcctl);
 	ret = system(cmd);
 	CU_ASSERT(WIFEXITED(ret) && WEXITSTATUS(ret) == 2);
+	/* a --discovery that is no HOST:PORT is named as the user wrote it, not as the
+	 * line of the topology pcctl writes for itself */
+	CU_ASSERT(pcctl_fails_with("--discovery 127.0.0.1:abc status", 2,
+				   "--discovery 127.0.0.1:abc: expected HOST:PORT"));
+	CU_ASSERT(pcctl_fails_with("--discovery 127.0.0.1:99999 status", 2,
+				   "--discovery 127.0.0.1:99999: expected HOST:PORT"));
+	CU_ASSERT(pcctl_fails_with("--discovery '1\"2:3' status", 2,
+				   "--discovery 1\"2:3: expected HOST:PORT"));
 }
 
 static CU_TestInfo tests[] = {
