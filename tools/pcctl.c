@@ -243,8 +243,9 @@ static int set_member(const struct view *v, const char *name, bool member, uint3
 	char port[8];
 	int ret;
 
+	/* a vacant entry (no name, no address) is no node: "" matches none */
 	for (uint32_t i = 0; i < v->hdr.nr && !e; i++)
-		if (!strncmp(v->nodes[i].name, name, sizeof(v->nodes[i].name))) {
+		if (v->nodes[i].name[0] && !strncmp(v->nodes[i].name, name, sizeof(v->nodes[i].name))) {
 			e = &v->nodes[i];
 			m.node = i;
 		}

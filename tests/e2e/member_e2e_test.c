@@ -57,6 +57,28 @@ static enum pc_member_state state(struct pc_store *s, const char *node)
 	return st;
 }
 
+/* Whether pcctl with args exits with code and its one line of stderr holds want. */
+static bool pcctl_fails_with(const char *args, int code, const char *want)
+{
+	char cmd[700], out[1024] = "";
+	size_t n;
+	FILE *p;
+	int ret;
+
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1 >/dev/null", pcctl, args);
+	p = popen(cmd, "r");
+	if (!p)
+		return false;
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = 0;
+	ret = pclose(p);
+	if (WIFEXITED(ret) && WEXITSTATUS(ret) == code && strstr(out, want) &&
+	    strchr(out, '\n') == out + n - 1)
+		return true;
+	printf("\n  pcctl %s: exit %d, said: %s", args, WIFEXITED(ret) ? WEXITSTATUS(ret) : -1, out);
+	return false;
+}
+
 /* Wait until s sees node in state want, at most limit_ms; the time it took, or -1. */
 static double wait_state(struct pc_store *s, const char *node, enum pc_member_state want,
 			 double limit_ms)
@@ -347,6 +369,13 @@ static void test_join(void)
 	pid_t n3, n4;
 	double t;
 
+	/* entry 3 is vacant (no name): no node pcctl can drain or join, named so */
+	{
+		char args[128];
+
+		snprintf(args, sizeof(args), "--discovery 127.0.0.1:%u drain ''", E->port0);
+		CU_ASSERT(pcctl_fails_with(args, 2, "no node named '' in the cluster"));
+	}
 	tn3 = joiner_topology("n3", E->port0 + 3, E->port0 + 1, "", path, sizeof(path));
 	n3 = spawn_joiner(path, "n3");
 	CU_ASSERT_FATAL(n3 > 0);
@@ -591,28 +620,6 @@ static void test_etcd(void)
 	pc_topology_free(tn3);
 	ecl_down(E);
 	etcd_stop();
-}
-
-/* Whether pcctl with args exits with code and its one line of stderr holds want. */
-static bool pcctl_fails_with(const char *args, int code, const char *want)
-{
-	char cmd[700], out[1024] = "";
-	size_t n;
-	FILE *p;
-	int ret;
-
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1 >/dev/null", pcctl, args);
-	p = popen(cmd, "r");
-	if (!p)
-		return false;
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = 0;
-	ret = pclose(p);
-	if (WIFEXITED(ret) && WEXITSTATUS(ret) == code && strstr(out, want) &&
-	    strchr(out, '\n') == out + n - 1)
-		return true;
-	printf("\n  pcctl %s: exit %d, said: %s", args, WIFEXITED(ret) ? WEXITSTATUS(ret) : -1, out);
-	return false;
 }
 
 /* pcctl's own errors: a bad command line is exit code 2, no cluster is 1. */
