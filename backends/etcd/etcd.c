@@ -486,6 +486,24 @@ static int etcd_list(void *arg, struct registry_entry *e, uint32_t cap, uint32_t
 	return ret;
 }
 
+/* An entry a claim lost its race for, as its record says: 1 when it is this very
+ * node's (name, address, port), -EEXIST when another node of that name took it (it
+ * would have been refused a moment later: taking another entry would give the table
+ * two entries of one name), else 0 (someone else's: try on). */
+static int held_by(const char *held, const char *name, const char *address, uint16_t port)
+{
+	json_t *j = json_loads(held, 0, NULL);
+	const char *n = json_string_value(json_object_get(j, "name"));
+	const char *a = json_string_value(json_object_get(j, "address"));
+	json_int_t p = json_integer_value(json_object_get(j, "port"));
+	int ret = 0;
+
+	if (n && !strcmp(n, name))
+		ret = a && !strcmp(a, address) && p == port ? 1 : -EEXIST;
+	json_decref(j);
+	return ret;
+}
+
 static int etcd_claim(void *arg, const char *name, const char *address, uint16_t port,
 		      uint32_t want, uint32_t cap, uint32_t *index)
 {
@@ -502,7 +520,8 @@ static int etcd_claim(void *arg, const char *name, const char *address, uint16_t
 			ret = strcmp(all[k].address, address) || all[k].port != port ? -EEXIST : 1;
 		}
 	}
-	/* the place it wants, else the lowest free; a txn that loses a race tries on */
+	/* the place it wants, else the lowest free; a txn that loses a race tries on,
+	 * unless the winner is of its own name (held_by) */
 	for (uint32_t k = 0; !ret && k <= cap; k++) {
 		uint32_t i = k == 0 ? want : k - 1;
 		char key[KEY_MAX], held[512], *value;
@@ -520,6 +539,10 @@ static int etcd_claim(void *arg, const char *name, const char *address, uint16_t
 		if (!ret && created) {
 			*index = i;
 			ret = 1;
+		} else if (!ret) {
+			ret = held_by(held, name, address, port);
+			if (ret == 1)
+				*index = i;
 		}
 		taken[i] = 1;
 	}

@@ -31,6 +31,8 @@ struct fake {
 	int fail_puts;		/* puts still to answer 503, as a timed-out request */
 	int puts, grants, keepalives, calls;
 	char watch[512];	/* the body of the last watch request */
+	const char *held_key;	/* a txn on this key (base64) finds it created, ... */
+	const char *held_value;	/* ... holding this (base64) */
 };
 
 static void answer(int fd, int status, const char *body)
@@ -79,7 +81,7 @@ static bool read_request(int fd, char *path, size_t cap, char *body, size_t body
 
 static void serve_one(struct fake *f, int fd)
 {
-	char path[256], req[512];
+	char path[256], req[512], held[1024];
 	int status = 200;
 	const char *body = "{}";
 
@@ -93,6 +95,12 @@ static void serve_one(struct fake *f, int fd)
 	} else if (!strcmp(path, "/v3/watch")) {
 		snprintf(f->watch, sizeof(f->watch), "%s", req);
 		status = 404;	/* no watch: membership lists every heartbeat */
+	} else if (!strcmp(path, "/v3/kv/txn") && f->held_key && strstr(req, f->held_key)) {
+		snprintf(held, sizeof(held),
+			 "{\"succeeded\":false,\"responses\":[{\"response_range\":{\"kvs\":"
+			 "[{\"key\":\"%s\",\"value\":\"%s\"}],\"count\":\"1\"}}]}",
+			 f->held_key, f->held_value);
+		body = held;
 	} else if (!strcmp(path, "/v3/kv/txn")) {
 		body = "{\"succeeded\":true}";
 	} else if (!strcmp(path, "/v3/lease/grant")) {
@@ -272,6 +280,41 @@ static void test_failing_member_skipped(void)
 	fake_stop(&good);
 }
 
+/* Two nodes of one name at different addresses claim at once: both list the table
+ * before either wrote its entry, and the one whose create loses finds the entry it
+ * wanted held by its own name. That is the -EEXIST it would have got a moment later,
+ * not a reason to take another entry: two entries of one name split the table. */
+static void test_claim_race_same_name(void)
+{
+	struct fake f;
+	struct pc_topology *t;
+	uint32_t index = 99;
+	char ep[64];
+	void *r;
+
+	fake_start(&f);
+	f.held_key = "L3QvdGFibGUvMDAwMDE=";	/* "/t/table/00001" */
+	/* {"address":"10.0.0.9","name":"n1","port":7001} */
+	f.held_value = "eyJhZGRyZXNzIjoiMTAuMC4wLjkiLCJuYW1lIjoibjEiLCJwb3J0Ijo3MDAxfQ==";
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%u", f.port);
+	t = topo(ep);
+	r = open_registry(t);
+	if (r) {
+		int ret = etcd_registry_ops.claim(r, "n1", "10.0.0.1", 7001, 1, 4, &index);
+
+		printf("\n  n1 at 10.0.0.1 claims entry 1, just taken by n1 at 10.0.0.9: %s (entry %u)",
+		       ret ? strerror(-ret) : "claimed", index);
+		CU_ASSERT_EQUAL(ret, -EEXIST);
+		/* the same node (its address and port): the entry is its own */
+		index = 99;
+		CU_ASSERT_EQUAL(etcd_registry_ops.claim(r, "n1", "10.0.0.9", 7001, 1, 4, &index), 0);
+		CU_ASSERT_EQUAL(index, 1);
+		etcd_registry_ops.close(r);
+	}
+	pc_topology_free(t);
+	fake_stop(&f);
+}
+
 /* The watch of prefix, as the registry asked for it: its key and range_end (base64). */
 static void watched(const char *prefix, char *key, char *range_end, size_t cap)
 {
@@ -323,6 +366,7 @@ static CU_TestInfo tests[] = {
 	  test_record_after_failed_put },
 	{ "an endpoint that answers 503 is passed over", test_failing_member_skipped },
 	{ "the watch covers the prefix; an empty one, every key", test_watch_range },
+	{ "a claim that loses to its own name is refused, not moved", test_claim_race_same_name },
 	CU_TEST_INFO_NULL,
 };
 
