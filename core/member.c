@@ -213,6 +213,11 @@ int members_set(struct members *m, uint32_t node, bool member, bool told)
 
 	if (node >= m->nr)
 		return -EINVAL;
+	/* An entry not learned yet has no name, and a ring point is the hash of the
+	 * name: in the ring it would place keys unlike every other node. Its first
+	 * heartbeat (or listing) brings it in; a leave of it is no news here. */
+	if (!pc_node_listed(&st->svc.topo->nodes[node]))
+		return -ENXIO;
 	pthread_mutex_lock(&st->member_lock);
 	if (told) {
 		left_changed = m->p[node].left != !member;

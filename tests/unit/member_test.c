@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,6 +167,59 @@ static void test_left_in_view_is_that_run(void)
 	down(C);
 }
 
+/* A node told that a node joined whose entry it has not learned yet (a newcomer whose
+ * first heartbeat has not arrived here, told to join by one that knows it) does not
+ * put the vacant entry in its ring: the entry has no name yet, and a ring point is
+ * the hash of the name, so it would place keys unlike every other node for as long
+ * as the newcomer runs. The newcomer's heartbeats bring it in, placed alike. */
+static void test_member_of_vacant_entry(void)
+{
+	struct proto_member msg = { .node = 2, .member = 1 };
+	struct proto_heartbeat hb = { .node = 2, .incarnation = 99, .port = 40002 };
+	struct pc_msg resp = { 0 };
+	struct cluster *C;
+	char text[1024], err[PC_ERR_MAX];
+	int differ = 0, len;
+	unsigned pass[2];
+
+	/* n0 and n1 listed, entry 2 vacant: up() without the room's world check */
+	len = snprintf(text, sizeof(text), "store: {%s, max_nodes: 3}\nnodes:\n", STORE);
+	for (uint32_t i = 0; i < 2; i++)
+		len += snprintf(text + len, sizeof(text) - (size_t)len,
+				"  - {name: n%u, address: 127.0.0.1, port: %u}\n", i, 40000 + i);
+	C = calloc(1, sizeof(*C));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(C);
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, (size_t)len, "test", &C->topo, err, sizeof(err)), 0);
+	C->w = inproc_world_create(3);
+	C->n = 2;
+	C->s[0] = open_node(C, "n0", NULL);
+	C->s[1] = open_node(C, "n1", NULL);
+	CU_ASSERT_NOT_EQUAL(store_rpc(C->s[0], 1, PC_RPC_MEMBER, &msg, sizeof(msg), &resp), 0);
+	pc_msg_free(&resp);
+	CU_ASSERT(!ring_contains(store_ring_of(C->s[0]), 2));
+	/* the newcomer's heartbeats: both nodes learn it */
+	snprintf(hb.name, sizeof(hb.name), "n2");
+	snprintf(hb.address, sizeof(hb.address), "127.0.0.1");
+	for (int k = 0; k < 2; k++) {
+		CU_ASSERT_EQUAL(store_rpc(C->s[k], 2, PC_RPC_HEARTBEAT, &hb, sizeof(hb), &resp), 0);
+		pc_msg_free(&resp);
+	}
+	for (int t = 0; t < 200 && !(ring_contains(store_ring_of(C->s[0]), 2) &&
+				     ring_contains(store_ring_of(C->s[1]), 2)); t++)
+		usleep(1000);
+	pass[0] = store_ring_enter(&C->s[0]->svc);
+	pass[1] = store_ring_enter(&C->s[1]->svc);
+	CU_ASSERT(ring_contains(store_ring_of(C->s[0]), 2) && ring_contains(store_ring_of(C->s[1]), 2));
+	for (uint64_t i = 0; i < 4096; i++)
+		differ += ring_owner_slow(store_ring_of(C->s[0]), i * (UINT64_MAX / 4096)) !=
+			  ring_owner_slow(store_ring_of(C->s[1]), i * (UINT64_MAX / 4096));
+	store_ring_exit(&C->s[1]->svc, pass[1]);
+	store_ring_exit(&C->s[0]->svc, pass[0]);
+	printf("\n  n2 learned by both nodes: %d of 4096 ring positions owned differently", differ);
+	CU_ASSERT_EQUAL(differ, 0);
+	down(C);
+}
+
 /* A heartbeat is taken only from the node it names. */
 static void test_heartbeat_checks(void)
 {
@@ -262,6 +316,7 @@ static CU_TestInfo tests[] = {
 	{ "a leave asked for sticks while the node runs", test_leave_sticks },
 	{ "a leave of a node down reaches the clients", test_left_while_down_reaches_clients },
 	{ "a leave in a joiner's view keeps out that run only", test_left_in_view_is_that_run },
+	{ "a join of an entry not yet learned waits for its heartbeat", test_member_of_vacant_entry },
 	{ "heartbeats are taken only from the node they name", test_heartbeat_checks },
 	{ "old rings are freed once no reader holds them", test_retired_rings_bounded },
 	CU_TEST_INFO_NULL,
