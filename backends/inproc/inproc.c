@@ -87,22 +87,34 @@ void inproc_world_share(struct inproc_world *w, bool share)
 	w->share = share;
 }
 
-/* The live endpoint of node, or NULL when it is closed or down. Endpoints are
- * closed only when no op is in flight (tests and the simulator guarantee that). */
-static struct inproc_fabric *endpoint(struct inproc_world *w, uint32_t node)
+/* An endpoint's handler and its argument as one pair, taken under the world's lock:
+ * a stop or a restart of the service (inproc_serve) changes both, and a call made
+ * with the handler of one and the argument of the other runs on the wrong store. */
+struct handler_ref {
+	pc_rpc_handler *h;
+	void *arg;
+};
+
+/* The live endpoint of node, or NULL when it is closed or down, with its handler
+ * (under the world's lock). Endpoints are closed only when no op is in flight
+ * (tests and the simulator guarantee that). */
+static struct inproc_fabric *endpoint(struct inproc_world *w, uint32_t node, struct handler_ref *hr)
 {
 	struct inproc_fabric *ep = NULL;
 
 	pthread_mutex_lock(&w->lock);
 	if (node < w->nr_nodes && !w->down[node])
 		ep = w->nodes[node];
+	if (ep)
+		*hr = (struct handler_ref){ .h = ep->handler, .arg = ep->handler_arg };
 	pthread_mutex_unlock(&w->lock);
 	return ep;
 }
 
 /* The live, serving endpoint of node, counted busy until leave(): stopping its
- * service waits for that (a node that closes never has another thread inside it). */
-static struct inproc_fabric *enter(struct inproc_world *w, uint32_t node)
+ * service waits for that (a node that closes never has another thread inside it).
+ * hr (if given) gets its handler as it was when entered. */
+static struct inproc_fabric *enter(struct inproc_world *w, uint32_t node, struct handler_ref *hr)
 {
 	struct inproc_fabric *ep = NULL;
 
@@ -110,6 +122,8 @@ static struct inproc_fabric *enter(struct inproc_world *w, uint32_t node)
 	if (node < w->nr_nodes && !w->down[node] && w->nodes[node] && w->nodes[node]->handler) {
 		ep = w->nodes[node];
 		ep->busy++;
+		if (hr)
+			*hr = (struct handler_ref){ .h = ep->handler, .arg = ep->handler_arg };
 	}
 	pthread_mutex_unlock(&w->lock);
 	return ep;
@@ -151,12 +165,13 @@ static int apply_at(struct inproc_fabric *ep, struct pc_op *op, struct region_ta
 	return 0;
 }
 
-static int call_at(struct inproc_fabric *ep, uint32_t from, struct pc_rpc *rpc)
+static int call_at(struct inproc_fabric *ep, const struct handler_ref *hr, uint32_t from,
+		   struct pc_rpc *rpc)
 {
-	if (!ep || !ep->handler)
+	if (!ep || !hr->h)
 		return -ECONNREFUSED;
 	pc_stat_add(&ep->base.stats.served_rpcs, 1);
-	return ep->handler(ep->handler_arg, from, rpc->opcode, rpc->req, rpc->req_len, &rpc->resp);
+	return hr->h(hr->arg, from, rpc->opcode, rpc->req, rpc->req_len, &rpc->resp);
 }
 
 /*
@@ -252,7 +267,10 @@ static int inproc_map(struct pc_fabric *f, uint32_t peer, uint64_t peer_inc, uin
 
 int inproc_world_call(struct inproc_world *w, uint32_t from, struct pc_rpc *rpc)
 {
-	return call_at(endpoint(w, rpc->peer), from, rpc);
+	struct handler_ref hr = { 0 };
+	struct inproc_fabric *ep = endpoint(w, rpc->peer, &hr);
+
+	return call_at(ep, &hr, from, rpc);
 }
 
 static int inproc_open(struct pc_fabric *f, const struct pc_fabric_params *p)
@@ -329,7 +347,7 @@ static int inproc_post(struct pc_fabric *f, struct pc_op *ops, size_t n)
 	struct inproc_world *w = to_inproc(f)->world;
 
 	for (size_t i = 0, j; i < n; i = j) {
-		struct inproc_fabric *ep = enter(w, ops[i].peer);
+		struct inproc_fabric *ep = enter(w, ops[i].peer, NULL);
 		struct region_tally served = { 0 };
 
 		for (j = i; j < n && ops[j].peer == ops[i].peer; j++)
@@ -347,9 +365,10 @@ static int inproc_call(struct pc_fabric *f, struct pc_rpc *rpcs, size_t n)
 	struct inproc_world *w = to_inproc(f)->world;
 
 	for (size_t i = 0; i < n; i++) {
-		struct inproc_fabric *ep = enter(w, rpcs[i].peer);
+		struct handler_ref hr = { 0 };
+		struct inproc_fabric *ep = enter(w, rpcs[i].peer, &hr);
 
-		rpcs[i].status = call_at(ep, f->self, &rpcs[i]);
+		rpcs[i].status = call_at(ep, &hr, f->self, &rpcs[i]);
 		if (ep)
 			leave(w, ep);
 	}
