@@ -39,7 +39,8 @@ struct member_peer {
 	uint64_t incarnation;		/* as last heard */
 	uint64_t left_inc;		/* with left: the incarnation it left at (0: the
 					 * first one heard after) */
-	bool left;			/* left on purpose (under the store's member_lock) */
+	bool left;			/* left on purpose (written under the store's member_lock,
+					 * atomically: state_of reads it without) */
 	bool conflict;			/* another name claimed this entry (warned) */
 	bool gone;			/* store.discovery etcd: no live record */
 	bool live_record;		/* ... and had one at the last listing */
@@ -221,7 +222,7 @@ int members_set(struct members *m, uint32_t node, bool member, bool told)
 	pthread_mutex_lock(&st->member_lock);
 	if (told) {
 		left_changed = m->p[node].left != !member;
-		m->p[node].left = !member;
+		__atomic_store_n(&m->p[node].left, !member, __ATOMIC_RELAXED);
 		m->p[node].left_inc = __atomic_load_n(&m->p[node].incarnation, __ATOMIC_RELAXED);
 	}
 	ret = change_ring(st, node, member);
@@ -512,7 +513,7 @@ static void decide(struct members *m, uint64_t now)
 			p->left_inc = inc;	/* it left before we heard it: this is that run */
 		back = !p->left || p->left_inc != inc;
 		if (back)
-			p->left = false;
+			__atomic_store_n(&p->left, false, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&m->st->member_lock);
 		if (back) {
 			pc_info("node %s heard again (incarnation %016llx)", node_name(m, i),
@@ -544,7 +545,7 @@ void members_take_view(struct members *m, const struct proto_view *v)
 		 * of whichever run this node hears next: a node that restarted since is
 		 * back here too, as it is on the node that answered */
 		pthread_mutex_lock(&m->st->member_lock);
-		m->p[i].left = e[i].state == PROTO_LEFT;
+		__atomic_store_n(&m->p[i].left, e[i].state == PROTO_LEFT, __ATOMIC_RELAXED);
 		m->p[i].left_inc = e[i].incarnation;
 		pthread_mutex_unlock(&m->st->member_lock);
 		members_set(m, i, up, false);

@@ -246,8 +246,8 @@ static int io_run(struct disk_pool *d, struct pc_io *io, const uint32_t *blk, si
 	t0 = pc_env_now(d->env);
 	ret = !k ? 0 : write ? pc_storage_write_prepared(d->stg, packed, k, block_prepared, &l) :
 	      pc_storage_read_landed(d->stg, packed, k, block_landed, &l);
-	stat_add(&d->stats.io_ns, pc_env_now(d->env) - t0 - l.sum_ns);
-	stat_add(&d->stats.sum_ns, l.sum_ns);
+	stat_add(&d->io_ns, pc_env_now(d->env) - t0 - l.sum_ns);
+	stat_add(&d->sum_ns, l.sum_ns);
 	k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (blk[i] != NONE)
@@ -470,4 +470,7 @@ void disk_get_stats(struct disk_pool *d, struct disk_stats *out)
 	pthread_mutex_lock(&d->lock);
 	*out = d->stats;
 	pthread_mutex_unlock(&d->lock);
+	/* the two timers move outside the lock (stat_add): read as they are written */
+	out->sum_ns = __atomic_load_n(&d->sum_ns, __ATOMIC_RELAXED);
+	out->io_ns = __atomic_load_n(&d->io_ns, __ATOMIC_RELAXED);
 }

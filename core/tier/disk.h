@@ -81,7 +81,8 @@ struct disk_pool {
 	struct lru lru;			/* VALID blocks */
 	uint32_t *free_list;
 	uint32_t nr_free, nr_valid;
-	struct disk_stats stats;
+	struct disk_stats stats;	/* under lock, but for the two timers: */
+	uint64_t sum_ns, io_ns;		/* moved outside it (atomic adds) */
 };
 
 /* The checksum a block is stored and verified with: xxh3_64 of its bytes, seeded
