@@ -117,7 +117,7 @@ static void *racer_main(void *p)
 	unsigned seed = (unsigned)(uintptr_t)r;
 	uint8_t buf[2048];
 
-	while (!*r->stop) {
+	while (!__atomic_load_n(r->stop, __ATOMIC_RELAXED)) {
 		int k = rand_r(&seed) % r->nkeys;
 		struct pc_page pg = { .key = r->keys[k], .key_len = strlen(r->keys[k]), .data = buf,
 				      .len = sizeof(buf), .cap = sizeof(buf) };
@@ -153,7 +153,7 @@ static bool race_progressed(const struct pc_test_racer *r, int n)
 void pc_test_race(struct pc_test_racer *r, int n, int min_ms, unsigned long *writes,
 		  unsigned long *hits, unsigned long *bad)
 {
-	volatile int stop = 0;
+	int stop = 0;
 	pthread_t t[16];
 
 	*writes = *hits = *bad = 0;
@@ -167,7 +167,7 @@ void pc_test_race(struct pc_test_racer *r, int n, int min_ms, unsigned long *wri
 		if (ms >= min_ms && race_progressed(r, n))
 			break;
 	}
-	stop = 1;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < n && i < 16; i++) {
 		pthread_join(t[i], NULL);
 		*bad += r[i].bad;
@@ -244,7 +244,11 @@ int pc_test_main(int argc, char **argv, CU_SuiteInfo *suites)
 
 bool pc_test_under_valgrind(void)
 {
+#if defined(__SANITIZE_THREAD__)
+	return true;	/* ThreadSanitizer slows a run as much */
+#else
 	return getenv("PC_TEST_UNDER_VALGRIND") != NULL;
+#endif
 }
 
 double pc_test_metric(const char *text, const char *prefix)

@@ -50,7 +50,7 @@ struct pc_test_racer {
 	int nkeys;
 	bool writer;
 	unsigned long ops, hits, bad;	/* out */
-	volatile int *stop;		/* set by pc_test_race */
+	int *stop;			/* set by pc_test_race */
 };
 
 /* Run racers on threads for at least min_ms and until every writer made 100 ops and
@@ -67,7 +67,8 @@ uint16_t pc_test_port_base(int attempt);
 /* A TCP connection to 127.0.0.1:port, for tests that speak raw frames (fatal on failure). */
 int pc_test_connect(uint16_t port);
 
-/* True under valgrind (ctest sets PC_TEST_UNDER_VALGRIND): tests run fewer rounds. */
+/* True under valgrind (ctest sets PC_TEST_UNDER_VALGRIND) and in a ThreadSanitizer
+ * build: tests run fewer rounds and wait longer. */
 bool pc_test_under_valgrind(void);
 
 /* Whether a check that needs full speed or full sample counts should run: false under

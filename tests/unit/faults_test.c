@@ -157,7 +157,7 @@ static void run_class(const struct fclass *fc)
 		set_errors += 8 - pc_test_write_pages(C->s[0], i, 8, PAGE);
 		t = now_ms() - t;
 		slowest = t > slowest ? t : slowest;
-		usleep(getenv("PC_TEST_UNDER_VALGRIND") ? 100000 : 10000);	/* the spill task runs */
+		usleep(pc_test_under_valgrind() ? 100000 : 10000);	/* the spill task runs */
 	}
 	if (fc->phase == ON_READ)
 		arm(ft, C, fc);
@@ -178,7 +178,8 @@ static void run_class(const struct fclass *fc)
 	CU_ASSERT_EQUAL(wrong, 0);
 	CU_ASSERT(fault_hits(ft, 0) > 0);	/* the fault happened */
 	CU_ASSERT(c1 > c0);			/* and was counted */
-	CU_ASSERT(slowest < TIMEOUT_MS + 400);	/* within the timeout (and a slow CI's slack) */
+	/* within the timeout (and a slow CI's slack; an instrumented build's, more) */
+	CU_ASSERT(slowest < TIMEOUT_MS + (pc_test_under_valgrind() ? 2000 : 400));
 	if (!fc->errors) {
 		CU_ASSERT_EQUAL(set_errors + bad, 0);	/* clean misses, nothing worse */
 	} else {

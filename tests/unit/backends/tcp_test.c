@@ -41,7 +41,7 @@ struct net {
 	struct pc_fabric *f[NODES];
 	struct pc_region r[NODES];
 	uint8_t *mem[NODES];
-	volatile int released;		/* OP_WAIT returns once this is set */
+	int released;			/* OP_WAIT returns once this is set */
 };
 
 enum { OP_FAIL = 13, OP_PULL = 20, OP_WAIT = 21, OP_WHO = 22, OP_WHO_QUICK = 23 };
@@ -84,9 +84,9 @@ static int echo(void *arg, uint32_t from, uint16_t opcode, const void *req, size
 		return 0;
 	}
 	case OP_WAIT:
-		for (int i = 0; i < 1000 && !the_net->released; i++)
+		for (int i = 0; i < 1000 && !__atomic_load_n(&the_net->released, __ATOMIC_ACQUIRE); i++)
 			usleep(1000);
-		return the_net->released ? 0 : -ETIMEDOUT;
+		return __atomic_load_n(&the_net->released, __ATOMIC_ACQUIRE) ? 0 : -ETIMEDOUT;
 	case OP_WHO:
 	case OP_WHO_QUICK: {	/* the name of the thread answering */
 		char name[16] = "";
@@ -314,13 +314,13 @@ static void test_rpc_does_not_block_ops(void)
 	struct pc_rpc *r;
 	pthread_t t;
 
-	N->released = 0;
+	__atomic_store_n(&N->released, 0, __ATOMIC_RELEASE);
 	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, call_wait, N), 0);
 	usleep(50000);		/* the handler is waiting now */
 	CU_ASSERT_EQUAL(pc_fabric_post(N->f[0], &op, 1), 0);
 	CU_ASSERT_EQUAL(op.status, 0);
 	CU_ASSERT_EQUAL(buf[0], 2);
-	N->released = 1;
+	__atomic_store_n(&N->released, 1, __ATOMIC_RELEASE);
 	pthread_join(t, (void **)&r);
 	CU_ASSERT_EQUAL(r->status, 0);
 	pc_msg_free(&r->resp);
@@ -358,13 +358,13 @@ static uint64_t workers_shared(struct net *N, struct pc_fabric *from, const char
 	pthread_t t;
 	int answered = 0;
 
-	N->released = 0;
+	__atomic_store_n(&N->released, 0, __ATOMIC_RELEASE);
 	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, call_waits, &w), 0);
 	usleep(100000);		/* the caller's handlers are waiting now */
 	t0 = now_ms();
 	CU_ASSERT_EQUAL(pc_fabric_call(N->f[2], &who, 1), 0);
 	dt = now_ms() - t0;
-	N->released = 1;
+	__atomic_store_n(&N->released, 1, __ATOMIC_RELEASE);
 	pthread_join(t, (void **)&r);
 	for (int i = 0; i < 8; i++) {
 		answered += !r[i].status;
@@ -1501,7 +1501,7 @@ static void *take_hellos(void *arg)
 	struct hello_taker *h = arg;
 	uint64_t end = now_ms() + 5000;
 
-	while (h->seen < 2 && now_ms() < end) {
+	while (__atomic_load_n(&h->seen, __ATOMIC_RELAXED) < 2 && now_ms() < end) {
 		struct pollfd p = { .fd = h->lfd, .events = POLLIN };
 		struct tcp_hdr hdr;
 		struct tcp_hello hello;
@@ -1511,7 +1511,8 @@ static void *take_hellos(void *arg)
 			continue;
 		if (read_all(c, &hdr, sizeof(hdr)) && hdr.type == TCP_HELLO &&
 		    read_all(c, &hello, sizeof(hello)))
-			memcpy(h->nonce[h->seen++], hello.nonce, TCP_NONCE_BYTES);
+			memcpy(h->nonce[h->seen], hello.nonce, TCP_NONCE_BYTES),
+			__atomic_store_n(&h->seen, h->seen + 1, __ATOMIC_RELEASE);
 		close(c);
 	}
 	return NULL;
