@@ -6,8 +6,9 @@
 # .deb from a /usr build and checks it (tests/install/deb_test.sh: unpacked, then, as
 # root where no peercache package is installed, installed with apt and purged) and
 # dist/Containerfile's image (tests/install/container_test.sh), then rebuilds with
-# ASan+UBSan and runs the unit and e2e tests again, then builds the libFuzzer targets
-# with clang and fuzzes each for 20 s. Exit code 0 only when all of that passed.
+# ASan+UBSan and runs the unit and e2e tests again, then with ThreadSanitizer and runs
+# the unit tests again, then builds the libFuzzer targets with clang and fuzzes each
+# for 20 s. Exit code 0 only when all of that passed.
 set -eu
 cd "$(dirname "$0")/.."
 JOBS=$(nproc 2>/dev/null || echo 2)
@@ -37,6 +38,13 @@ cmake --build build-asan -j "$JOBS"
 echo "== ctest under ASan+UBSan: unit and e2e"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	ctest --test-dir build-asan --output-on-failure -j "$JOBS" -L 'unit|e2e'
+
+echo "== build (ThreadSanitizer)"
+cmake -S . -B build-tsan -DPC_WERROR=ON -DPC_TSAN=ON >/dev/null
+cmake --build build-tsan -j "$JOBS"
+echo "== ctest under ThreadSanitizer: unit (a race report fails the test)"
+TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp history_size=7 halt_on_error=1" \
+	ctest --test-dir build-tsan --output-on-failure -j "$JOBS" -L unit
 
 echo "== fuzz (libFuzzer, ASan+UBSan): each target for 20 s"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DPC_FUZZ=ON -DPC_WERROR=ON >/dev/null
