@@ -136,7 +136,7 @@ static const struct field store_fields[] = {
 	      "for its view; 0 turns membership off (a fixed ring).")),
 	F(struct pc_store_cfg, failure_timeout_ms, FT_U32, 1, 3600000, "2000",
 	  DOC("all", "ms", "A member not heard for this long leaves the ring until heard "
-	      "again.")),
+	      "again; at least three heartbeats (3 x heartbeat_ms).")),
 	F(struct pc_store_cfg, slot_cas_claim, FT_BOOL, 0, 1, NULL,
 	  DOC("slotmap", NULL, "Claim a way with a remote compare-and-swap before writing it, so "
 	      "two writers of one bucket never pick the same way.")),
@@ -832,6 +832,14 @@ static int validate_store(struct pc_topology *t, char *err, size_t errlen)
 			(unsigned long long)s->slot_num_buckets, s->slot_ways,
 			(unsigned long long)s->size_classes[i], SEGMENT_MAX);
 	}
+	/* A member not heard for failure_timeout_ms leaves the ring: with fewer than
+	 * three heartbeats in that time one late heartbeat takes a live node out (and
+	 * etcd's lease, of the same length, is kept alive at a heartbeat every third
+	 * of it). */
+	if (s->heartbeat_ms && s->failure_timeout_ms < 3ULL * s->heartbeat_ms)
+		FAIL_AT(top,
+			"store.failure_timeout_ms: %u ms is less than three heartbeats (store.heartbeat_ms: %u ms): live members would leave the ring between heartbeats; raise failure_timeout_ms to at least %llu or lower heartbeat_ms",
+			s->failure_timeout_ms, s->heartbeat_ms, 3ULL * s->heartbeat_ms);
 	return 0;
 }
 

@@ -218,6 +218,9 @@ static void test_errors(void)
 	expect_error("store: {slot_num_buckets: 1099511627776, slot_ways: 64,\n"
 		     "        slot_max_page_bytes: 262080}\n" NODE,
 		     "t.yaml:1:1: ", "store.slot_num_buckets: 1099511627776 buckets");
+	expect_error("store: {heartbeat_ms: 1000}\n" NODE, "t.yaml:1:1: ",
+		     "store.failure_timeout_ms: 2000 ms is less than three heartbeats "
+		     "(store.heartbeat_ms: 1000 ms)");
 	expect_error("nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: a, address: 10.0.0.2}\n",
 		     "t.yaml:3:5: ", "duplicate node name 'a'");
 	expect_error("nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.1}\n",
