@@ -404,6 +404,16 @@ struct pc_topology *pc_topology_dup(const struct pc_topology *t)
 	return d;
 }
 
+/* A node name, a host name or an address: no space, quote, backslash or control
+ * byte. */
+static bool plain_word(const char *s)
+{
+	for (; *s; s++)
+		if (*s <= ' ' || *s == '"' || *s == '\\' || *s == 0x7f)
+			return false;
+	return true;
+}
+
 int topology_fill_node(struct pc_topology *t, uint32_t i, const char *name, const char *address,
 		       uint16_t port)
 {
@@ -413,9 +423,10 @@ int topology_fill_node(struct pc_topology *t, uint32_t i, const char *name, cons
 	    strlen(name) >= sizeof(n.name) || strlen(address) >= sizeof(n.address) ||
 	    pc_topology_find_node(t, name) >= 0)
 		return -EINVAL;
-	for (const char *c = name; *c; c++)
-		if (*c <= ' ' || *c == '"' || *c == '\\' || *c == 0x7f)
-			return -EINVAL;
+	/* Both come from peers (a JOIN, a registry, a view) and go into logs and into
+	 * the topology text pcctl writes for itself. */
+	if (!plain_word(name) || !plain_word(address))
+		return -EINVAL;
 	node_set_defaults(&n);
 	snprintf(n.name, sizeof(n.name), "%s", name);
 	snprintf(n.address, sizeof(n.address), "%s", address);

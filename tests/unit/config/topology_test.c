@@ -492,6 +492,8 @@ static void test_room_to_join(void)
 	CU_ASSERT_EQUAL(topology_fill_node(u, 2, "a", "127.0.0.1", 4003), -EINVAL);	/* name */
 	CU_ASSERT_EQUAL(topology_fill_node(u, 2, "x y", "127.0.0.1", 4003), -EINVAL);
 	CU_ASSERT_EQUAL(topology_fill_node(u, 2, "d", "", 4003), -EINVAL);
+	CU_ASSERT_EQUAL(topology_fill_node(u, 2, "d", "10.0.0.1\"}", 4003), -EINVAL);
+	CU_ASSERT_EQUAL(topology_fill_node(u, 2, "d", "10.0.0.1\nx", 4003), -EINVAL);
 	CU_ASSERT_EQUAL(topology_fill_node(u, 9, "d", "127.0.0.1", 4003), -EINVAL);
 	/* the writer leaves vacant entries out and reads back the same table */
 	f = open_memstream(&buf, &len);
