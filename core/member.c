@@ -537,7 +537,9 @@ void members_take_view(struct members *m, const struct proto_view *v)
 			continue;	/* vacant there, or not the node this entry holds here */
 		if (e[i].incarnation) {
 			__atomic_store_n(&m->p[i].incarnation, e[i].incarnation, __ATOMIC_RELAXED);
-			if (e[i].silent_ms != UINT64_MAX && e[i].silent_ms * 1000000 < now)
+			/* silent_ms * 10^6 < now without the product: a huge silent_ms would
+			 * wrap it to "just heard" */
+			if (now && e[i].silent_ms <= (now - 1) / 1000000)
 				__atomic_store_n(&m->p[i].heard_ns, now - e[i].silent_ms * 1000000,
 						 __ATOMIC_RELAXED);
 		}
