@@ -44,7 +44,7 @@ cmake -S . -B build-tsan -DPC_WERROR=ON -DPC_TSAN=ON >/dev/null
 cmake --build build-tsan -j "$JOBS"
 echo "== ctest under ThreadSanitizer: unit (a race report fails the test)"
 TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp history_size=7 halt_on_error=1" \
-	ctest --test-dir build-tsan --output-on-failure -j "$JOBS" -L unit
+	ctest --test-dir build-tsan --output-on-failure -L unit
 
 echo "== fuzz (libFuzzer, ASan+UBSan): each target for 20 s"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DPC_FUZZ=ON -DPC_WERROR=ON >/dev/null

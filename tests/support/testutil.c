@@ -263,6 +263,6 @@ bool pc_test_precise(const char *what)
 {
 	if (!pc_test_under_valgrind())
 		return true;
-	printf("  skipped under valgrind: %s\n", what);
+	printf("  skipped in a slow run (valgrind, ThreadSanitizer): %s\n", what);
 	return false;
 }

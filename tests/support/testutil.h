@@ -72,8 +72,8 @@ int pc_test_connect(uint16_t port);
 bool pc_test_under_valgrind(void);
 
 /* Whether a check that needs full speed or full sample counts should run: false under
- * valgrind, and then it prints "skipped under valgrind: <what>", so the output says
- * which checks did not run. */
+ * valgrind and in a ThreadSanitizer build, and then it prints "skipped in a slow run
+ * ...: <what>", so the output says which checks did not run. */
 bool pc_test_precise(const char *what);
 
 /* The value of the Prometheus sample in text whose line starts with prefix (its
