@@ -77,7 +77,8 @@ void store_buf_remove(struct store_svc *st, void *buf)
 	for (pp = &st->bufs; *pp; pp = &(*pp)->next) {
 		if ((*pp)->r.addr == buf) {
 			b = *pp;
-			*pp = b->next;
+			/* atomic: the head is peeked without the lock (store_lreg) */
+			__atomic_store_n(pp, b->next, __ATOMIC_RELEASE);
 			break;
 		}
 	}
