@@ -152,9 +152,13 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 	struct pc_store *st;
 	int ret, idx;
 
-	if (!o || o->size < sizeof(*o) || (!o->topology && !o->topo) || !d || !d->env ||
-	    !d->storage || (!d->open_fabric && !d->use_fabric))
+	if (!o || o->size < sizeof(*o) || !d || !d->env || !d->storage ||
+	    (!d->open_fabric && !d->use_fabric))
 		return -EINVAL;
+	/* The options are readable from here on: an error says why in o->err. */
+	if (!o->topology && !o->topo)
+		return open_error(o, "no topology: set pc_store_opts.topology to a YAML file "
+				  "or .topo to one pc_topology_load() loaded");
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;

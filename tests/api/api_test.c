@@ -73,6 +73,19 @@ static void test_settings_at_open(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "slot_wayz"));
 }
 
+/* An open that fails says why in err, also when the options name no topology at all. */
+static void test_open_without_topology(void)
+{
+	char err[PC_ERR_MAX] = "untouched";
+	struct pc_store_opts o = { .size = sizeof(o), .err = err, .errlen = sizeof(err) };
+	struct pc_store *s = NULL;
+
+	CU_ASSERT_EQUAL(pc_store_open(&o, &s), -EINVAL);
+	CU_ASSERT_PTR_NULL(s);
+	printf("\n  %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "topology"));
+}
+
 /* A caller built against a shorter or a longer pc_metrics gets what its size holds. */
 static void test_sized_metrics(void)
 {
@@ -176,6 +189,7 @@ static void test_topology_by_name(void)
 static CU_TestInfo tests[] = {
 	{ "version macros match the library", test_version },
 	{ "settings by name at open", test_settings_at_open },
+	{ "open without a topology says so", test_open_without_topology },
 	{ "sized metrics: shorter and longer callers", test_sized_metrics },
 	{ "nodes are named by name", test_nodes_by_name },
 	{ "topology settings by name", test_topology_by_name },
