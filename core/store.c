@@ -159,6 +159,10 @@ int store_open(const struct pc_store_opts *o, const struct store_deps *d, struct
 	if (!o->topology && !o->topo)
 		return open_error(o, "no topology: set pc_store_opts.topology to a YAML file "
 				  "or .topo to one pc_topology_load() loaded");
+	/* Else a store opened in full would have nowhere to go: written through NULL. */
+	if (!out)
+		return open_error(o, "no place for the store: pass pc_store_open() a "
+				  "struct pc_store ** to fill");
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;

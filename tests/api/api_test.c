@@ -86,6 +86,17 @@ static void test_open_without_topology(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "topology"));
 }
 
+/* A caller that passes no place for the store gets -EINVAL, not a store opened in
+ * full and then written through NULL. */
+static void test_open_without_out(void)
+{
+	char err[PC_ERR_MAX] = "";
+	struct pc_store_opts o = { .size = sizeof(o), .topology = topo_file(), .err = err,
+				   .errlen = sizeof(err) };
+
+	CU_ASSERT_EQUAL(pc_store_open(&o, NULL), -EINVAL);
+}
+
 /* A caller built against a shorter or a longer pc_metrics gets what its size holds. */
 static void test_sized_metrics(void)
 {
@@ -190,6 +201,7 @@ static CU_TestInfo tests[] = {
 	{ "version macros match the library", test_version },
 	{ "settings by name at open", test_settings_at_open },
 	{ "open without a topology says so", test_open_without_topology },
+	{ "open without a place for the store", test_open_without_out },
 	{ "sized metrics: shorter and longer callers", test_sized_metrics },
 	{ "nodes are named by name", test_nodes_by_name },
 	{ "topology settings by name", test_topology_by_name },
