@@ -271,7 +271,10 @@ class PageTable:
             return
         base = ctypes.cast(ctypes.c_char_p(self._blob), ctypes.c_void_p).value or 0
         if uniform:
-            offs: Iterable[int] = range(base, base + klen * n, klen)
+            # Empty keys (the library takes them) all start at base: range() refuses
+            # a step of 0.
+            offs: Iterable[int] = (range(base, base + klen * n, klen) if klen else
+                                   array("Q", [base]) * n)
             klens = array("Q", [klen]) * n
         else:
             klens = array("Q", map(len, keys))

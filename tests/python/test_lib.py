@@ -86,6 +86,13 @@ class Table(unittest.TestCase):
         self.assertEqual((t.pages[5].data, t.pages[5].cap), (None, 7))
         self.assertEqual(_lib.PageTable([], None, []).statuses(), [])
 
+    def test_empty_keys(self):
+        # The library takes a key of length 0 (the empty byte string) like any other.
+        t = _lib.PageTable([b"", b""], None, [0, 0])
+        self.assertEqual(t.n, 2)
+        self.assertEqual([t.pages[i].key_len for i in range(2)], [0, 0])
+        self.assertEqual(t.statuses(), [0, 0])
+
 
 if __name__ == "__main__":
     unittest.main()
