@@ -28,9 +28,11 @@ static int from_proto(const struct store_svc *st, const struct proto_dir_loc *o,
 
 /*
  * Put an entry into this node's shard. An entry naming a node that is not a member
- * (a handoff or a publish that crossed its leave) is taken back out: checked after
- * the put, so a leave that swaps the ring and drops the node's entries meanwhile
- * cannot miss it. When the entry replaced another node's publication of the key,
+ * (a handoff or a publish that crossed its leave) is not taken: checked before the
+ * put, so that it never takes the place of a member's entry for the key (whose page
+ * would then be unreachable, and its block never freed), and again after it, so a
+ * leave that swaps the ring and drops the node's entries meanwhile cannot miss it.
+ * When the entry replaced another node's publication of the key,
  * that node is told to free the block (it would stay until its LRU got to it).
  * 0, -ENOSPC (the publisher is at its bound in this shard: refused, counted,
  * logged) or -ENOMEM.
@@ -38,9 +40,12 @@ static int from_proto(const struct store_svc *st, const struct proto_dir_loc *o,
 int p2p_shard_put(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
 {
 	struct dir_loc old;
-	int ret = dir_put(&p->dir, key, l, &old);
 	uint64_t skipped;
+	int ret;
 
+	if (!ring_contains(store_ring(p->st), l->node))
+		return 0;
+	ret = dir_put(&p->dir, key, l, &old);
 	if (ret == -ENOSPC) {
 		METRIC_ADD(p->st, dir_refused, 1);
 		if (log_limit_ok(&p->dir_full_log, pc_env_now(p->st->env), &skipped))

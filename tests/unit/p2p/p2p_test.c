@@ -455,6 +455,40 @@ static void test_entry_crossing_a_leave(void)
 	down(C);
 }
 
+/* A put naming a departed node (a publish it sent before it left, a slow handoff)
+ * must not take the place of a member's entry for the same key: the shard takes
+ * the departed node's entry back out, and the member's page stays reachable. */
+static void test_departed_put_keeps_member_entry(void)
+{
+	struct cluster *C = up("p2p", "8MiB");
+
+	member(C, 2, false);
+	publish(C, 0, 0, 16);
+	CU_ASSERT_EQUAL(readable(C, 1, 16), 16);
+	for (uint32_t i = 0; i < 16; i++) {
+		char k[32];
+		struct pc_keyhash key;
+		struct {
+			struct proto_dir_update h;
+			struct proto_dir_put p;
+		} put = { { .nput = 1 }, { .lo = 0 } };
+		struct pc_rpc r = { .opcode = PC_RPC_DIR_UPDATE, .req = &put, .req_len = sizeof(put) };
+
+		snprintf(k, sizeof(k), "page-%u", i);
+		key = keyhash_of(k, strlen(k));
+		put.p = (struct proto_dir_put){ .lo = key.lo, .hi = key.hi,
+						.loc = { .node = 2, .len = PAGE, .gen = 1000 } };
+		r.peer = ring_owner_of(C->s[0]->svc.ring, key);
+		CU_ASSERT_EQUAL(pc_fabric_call(C->s[2]->svc.fabric, &r, 1), 0);
+		CU_ASSERT_EQUAL(r.status, 0);
+		pc_msg_free(&r.resp);
+	}
+	CU_ASSERT_EQUAL(metrics(C->s[0]).dir_entries + metrics(C->s[1]).dir_entries, 16);
+	CU_ASSERT_EQUAL(readable(C, 1, 16), 16);
+	CU_ASSERT_EQUAL(metrics(C->s[0]).pool_keys, 16);
+	down(C);
+}
+
 static CU_TestInfo tests[] = {
 	{ "round trip across nodes, two round trips per get", test_roundtrip },
 	{ "exists from the directory; length miss; clients", test_exists_and_misses },
@@ -464,6 +498,7 @@ static CU_TestInfo tests[] = {
 	{ "a join heard late; many leaves and joins", test_join_heard_late },
 	{ "bad directory and membership requests", test_bad_requests },
 	{ "an entry crossing a leave is not kept", test_entry_crossing_a_leave },
+	{ "a departed node's put keeps a member's entry", test_departed_put_keeps_member_entry },
 	{ "other nodes' reads move pages up the publisher's LRU", test_remote_reads_refresh_lru },
 	{ "a key published twice keeps one copy", test_double_publish_frees_orphan },
 	CU_TEST_INFO_NULL,
