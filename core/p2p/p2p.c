@@ -114,12 +114,13 @@ int p2p_set(struct store_mode *m, struct pc_page *pages, size_t n)
 			continue;
 		pg = &pages[u[j].page];
 		if (status[j]) {
-			/* no shard knows it: nobody could find it, so free the block (this
-			 * one: another thread may have published the key since) */
+			/* no shard knows it: nobody could find it, so free the block if it
+			 * still holds this publication (a later page of the batch, or
+			 * another thread, may have published the key into it since) */
 			uint32_t b;
 
 			pg->status = status[j];
-			if (p2p_own_block(p, &u[j].loc, &b))
+			if (p2p_own_publication(p, &u[j].loc, &b))
 				pool_remove_at(p->cls[u[j].loc.cls].pool, u[j].key, b);
 			METRIC_ADD(st, write_failures, 1);
 			continue;

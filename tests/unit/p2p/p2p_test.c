@@ -489,6 +489,83 @@ static void test_departed_put_keeps_member_entry(void)
 	down(C);
 }
 
+/* The first of n pages "page-<i>" from i = from on whose shard is (or, when want is
+ * false, is not) node. */
+static uint32_t page_on(struct cluster *C, uint32_t from, uint32_t node, bool want)
+{
+	for (uint32_t i = from;; i++) {
+		char k[32];
+
+		snprintf(k, sizeof(k), "page-%u", i);
+		if ((ring_owner_of(C->s[0]->svc.ring, keyhash_of(k, strlen(k))) == node) == want)
+			return i;
+	}
+}
+
+/* A set batch publishes K, then X (which evicts the LRU tail W), then K again: the
+ * first put of K is refused by n0's own shard (n0 is at its bound there), W's
+ * removal makes room, and the second put of K is taken. Freeing the refused
+ * publication must not free the second one, which reuses its block: the page the
+ * batch says it stored stays in n0's pool and readable. */
+static void test_refused_put_keeps_later_publication(void)
+{
+	struct cluster *C = up("p2p", "1MiB, dir_entries_per_block: 1");
+	const uint32_t blocks = (1u << 20) / (64 + 16384);	/* 63, n0's bound per shard */
+	uint32_t w = page_on(C, 0, 0, true), k = page_on(C, w + 1, 0, true);
+	uint32_t x = page_on(C, 0, 0, false), y = page_on(C, x + 1, 0, false), at = 0;
+	uint32_t filled = 1, forged = 0;
+	static uint8_t buf[3][PAGE];
+	char key[3][32];
+	struct pc_page pg[3];
+	int wrong = 0, bad = 0;
+
+	/* n0's pool: W first (the LRU tail), then others up to one free block */
+	CU_ASSERT_EQUAL(pc_test_write_pages(C->s[0], w, 1, PAGE), 1);
+	for (uint32_t i = 0; filled < blocks - 1; i++) {
+		if (i == w || i == k || i == x || i == y)
+			continue;
+		CU_ASSERT_EQUAL(pc_test_write_pages(C->s[0], i, 1, PAGE), 1);
+		filled++;
+	}
+	/* n0's shard: entries naming n0 up to its bound */
+	while (metrics(C->s[0]).dir_entries < blocks) {
+		struct pc_keyhash f = keyhash_of(&at, sizeof(at));
+
+		at++;
+		struct {
+			struct proto_dir_update h;
+			struct proto_dir_put p;
+		} put = { { .nput = 1 }, { .lo = f.lo, .hi = f.hi,
+					   .loc = { .node = 0, .len = PAGE, .gen = 1 } } };
+		struct pc_rpc r = { .peer = 0, .opcode = PC_RPC_DIR_UPDATE, .req = &put,
+				    .req_len = sizeof(put) };
+
+		if (ring_owner_of(C->s[0]->svc.ring, f) != 0)
+			continue;
+		CU_ASSERT_EQUAL(pc_fabric_call(C->s[1]->svc.fabric, &r, 1), 0);
+		CU_ASSERT_EQUAL_FATAL(r.status, 0);
+		pc_msg_free(&r.resp);
+		CU_ASSERT_FATAL(++forged <= blocks);
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(key[i], sizeof(key[i]), "page-%u", i == 1 ? x : k);
+		pc_test_fill(buf[i], PAGE, key[i], 1);
+		pg[i] = (struct pc_page){ .key = key[i], .key_len = strlen(key[i]), .data = buf[i],
+					  .len = PAGE };
+	}
+	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], pg, 3), 2);
+	CU_ASSERT_EQUAL(pg[0].status, -ENOSPC);
+	CU_ASSERT_EQUAL(pg[1].status, 0);
+	CU_ASSERT_EQUAL(pg[2].status, 0);
+	CU_ASSERT_EQUAL(metrics(C->s[0]).pool_keys, blocks);
+	/* one page more takes a block: a free one, if K's was freed */
+	CU_ASSERT_EQUAL(pc_test_write_pages(C->s[0], y, 1, PAGE), 1);
+	CU_ASSERT_EQUAL(pc_test_read_range(C->s[1], k, 1, PAGE, &wrong, &bad), 1);
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(bad, 0);
+	down(C);
+}
+
 static CU_TestInfo tests[] = {
 	{ "round trip across nodes, two round trips per get", test_roundtrip },
 	{ "exists from the directory; length miss; clients", test_exists_and_misses },
@@ -499,6 +576,7 @@ static CU_TestInfo tests[] = {
 	{ "bad directory and membership requests", test_bad_requests },
 	{ "an entry crossing a leave is not kept", test_entry_crossing_a_leave },
 	{ "a departed node's put keeps a member's entry", test_departed_put_keeps_member_entry },
+	{ "a refused put frees its own publication only", test_refused_put_keeps_later_publication },
 	{ "other nodes' reads move pages up the publisher's LRU", test_remote_reads_refresh_lru },
 	{ "a key published twice keeps one copy", test_double_publish_frees_orphan },
 	CU_TEST_INFO_NULL,
