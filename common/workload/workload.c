@@ -143,7 +143,7 @@ struct wl_gen {
 	uint64_t made;
 	uint64_t t_ns;
 	struct trace *trace;
-	uint64_t t0_ms;
+	long long t0_ms;
 	bool have_t0;
 	uint64_t *pages;
 	uint32_t *tokens;
@@ -255,13 +255,21 @@ static int trace_req(struct wl_gen *g, struct wl_req *r)
 		}
 	}
 	if (!g->have_t0) {
-		g->t0_ms = (uint64_t)q.timestamp_ms;
+		g->t0_ms = q.timestamp_ms;
 		g->have_t0 = true;
 	}
-	if (g->spec.rate > 0)
+	if (g->spec.rate > 0) {
 		next_arrival(g);
-	else
-		g->t_ns = ((uint64_t)q.timestamp_ms - g->t0_ms) * 1000000ULL;
+	} else {
+		/* Arrivals never go back: a request stamped before the one before it
+		 * (the first's included) arrives with it, rather than wrapping the
+		 * unsigned difference to centuries of virtual time. */
+		uint64_t t = q.timestamp_ms > g->t0_ms ?
+			     ((uint64_t)q.timestamp_ms - (uint64_t)g->t0_ms) * 1000000ULL : 0;
+
+		if (t > g->t_ns)
+			g->t_ns = t;
+	}
 	r->t_ns = g->t_ns;
 	r->npages = (uint32_t)np;
 	r->pages = g->pages;

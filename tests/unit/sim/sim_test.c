@@ -701,6 +701,37 @@ static void test_prefix_exact(void)
 	free(seen);
 }
 
+/* A trace's arrivals never go back: a timestamp earlier than one before it (the
+ * first's included) arrives with the request before it, not 2^64 ns minus a little
+ * after the start. */
+static void test_trace_times(void)
+{
+	static const uint64_t want_ms[] = { 0, 0, 500, 500, 700 };
+	char path[256], err[PC_ERR_MAX];
+	struct wl_spec spec;
+	struct wl_gen *g = NULL;
+	struct wl_req r;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/times.jsonl", pc_test_tmpdir());
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "{\"timestamp\": 1000, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
+		   "{\"timestamp\": 400, \"input_length\": 600, \"hash_ids\": [1, 3]}\n"
+		   "{\"timestamp\": 1500, \"input_length\": 600, \"hash_ids\": [1, 4]}\n"
+		   "{\"timestamp\": 1200, \"input_length\": 600, \"hash_ids\": [1, 5]}\n"
+		   "{\"timestamp\": 1700, \"input_length\": 600, \"hash_ids\": [1, 6]}\n");
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(wl_parse(path, &spec, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(wl_open(&spec, 1, 512, &g, err, sizeof(err)), 0);
+	for (int i = 0; i < 5; i++) {
+		CU_ASSERT_EQUAL_FATAL(wl_next(g, &r), 1);
+		CU_ASSERT_EQUAL(r.t_ns, want_ms[i] * 1000000ULL);
+	}
+	CU_ASSERT_EQUAL(wl_next(g, &r), 0);
+	wl_close(g);
+}
+
 /* ---------------------------------------------------------------- spill */
 
 /* The same Zipf workload on slots that hold an eighth of its keys, with and without a
@@ -1520,6 +1551,7 @@ static CU_TestInfo tests[] = {
 	{ "slotmap hit rate vs FIFO approximation", test_fifo_hit_rate },
 	{ "p2p pool (LRU) hit rate vs Che approximation", test_lru_che },
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
+	{ "a trace's arrivals never go back", test_trace_times },
 	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
 	{ "an arrival rate past capacity stops the run", test_overload_stops },
 	{ "a lookup and its publishing in one call decide as two batch calls", test_one_call_as_two },
