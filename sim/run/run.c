@@ -121,9 +121,14 @@ static struct run_point *point_at(struct cluster *c, uint64_t t)
 	if (!c->cfg->interval_ns)
 		return NULL;
 	k = t / c->cfg->interval_ns;
+	/* The count of points is 32 bits: an interval further out than it can count
+	 * (a trace's timestamps years apart) goes unrecorded, as one past memory does,
+	 * rather than a count cut to 32 bits leaving k outside the series. */
+	if (k >= UINT32_MAX / 2)
+		return NULL;
 	if (k >= c->res->nr_points) {
 		uint32_t n = (uint32_t)(k + 1) * 2;
-		struct run_point *p = realloc(c->res->series, n * sizeof(*p));
+		struct run_point *p = realloc(c->res->series, (size_t)n * sizeof(*p));
 
 		if (!p)
 			return NULL;

@@ -732,6 +732,37 @@ static void test_trace_times(void)
 	wl_close(g);
 }
 
+/* A trace whose second request comes 2^31 intervals of the time series after its
+ * first: the run ends with both served (the interval past what the series can hold
+ * goes unrecorded) instead of writing past the series' end. */
+static void test_trace_far_apart(void)
+{
+	const char *text = "store: {slot_size_classes: [8KiB], global_segment_size: 8MiB}\n"
+			   "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n";
+	struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 1,
+			       .interval_ns = 1000000000ULL };
+	struct pc_topology *t = NULL;
+	struct run_result r;
+	char path[256], err[PC_ERR_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/far.jsonl", pc_test_tmpdir());
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "{\"timestamp\": 0, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
+		   "{\"timestamp\": 2147483653000, \"input_length\": 600, \"hash_ids\": [1, 3]}\n");
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(wl_parse(path, &cfg.wl, err, sizeof(err)), 0);
+	cfg.topo = t;
+	CU_ASSERT_EQUAL(run_sim(&cfg, &r, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(r.requests, 2);
+	CU_ASSERT(r.sim_s >= 2147483653.0);
+	CU_ASSERT(r.nr_points >= 1 && r.series[0].requests == 1);
+	run_result_free(&r);
+	pc_topology_free(t);
+}
+
 /* ---------------------------------------------------------------- spill */
 
 /* The same Zipf workload on slots that hold an eighth of its keys, with and without a
@@ -1552,6 +1583,7 @@ static CU_TestInfo tests[] = {
 	{ "p2p pool (LRU) hit rate vs Che approximation", test_lru_che },
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
 	{ "a trace's arrivals never go back", test_trace_times },
+	{ "a trace's requests 2^31 intervals apart", test_trace_far_apart },
 	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
 	{ "an arrival rate past capacity stops the run", test_overload_stops },
 	{ "a lookup and its publishing in one call decide as two batch calls", test_one_call_as_two },
