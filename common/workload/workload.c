@@ -19,6 +19,7 @@ static int kv(const char *k, const char *v, struct wl_spec *w, char *err, size_t
 {
 	char *end;
 	double d = strtod(v, &end);
+	bool wide = !strcmp(k, "keys") || !strcmp(k, "requests");
 
 	if (!*v || *end) {
 		if (!strcmp(k, "file")) {
@@ -28,9 +29,21 @@ static int kv(const char *k, const char *v, struct wl_spec *w, char *err, size_t
 		snprintf(err, errlen, "workload: %s=%s: expected a number", k, v);
 		return -EINVAL;
 	}
-	if (d < 0) {
+	if (!(d >= 0) || !isfinite(d)) {	/* nan fails d >= 0 */
 		snprintf(err, errlen, "workload: %s=%s: expected a number >= 0", k, v);
 		return -EINVAL;
+	}
+	/* The counts are whole, and must fit their fields: a cast would cut 1.5
+	 * requests to 1 and 2^32 + 1 pages to 1 without a word. */
+	if (wide || !strcmp(k, "pages") || !strcmp(k, "groups") || !strcmp(k, "prompts") ||
+	    !strcmp(k, "prefix") || !strcmp(k, "suffix")) {
+		double max = wide ? 18446744073709549568.0 : (double)UINT32_MAX;
+
+		if (d != floor(d) || d > max) {
+			snprintf(err, errlen, "workload: %s=%s: expected a whole number below %s", k, v,
+				 wide ? "2^64" : "2^32");
+			return -EINVAL;
+		}
 	}
 	if (!strcmp(k, "keys"))
 		w->keys = (uint64_t)d;

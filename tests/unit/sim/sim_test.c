@@ -578,6 +578,37 @@ static void test_zipf(void)
 	check_zipf(1000, 0.8, false);
 }
 
+/* A workload parameter that its field cannot hold, or that is no number at all
+ * (nan, inf), is refused with a line naming it, not cut to something else. */
+static void test_wl_numbers(void)
+{
+	static const char *const bad[] = {
+		"zipf:keys=1000,pages=4294967297",	/* would wrap to 1 page */
+		"zipf:keys=1000,requests=1.5",		/* would run 1 request */
+		"zipf:keys=1e30",			/* past uint64_t */
+		"zipf:keys=1000,rate=nan",
+		"zipf:keys=1000,rate=inf",
+		"zipf:keys=1000,s=nan",
+		"prefix:groups=8,prefix=4294967296",	/* would wrap to 0 */
+	};
+	char err[PC_ERR_MAX];
+	struct wl_spec w;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		CU_ASSERT_EQUAL(wl_parse(bad[i], &w, err, sizeof(err)), -EINVAL);
+		if (!err[0] || strchr(err, '\n') || !strstr(err, "="))
+			printf("\n  %s: '%s'\n", bad[i], err);
+		CU_ASSERT(err[0] && !strchr(err, '\n') && strstr(err, "="));
+	}
+	CU_ASSERT_EQUAL(wl_parse("zipf:keys=1e6,s=0.9,pages=16,requests=2000,rate=1500.5", &w, err,
+				 sizeof(err)), 0);
+	CU_ASSERT_EQUAL(w.keys, 1000000);
+	CU_ASSERT_EQUAL(w.pages, 16);
+	CU_ASSERT_EQUAL(w.requests, 2000);
+	CU_ASSERT(w.rate == 1500.5);
+}
+
 /* Slotmap evicts by write order (one-sided reads cannot refresh a stamp): FIFO. */
 static void test_fifo_hit_rate(void)
 {
@@ -1579,6 +1610,7 @@ static CU_TestInfo tests[] = {
 	{ "nodes at one address spilling to one directory share one disk", test_shared_disk },
 	{ "W-way bucket overflow vs Poisson", test_bucket_overflow },
 	{ "Zipf samplers vs the exact distribution", test_zipf },
+	{ "workload parameters their fields cannot hold are refused", test_wl_numbers },
 	{ "slotmap hit rate vs FIFO approximation", test_fifo_hit_rate },
 	{ "p2p pool (LRU) hit rate vs Che approximation", test_lru_che },
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
