@@ -214,6 +214,10 @@ static void parse_event(const char *arg, const struct pc_topology *t, struct run
 	if ((!join && !kill && strncmp(arg, "leave:", 6)) ||
 	    sscanf(arg + skip, "%63[^@]@%lf%n", name, &at, &n) != 2 || arg[skip + n])
 		tool_die(TOOL, "--event %s: expected leave:NODE@SECONDS, kill:NODE@SECONDS or join:NODE@SECONDS", arg);
+	/* A time the event's nanoseconds cannot hold (negative, nan, inf, past 2^64 ns)
+	 * would convert to no time in particular: the event would never happen. */
+	if (!(at >= 0) || !(at * 1e9 < 18446744073709549568.0))
+		tool_die(TOOL, "--event %s: expected SECONDS from 0 to 1.8e10 of simulated time", arg);
 	node = pc_topology_find_node(t, name);
 	if (node < 0)
 		tool_die(TOOL, "--event %s: no node named '%s' in the topology", arg, name);

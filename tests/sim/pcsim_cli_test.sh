@@ -58,5 +58,14 @@ rc=$?
 "$PCSIM" --topology "$TOPO" --workload zipf:keys=1000,requests=300 --out "$T/e" >/dev/null 2>"$T/e.err" &&
 	ok "zipf:keys=1000 runs in timing mode without rate=" || { bad "default rate"; cat "$T/e.err"; }
 
+# An event time that is no time (negative, nan, inf) is refused, not run at 2^64 ns.
+for at in -1 nan inf; do
+	"$PCSIM" --topology "$TOPO" --workload zipf:keys=1000,requests=50 --mode hitrate \
+		--event "leave:r01@$at" --out "$T/f$at" >/dev/null 2>"$T/f.err"
+	rc=$?
+	[ $rc = 2 ] && grep -q "leave:r01@$at" "$T/f.err" && ok "--event leave:r01@$at refused" ||
+		bad "--event leave:r01@$at: exit $rc, $(cat "$T/f.err")"
+done
+
 echo "pcsim: $pass passed, $fail failed"
 [ $fail = 0 ]
