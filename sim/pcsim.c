@@ -185,8 +185,16 @@ static void parse_find(const char *arg, struct find *f)
 			f->min_hit = strtod(tok + 5, &end);
 			if (*end == '%')
 				f->min_hit /= 100, end++;
+			/* A rate: "hit>=80" (meant as 80%) could never be met, and
+			 * "hit>=" with no number would be met by anything. */
+			if (end == tok + 5 || !(f->min_hit >= 0 && f->min_hit <= 1))
+				tool_die(TOOL, "--find %s: the hit rate is from 0 to 1, or 0%% to 100%% (e.g. hit>=0.8 or hit>=80%%)",
+					 arg);
 		} else if (!strncmp(tok, "p99<=", 5)) {
 			v = strtod(tok + 5, &end);
+			if (end == tok + 5 || !(v > 0) || !isfinite(v))
+				tool_die(TOOL, "--find %s: p99 takes a positive number and a unit (e.g. p99<=2ms)",
+					 arg);
 			if (!strcmp(end, "ms"))
 				f->max_p99_us = v * 1000, end += 2;
 			else if (!strcmp(end, "us"))

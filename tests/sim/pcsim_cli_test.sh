@@ -67,5 +67,14 @@ for at in -1 nan inf; do
 		bad "--event leave:r01@$at: exit $rc, $(cat "$T/f.err")"
 done
 
+# A --find target without a number, or a hit rate past 1 (80 for 80%), is refused.
+for fx in "hit>=" "hit>=80" "p99<=ms" "hit>=nan"; do
+	"$PCSIM" --topology "$TOPO" --workload zipf:keys=1000,requests=50 --mode hitrate \
+		--find "$fx" --out "$T/g" --force >/dev/null 2>"$T/g.err"
+	rc=$?
+	[ $rc = 2 ] && grep -q -- "--find $fx" "$T/g.err" && ok "--find $fx refused" ||
+		bad "--find $fx: exit $rc, $(cat "$T/g.err")"
+done
+
 echo "pcsim: $pass passed, $fail failed"
 [ $fail = 0 ]
