@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -547,7 +548,7 @@ int main(int argc, char **argv)
 		case 'o': dir = optarg; break;
 		case 's': sets[nsets++] = optarg; break;
 		case 'S': add_sweep(optarg); break;
-		case 'n': seeds = (int)tool_uint(TOOL, "--seeds", optarg); break;
+		case 'n': seeds = (int)tool_uint_max(TOOL, "--seeds", optarg, INT_MAX); break;
 		case 'm':
 			if (strcmp(optarg, "timing") && strcmp(optarg, "hitrate"))
 				tool_die(TOOL, "--mode %s: expected timing or hitrate", optarg);

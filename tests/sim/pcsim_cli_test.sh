@@ -76,5 +76,12 @@ for fx in "hit>=" "hit>=80" "p99<=ms" "hit>=nan"; do
 		bad "--find $fx: exit $rc, $(cat "$T/g.err")"
 done
 
+# --seeds past what the run counter holds is refused, not cut to 0 runs.
+"$PCSIM" --topology "$TOPO" --workload zipf:keys=1000,requests=50 --mode hitrate \
+	--seeds 4294967296 --out "$T/h" >/dev/null 2>"$T/h.err"
+rc=$?
+[ $rc = 2 ] && grep -q -- "--seeds 4294967296" "$T/h.err" && ok "--seeds 2^32 refused" ||
+	bad "--seeds 2^32: exit $rc, $(cat "$T/h.err")"
+
 echo "pcsim: $pass passed, $fail failed"
 [ $fail = 0 ]
