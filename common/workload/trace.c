@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,20 +44,32 @@ void trace_close(struct trace *t)
 	free(t);
 }
 
+static bool ids_are_integers(const json_t *arr, size_t n)
+{
+	for (size_t b = 0; b < n; b++)
+		if (!json_is_integer(json_array_get(arr, b)))
+			return false;
+	return true;
+}
+
 int trace_parse_line(const char *line, size_t len, struct trace_req *r, uint64_t **ids,
 		     size_t *cap)
 {
 	json_error_t jerr;
-	json_t *o = json_loadb(line, len, 0, &jerr), *arr;
+	json_t *o = json_loadb(line, len, 0, &jerr), *arr, *ts;
 	size_t n;
 
 	if (!o)
 		return 0;	/* a blank or broken line: skip it */
-	r->timestamp_ms = json_integer_value(json_object_get(o, "timestamp"));
+	ts = json_object_get(o, "timestamp");
+	r->timestamp_ms = json_integer_value(ts);
 	r->input_length = json_integer_value(json_object_get(o, "input_length"));
 	arr = json_object_get(o, "hash_ids");
 	n = json_array_size(arr);
-	if (!n || r->input_length <= 0) {
+	/* jansson reads what is not an integer as 0: a timestamp that is not one
+	 * would arrive at the trace's start, a hash id that is not one would name
+	 * block 0 and hit as another request's prefix. */
+	if (!n || r->input_length <= 0 || !json_is_integer(ts) || !ids_are_integers(arr, n)) {
 		json_decref(o);
 		return 0;
 	}
@@ -106,6 +119,11 @@ static void line_problem(const char *line, size_t len, char *buf, size_t buflen)
 		snprintf(buf, buflen, "not a JSON object");
 	else if (!json_array_size(json_object_get(o, "hash_ids")))
 		snprintf(buf, buflen, "no hash_ids (a non-empty list of block ids)");
+	else if (!ids_are_integers(json_object_get(o, "hash_ids"),
+				   json_array_size(json_object_get(o, "hash_ids"))))
+		snprintf(buf, buflen, "hash_ids holds something other than integer block ids");
+	else if (!json_is_integer(json_object_get(o, "timestamp")))
+		snprintf(buf, buflen, "timestamp missing or not a whole number of milliseconds");
 	else
 		snprintf(buf, buflen, "input_length missing or not a positive integer");
 	json_decref(o);

@@ -25,8 +25,9 @@ struct trace_req {
 /* 0, or -ENOENT with a one-line error naming the file. */
 int trace_open(const char *path, struct trace **out, char *err, size_t errlen);
 void trace_close(struct trace *t);
-/* The next request of the trace. Lines that do not parse, and requests without
- * blocks or input tokens, are skipped. 1, 0 at the end, or -ENOMEM. */
+/* The next request of the trace. Lines that do not parse, requests without
+ * blocks or input tokens, and those whose timestamp or a hash id is not an
+ * integer, are skipped. 1, 0 at the end, or -ENOMEM. */
 int trace_next(struct trace *t, struct trace_req *r);
 /* One line of a trace (len bytes, no NUL needed): 1 and *r when it is a request
  * (r->ids points into *ids, grown as needed, *cap entries; the caller frees it),

@@ -33,6 +33,7 @@
 #include "run/run.h"
 #include "store.h"
 #include "testutil.h"
+#include "workload/trace.h"
 #include "workload/workload.h"
 
 /* ---------------------------------------------------------------- determinism */
@@ -607,6 +608,33 @@ static void test_wl_numbers(void)
 	CU_ASSERT_EQUAL(w.pages, 16);
 	CU_ASSERT_EQUAL(w.requests, 2000);
 	CU_ASSERT(w.rate == 1500.5);
+}
+
+/* A trace line whose timestamp is missing or not a whole number of ms, or whose
+ * hash_ids hold something other than integers, is not a request: read as 0, it
+ * would arrive at the trace's start or name block 0 and hit as another's prefix. */
+static void test_trace_bad_fields(void)
+{
+	char path[256], why[600], err[PC_ERR_MAX];
+	uint64_t good = 0, bad = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/fields.jsonl", pc_test_tmpdir());
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "{\"timestamp\": 10, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
+		   "{\"input_length\": 600, \"hash_ids\": [1, 3]}\n"
+		   "{\"timestamp\": \"20\", \"input_length\": 600, \"hash_ids\": [1, 4]}\n"
+		   "{\"timestamp\": 30, \"input_length\": 600, \"hash_ids\": [1, \"x\"]}\n"
+		   "{\"timestamp\": 40, \"input_length\": 600, \"hash_ids\": [1, 2.5]}\n"
+		   "{\"timestamp\": 50, \"input_length\": 600, \"hash_ids\": [7, 8]}\n");
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(trace_check(path, &good, &bad, why, sizeof(why), err, sizeof(err)), 0);
+	printf("\n  %llu good, %llu bad: %s\n", (unsigned long long)good, (unsigned long long)bad, why);
+	CU_ASSERT_EQUAL(good, 2);
+	CU_ASSERT_EQUAL(bad, 4);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "line 2: timestamp"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "line 4: hash_ids"));
 }
 
 /* Slotmap evicts by write order (one-sided reads cannot refresh a stamp): FIFO. */
@@ -1615,6 +1643,7 @@ static CU_TestInfo tests[] = {
 	{ "p2p pool (LRU) hit rate vs Che approximation", test_lru_che },
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
 	{ "a trace's arrivals never go back", test_trace_times },
+	{ "a trace line with a bad timestamp or hash id is not a request", test_trace_bad_fields },
 	{ "a trace's requests 2^31 intervals apart", test_trace_far_apart },
 	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
 	{ "an arrival rate past capacity stops the run", test_overload_stops },
