@@ -15,12 +15,34 @@
 
 /* ------------------------------------------------------------------ parsing */
 
+/* Each kind's parameters, space-separated and padded, for strstr. */
+static const char *const kind_keys[] = {
+	[WL_ZIPF] = " keys s pages requests rate ",
+	[WL_PREFIX] = " groups prompts prefix suffix group_s requests rate ",
+	[WL_TRACE] = " file requests rate ",
+};
+static const char *const kind_names[] = { [WL_ZIPF] = "zipf", [WL_PREFIX] = "prefix",
+					  [WL_TRACE] = "mooncake" };
+
 static int kv(const char *k, const char *v, struct wl_spec *w, char *err, size_t errlen)
 {
-	char *end;
+	char *end, word[40];
 	double d = strtod(v, &end);
 	bool wide = !strcmp(k, "keys") || !strcmp(k, "requests");
 
+	/* Another kind's parameter would be taken and then ignored: zipf:groups=4
+	 * runs as if it were not there. */
+	snprintf(word, sizeof(word), " %.30s ", k);
+	if (!strstr(kind_keys[w->kind], word) && !strchr(k, ' ')) {
+		for (int o = WL_ZIPF; o <= WL_TRACE; o++)
+			if (strstr(kind_keys[o], word)) {
+				snprintf(err, errlen,
+					 "workload: %s is a parameter of %s, not of %s (%s takes %.*s)", k,
+					 kind_names[o], kind_names[w->kind], kind_names[w->kind],
+					 (int)strlen(kind_keys[w->kind]) - 2, kind_keys[w->kind] + 1);
+				return -EINVAL;
+			}
+	}
 	if (!*v || *end) {
 		if (!strcmp(k, "file")) {
 			snprintf(w->trace, sizeof(w->trace), "%s", v);

@@ -637,6 +637,32 @@ static void test_trace_bad_fields(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "line 4: hash_ids"));
 }
 
+/* A parameter of another kind of workload is refused, not ignored: zipf has no
+ * groups, prefix no keys, a trace neither. */
+static void test_wl_foreign_keys(void)
+{
+	static const char *const bad[] = {
+		"zipf:keys=1000,groups=4",
+		"zipf:keys=1000,file=t.jsonl",
+		"prefix:groups=4,keys=1000",
+		"prefix:groups=4,s=0.9",
+		"mooncake:t.jsonl,pages=4",
+	};
+	char err[PC_ERR_MAX];
+	struct wl_spec w;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		CU_ASSERT_EQUAL(wl_parse(bad[i], &w, err, sizeof(err)), -EINVAL);
+		CU_ASSERT(err[0] && !strchr(err, '\n'));
+	}
+	CU_ASSERT_EQUAL(wl_parse("prefix:groups=4,prompts=2,group_s=0.5,requests=10,rate=5", &w, err,
+				 sizeof(err)), 0);
+	CU_ASSERT_EQUAL(wl_parse("mooncake:t.jsonl,requests=10,rate=5", &w, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(wl_parse("mooncake:file=t.jsonl,requests=10", &w, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(w.trace, "t.jsonl");
+}
+
 /* Slotmap evicts by write order (one-sided reads cannot refresh a stamp): FIFO. */
 static void test_fifo_hit_rate(void)
 {
@@ -1639,6 +1665,7 @@ static CU_TestInfo tests[] = {
 	{ "W-way bucket overflow vs Poisson", test_bucket_overflow },
 	{ "Zipf samplers vs the exact distribution", test_zipf },
 	{ "workload parameters their fields cannot hold are refused", test_wl_numbers },
+	{ "a parameter of another kind of workload is refused", test_wl_foreign_keys },
 	{ "slotmap hit rate vs FIFO approximation", test_fifo_hit_rate },
 	{ "p2p pool (LRU) hit rate vs Che approximation", test_lru_che },
 	{ "infinite-cache prefix hits vs an exact count", test_prefix_exact },
