@@ -273,17 +273,23 @@ static void collect(struct cluster *c)
 {
 	struct run_result *res = c->res;
 	uint64_t max_owned = 0, sum_owned = 0;
+	uint32_t drives = 0;
 
 	res->sim_s = (double)sim_now(c->s) / 1e9;
 	net_utilisation(c->w->net, (double)sim_now(c->s), &res->nic_util_mean, &res->nic_util_max);
 	for (uint32_t i = 0; i < c->nn; i++) {
 		struct pc_metrics m = { .size = sizeof(m) };
+		bool first = c->w->nvme[i] != NULL;
 
-		if (c->w->nvme[i]) {
+		/* A mean over the drives: one that a host's nodes share counts once. */
+		for (uint32_t j = 0; first && j < i; j++)
+			first = c->w->nvme[j] != c->w->nvme[i];
+		if (first) {
 			double u = nvme_utilisation(c->w->nvme[i], (double)sim_now(c->s));
 
-			res->nvme_util_mean += u / c->nn;
+			res->nvme_util_mean += u;
 			res->nvme_util_max = u > res->nvme_util_max ? u : res->nvme_util_max;
+			drives++;
 		}
 		if (c->st[i]) {
 			pc_store_metrics(c->st[i], &m);
@@ -295,6 +301,8 @@ static void collect(struct cluster *c)
 		sum_owned += c->owned[i];
 		max_owned = c->owned[i] > max_owned ? c->owned[i] : max_owned;
 	}
+	if (drives)
+		res->nvme_util_mean /= drives;
 	/* Page hits served from disk (counted by the stores, before any prefix cut). */
 	if (res->pages_disk > res->pages_host)
 		res->pages_disk = res->pages_host;

@@ -891,6 +891,34 @@ static void test_spill_adds_hits(void)
 	run_result_free(&r[1]);
 }
 
+/* nvme_util_mean is the mean over the drives: a and b, one host's processes
+ * spilling to one directory, share a drive; c's own drive is so fast it is all but
+ * idle. The mean over the two drives is about half the busiest's, not two thirds
+ * (the shared one counted once per node). */
+static void test_nvme_util_per_drive(void)
+{
+	static const char text[] =
+		"store: {slot_size_classes: [16KiB], slot_ways: 4, global_segment_size: 4MiB, slot_spill_ways: 2}\n"
+		"node_defaults: {nvme: {path: /unused, capacity: 128MiB, read_mbps: 2000, write_mbps: 1000, latency_us: 80, queue_depth: 32}}\n"
+		"nodes:\n  - {name: a, address: 127.0.0.1}\n  - {name: b, address: 127.0.0.1, port: 31999}\n"
+		"  - {name: c, address: 10.0.0.3, nvme: {path: /fast, capacity: 128MiB, read_mbps: 1000000, write_mbps: 1000000, latency_us: 0, queue_depth: 32}}\n";
+	struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 3 };
+	struct pc_topology *t = NULL;
+	struct run_result r;
+	char err[PC_ERR_MAX];
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(wl_parse("zipf:keys=4000,s=0.8,pages=4,requests=300,rate=500", &cfg.wl,
+				       err, sizeof(err)), 0);
+	cfg.topo = t;
+	CU_ASSERT_EQUAL_FATAL(run_sim(&cfg, &r, err, sizeof(err)), 0);
+	printf("\n  NVMe busy: mean %.4f, max %.4f\n", r.nvme_util_mean, r.nvme_util_max);
+	CU_ASSERT(r.nvme_util_max > 0);
+	CU_ASSERT(fabs(r.nvme_util_mean / r.nvme_util_max - 0.5) < 0.05);
+	run_result_free(&r);
+	pc_topology_free(t);
+}
+
 /* ---------------------------------------------------------------- a crash */
 
 struct windows {
@@ -1673,6 +1701,7 @@ static CU_TestInfo tests[] = {
 	{ "a trace line with a bad timestamp or hash id is not a request", test_trace_bad_fields },
 	{ "a trace's requests 2^31 intervals apart", test_trace_far_apart },
 	{ "spill to the NVMe model adds hits", test_spill_adds_hits },
+	{ "nvme_util_mean is the mean over the drives", test_nvme_util_per_drive },
 	{ "an arrival rate past capacity stops the run", test_overload_stops },
 	{ "a lookup and its publishing in one call decide as two batch calls", test_one_call_as_two },
 	{ "hit-rate mode: the load per owner counts every page", test_owner_load_exact },
