@@ -501,14 +501,17 @@ static void plot(const char *dir, bool timing, const char *labels, const char *s
 		fprintf(stderr, "pcsim: %d plot(s) failed; see %s/plots.log\n", failed, dir);
 }
 
-/* --duration and --interval: a positive number of seconds. */
+/* --duration and --interval: a positive number of seconds, held in nanoseconds: at
+ * least one (less would be 0, no time series at all) and fewer than 2^64 (more
+ * would convert to no value in particular). */
 static double seconds(const char *flag, const char *v)
 {
 	char *end;
 	double d = strtod(v, &end);
 
-	if (end == v || *end || !(d > 0) || !isfinite(d))
-		tool_die(TOOL, "%s %s: expected a positive number of seconds, e.g. 30 or 0.5", flag, v);
+	if (end == v || *end || !(d * 1e9 >= 1) || !(d * 1e9 < 18446744073709549568.0))
+		tool_die(TOOL, "%s %s: expected a positive number of seconds from 1e-9 to 1.8e10, e.g. 30 or 0.5",
+			 flag, v);
 	return d;
 }
 

@@ -83,5 +83,15 @@ rc=$?
 [ $rc = 2 ] && grep -q -- "--seeds 4294967296" "$T/h.err" && ok "--seeds 2^32 refused" ||
 	bad "--seeds 2^32: exit $rc, $(cat "$T/h.err")"
 
+# An --interval or --duration that nanoseconds in 64 bits cannot hold is refused:
+# 1e-10 s is 0 ns (no time series at all), 1e12 s past 2^64 ns.
+for a in "--interval 1e-10" "--interval 1e12" "--duration 1e12"; do
+	"$PCSIM" --topology "$TOPO" --workload zipf:keys=1000,requests=50 $a --out "$T/i" --force \
+		>/dev/null 2>"$T/i.err"
+	rc=$?
+	[ $rc = 2 ] && grep -q -- "$a" "$T/i.err" && ok "$a refused" ||
+		bad "$a: exit $rc, $(cat "$T/i.err")"
+done
+
 echo "pcsim: $pass passed, $fail failed"
 [ $fail = 0 ]
