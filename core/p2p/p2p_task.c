@@ -38,6 +38,13 @@ bool p2p_spawn(struct p2p *p, const char *name, void (*fn)(struct p2p_job *), st
 	uint32_t keep = 0;
 
 	pthread_mutex_lock(&p->tasks_lock);
+	/* Closing: p2p_close walks the jobs without the lock from here on, so the
+	 * array is not touched (a job that ended is joined there). */
+	if (p->closing) {
+		pthread_mutex_unlock(&p->tasks_lock);
+		free(j);
+		return false;
+	}
 	for (uint32_t i = 0; i < p->nr_jobs; i++) {
 		if (__atomic_load_n(&p->jobs[i]->done, __ATOMIC_ACQUIRE)) {
 			pc_env_join(p->st->env, p->jobs[i]->task);
@@ -47,8 +54,8 @@ bool p2p_spawn(struct p2p *p, const char *name, void (*fn)(struct p2p_job *), st
 		}
 	}
 	p->nr_jobs = keep;
-	if (!ret && (p->closing || p->nr_jobs == MAX_JOBS))
-		ret = p->closing ? -ESHUTDOWN : -EBUSY;
+	if (!ret && p->nr_jobs == MAX_JOBS)
+		ret = -EBUSY;
 	if (!ret) {
 		*j = (struct p2p_job){ .p = p, .fn = fn, .old = old ? ring_ref(old) : NULL,
 				       .node = node };
@@ -61,7 +68,7 @@ bool p2p_spawn(struct p2p *p, const char *name, void (*fn)(struct p2p_job *), st
 	pthread_mutex_unlock(&p->tasks_lock);
 	if (ret) {
 		free(j);
-		if (ret != -ESHUTDOWN && !quiet)
+		if (!quiet)
 			pc_warn("p2p: cannot start %s (%s): directory entries stay where they are", name,
 				strerror(-ret));
 	}
