@@ -131,6 +131,7 @@ static const struct tool_doc doc = {
 
 #define MAX_SWEEPS 8
 #define MAX_VALUES 64
+#define MAX_CONFIGS (1 << 20)	/* configurations a run sweeps, at most */
 
 struct sweep {
 	char key[96];
@@ -601,6 +602,11 @@ int main(int argc, char **argv)
 				tool_die(TOOL, "--sweep: %s", err);
 			pc_topology_free(t);
 		}
+		/* the product in 64 bits: 8 sweeps of 64 values wrap an int (to no run at all) */
+		if ((uint64_t)total * (uint64_t)sweeps[i].n > MAX_CONFIGS)
+			tool_die(TOOL, "--sweep: more than %d configurations (the product of the sweeps' "
+				 "numbers of values); sweep fewer values, or run the sweeps one by one",
+				 MAX_CONFIGS);
 		total *= sweeps[i].n;
 	}
 	if (cfg.wl.kind == WL_TRACE)

@@ -83,6 +83,17 @@ rc=$?
 [ $rc = 2 ] && grep -q -- "--seeds 4294967296" "$T/h.err" && ok "--seeds 2^32 refused" ||
 	bad "--seeds 2^32: exit $rc, $(cat "$T/h.err")"
 
+# Sweeps whose product of values passes what a run takes are refused, not wrapped:
+# 64^6 = 2^36 configurations made an int of 0, and the run ran none and exited 0.
+v=$(seq -s, 1 64)
+"$PCSIM" --topology "$TOPO" --workload zipf:keys=1000,requests=50 --mode hitrate \
+	--sweep store.slot_ways=$v --sweep store.slot_ways=$v --sweep store.slot_ways=$v \
+	--sweep store.slot_ways=$v --sweep store.slot_ways=$v --sweep store.slot_ways=$v \
+	--out "$T/j" >/dev/null 2>"$T/j.err"
+rc=$?
+[ $rc = 2 ] && grep -q -- "more than 1048576 configurations" "$T/j.err" &&
+	ok "2^36 configurations refused" || bad "2^36 configurations: exit $rc, $(head -c 300 "$T/j.err")"
+
 # An --interval or --duration that nanoseconds in 64 bits cannot hold is refused:
 # 1e-10 s is 0 ns (no time series at all), 1e12 s past 2^64 ns.
 for a in "--interval 1e-10" "--interval 1e12" "--duration 1e12"; do
