@@ -610,6 +610,18 @@ static void test_wl_numbers(void)
 	CU_ASSERT(w.rate == 1500.5);
 }
 
+/* A trace file NAME in the test's directory holding text; its path in path. */
+static void write_trace(char *path, size_t len, const char *name, const char *text)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/%s", pc_test_tmpdir(), name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 /* A trace line whose timestamp is missing or not a whole number of ms, or whose
  * hash_ids hold something other than integers, is not a request: read as 0, it
  * would arrive at the trace's start or name block 0 and hit as another's prefix. */
@@ -617,18 +629,14 @@ static void test_trace_bad_fields(void)
 {
 	char path[256], why[600], err[PC_ERR_MAX];
 	uint64_t good = 0, bad = 0;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/fields.jsonl", pc_test_tmpdir());
-	f = fopen(path, "w");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fprintf(f, "{\"timestamp\": 10, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
-		   "{\"input_length\": 600, \"hash_ids\": [1, 3]}\n"
-		   "{\"timestamp\": \"20\", \"input_length\": 600, \"hash_ids\": [1, 4]}\n"
-		   "{\"timestamp\": 30, \"input_length\": 600, \"hash_ids\": [1, \"x\"]}\n"
-		   "{\"timestamp\": 40, \"input_length\": 600, \"hash_ids\": [1, 2.5]}\n"
-		   "{\"timestamp\": 50, \"input_length\": 600, \"hash_ids\": [7, 8]}\n");
-	fclose(f);
+	write_trace(path, sizeof(path), "fields.jsonl",
+		    "{\"timestamp\": 10, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
+		    "{\"input_length\": 600, \"hash_ids\": [1, 3]}\n"
+		    "{\"timestamp\": \"20\", \"input_length\": 600, \"hash_ids\": [1, 4]}\n"
+		    "{\"timestamp\": 30, \"input_length\": 600, \"hash_ids\": [1, \"x\"]}\n"
+		    "{\"timestamp\": 40, \"input_length\": 600, \"hash_ids\": [1, 2.5]}\n"
+		    "{\"timestamp\": 50, \"input_length\": 600, \"hash_ids\": [7, 8]}\n");
 	CU_ASSERT_EQUAL_FATAL(trace_check(path, &good, &bad, why, sizeof(why), err, sizeof(err)), 0);
 	printf("\n  %llu good, %llu bad: %s\n", (unsigned long long)good, (unsigned long long)bad, why);
 	CU_ASSERT_EQUAL(good, 2);
@@ -796,17 +804,13 @@ static void test_trace_times(void)
 	struct wl_spec spec;
 	struct wl_gen *g = NULL;
 	struct wl_req r;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/times.jsonl", pc_test_tmpdir());
-	f = fopen(path, "w");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fprintf(f, "{\"timestamp\": 1000, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
-		   "{\"timestamp\": 400, \"input_length\": 600, \"hash_ids\": [1, 3]}\n"
-		   "{\"timestamp\": 1500, \"input_length\": 600, \"hash_ids\": [1, 4]}\n"
-		   "{\"timestamp\": 1200, \"input_length\": 600, \"hash_ids\": [1, 5]}\n"
-		   "{\"timestamp\": 1700, \"input_length\": 600, \"hash_ids\": [1, 6]}\n");
-	fclose(f);
+	write_trace(path, sizeof(path), "times.jsonl",
+		    "{\"timestamp\": 1000, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
+		    "{\"timestamp\": 400, \"input_length\": 600, \"hash_ids\": [1, 3]}\n"
+		    "{\"timestamp\": 1500, \"input_length\": 600, \"hash_ids\": [1, 4]}\n"
+		    "{\"timestamp\": 1200, \"input_length\": 600, \"hash_ids\": [1, 5]}\n"
+		    "{\"timestamp\": 1700, \"input_length\": 600, \"hash_ids\": [1, 6]}\n");
 	CU_ASSERT_EQUAL_FATAL(wl_parse(path, &spec, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(wl_open(&spec, 1, 512, &g, err, sizeof(err)), 0);
 	for (int i = 0; i < 5; i++) {
@@ -829,14 +833,10 @@ static void test_trace_far_apart(void)
 	struct pc_topology *t = NULL;
 	struct run_result r;
 	char path[256], err[PC_ERR_MAX];
-	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/far.jsonl", pc_test_tmpdir());
-	f = fopen(path, "w");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fprintf(f, "{\"timestamp\": 0, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
-		   "{\"timestamp\": 2147483653000, \"input_length\": 600, \"hash_ids\": [1, 3]}\n");
-	fclose(f);
+	write_trace(path, sizeof(path), "far.jsonl",
+		    "{\"timestamp\": 0, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
+		    "{\"timestamp\": 2147483653000, \"input_length\": 600, \"hash_ids\": [1, 3]}\n");
 	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(wl_parse(path, &cfg.wl, err, sizeof(err)), 0);
 	cfg.topo = t;
