@@ -430,15 +430,13 @@ static void write_summary_row(FILE *f, int config, uint64_t seed, const char *la
 static void write_series(FILE *f, int config, uint64_t seed, const struct run_cfg *cfg,
 			 const struct run_result *r)
 {
-	for (uint32_t k = 0; k < r->nr_points; k++) {
-		const struct run_point *p = &r->series[k];
+	for (size_t i = 0; i < r->nr_points; i++) {
+		const struct run_point *p = &r->series[i];
 
-		if (!p->requests)
-			continue;
 		fprintf(f, "%d,%llu,%.3f,%llu,%.6f,%.6f,%.2f,%.2f\n", config, (unsigned long long)seed,
-			(double)k * (double)cfg->interval_ns / 1e9, (unsigned long long)p->requests,
-			ratio(p->page_hits, p->pages), ratio(p->token_hits, p->tokens),
-			us(hist_quantile(&p->lat, 0.5)), us(hist_quantile(&p->lat, 0.99)));
+			(double)p->k * (double)cfg->interval_ns / 1e9, (unsigned long long)p->requests,
+			ratio(p->page_hits, p->pages), ratio(p->token_hits, p->tokens), us(p->p50_ns),
+			us(p->p99_ns));
 	}
 	fflush(f);
 }

@@ -45,6 +45,8 @@ struct cluster {
 	uint32_t status_cap;
 	struct req *spare;		/* the last request served, its block kept for
 					 * the next (req_new) */
+	struct hist point_lat;		/* the last time-series point's latencies, until
+					 * a later one starts */
 	char err[PC_ERR_MAX];
 	int failed;
 };
@@ -114,29 +116,47 @@ static void close_node(struct cluster *c, uint32_t i)
 	pc_fabric_close(f);
 }
 
+/* The last point's latency quantiles, from its histogram, which starts over. */
+static void point_close(struct cluster *c)
+{
+	struct run_point *p;
+
+	if (!c->res->nr_points)
+		return;
+	p = &c->res->series[c->res->nr_points - 1];
+	p->p50_ns = hist_quantile(&c->point_lat, 0.5);
+	p->p99_ns = hist_quantile(&c->point_lat, 0.99);
+	memset(&c->point_lat, 0, sizeof(c->point_lat));
+}
+
+/*
+ * The time-series point of a request served at t. Requests are served in time order,
+ * so a point is added at the end or is the last one, and only the last needs a
+ * histogram: the points before it keep their two quantiles. NULL without a time
+ * series, or when memory ran out (the point goes unrecorded).
+ */
 static struct run_point *point_at(struct cluster *c, uint64_t t)
 {
+	struct run_result *res = c->res;
 	uint64_t k;
 
 	if (!c->cfg->interval_ns)
 		return NULL;
 	k = t / c->cfg->interval_ns;
-	/* The count of points is 32 bits: an interval further out than it can count
-	 * (a trace's timestamps years apart) goes unrecorded, as one past memory does,
-	 * rather than a count cut to 32 bits leaving k outside the series. */
-	if (k >= UINT32_MAX / 2)
-		return NULL;
-	if (k >= c->res->nr_points) {
-		uint32_t n = (uint32_t)(k + 1) * 2;
-		struct run_point *p = realloc(c->res->series, (size_t)n * sizeof(*p));
+	if (res->nr_points && res->series[res->nr_points - 1].k == k)
+		return &res->series[res->nr_points - 1];
+	if (res->nr_points == res->series_cap) {
+		size_t n = res->series_cap ? res->series_cap * 2 : 64;
+		struct run_point *p = realloc(res->series, n * sizeof(*p));
 
 		if (!p)
 			return NULL;
-		memset(p + c->res->nr_points, 0, (n - c->res->nr_points) * sizeof(*p));
-		c->res->series = p;
-		c->res->nr_points = n;
+		res->series = p;
+		res->series_cap = n;
 	}
-	return &c->res->series[k];
+	point_close(c);
+	res->series[res->nr_points] = (struct run_point){ .k = k };
+	return &res->series[res->nr_points++];
 }
 
 /* Room for n statuses in c->status; false (the request goes unreported) on ENOMEM. */
@@ -243,7 +263,7 @@ static void serve(void *arg)
 		pt->page_hits += hit_pages;
 		pt->tokens += tokens;
 		pt->token_hits += hit_tokens;
-		hist_add(&pt->lat, lat);
+		hist_add(&c->point_lat, lat);
 	}
 	/* The serving engine computed what missed and publishes it. */
 	if (!filled) {
@@ -276,6 +296,7 @@ static void collect(struct cluster *c)
 	uint32_t drives = 0;
 
 	res->sim_s = (double)sim_now(c->s) / 1e9;
+	point_close(c);
 	net_utilisation(c->w->net, (double)sim_now(c->s), &res->nic_util_mean, &res->nic_util_max);
 	for (uint32_t i = 0; i < c->nn; i++) {
 		struct pc_metrics m = { .size = sizeof(m) };
@@ -740,5 +761,5 @@ void run_result_free(struct run_result *r)
 {
 	free(r->series);
 	r->series = NULL;
-	r->nr_points = 0;
+	r->nr_points = r->series_cap = 0;
 }

@@ -64,9 +64,10 @@ struct run_cfg {
 	void *progress_arg;
 };
 
-struct run_point {			/* one time-series interval */
+struct run_point {			/* a time-series interval that served requests */
+	uint64_t k;			/* which: it starts at k * interval_ns */
 	uint64_t requests, pages, page_hits, tokens, token_hits;
-	struct hist lat;
+	uint64_t p50_ns, p99_ns;	/* its requests' lookup latency */
 };
 
 struct run_result {
@@ -85,8 +86,9 @@ struct run_result {
 					 * timing: store_lookup_fill), not two batch calls */
 	uint64_t slot_bytes;		/* cluster slot memory (nominal) */
 	uint64_t mem_bytes;		/* what the slot regions really take here */
-	struct run_point *series;
-	uint32_t nr_points;
+	struct run_point *series;	/* in time order; intervals without requests left
+					 * out, so a trace's gaps cost nothing */
+	size_t nr_points, series_cap;
 };
 
 int run_sim(const struct run_cfg *cfg, struct run_result *out, char *err, size_t errlen);

@@ -822,8 +822,9 @@ static void test_trace_times(void)
 }
 
 /* A trace whose second request comes 2^31 intervals of the time series after its
- * first: the run ends with both served (the interval past what the series can hold
- * goes unrecorded) instead of writing past the series' end. */
+ * first: the run ends with both served and both in the time series, which holds the
+ * two intervals with requests and nothing for the gap between them (a point for every
+ * interval was 12 KiB each, and 2^31 of them were past what the series could count). */
 static void test_trace_far_apart(void)
 {
 	const char *text = "store: {slot_size_classes: [8KiB], global_segment_size: 8MiB}\n"
@@ -843,7 +844,10 @@ static void test_trace_far_apart(void)
 	CU_ASSERT_EQUAL(run_sim(&cfg, &r, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(r.requests, 2);
 	CU_ASSERT(r.sim_s >= 2147483653.0);
-	CU_ASSERT(r.nr_points >= 1 && r.series[0].requests == 1);
+	CU_ASSERT_EQUAL_FATAL(r.nr_points, 2);
+	CU_ASSERT(r.series[0].k == 0 && r.series[0].requests == 1 && r.series[0].p50_ns > 0);
+	CU_ASSERT(r.series[1].k == 2147483653ULL && r.series[1].requests == 1);
+	CU_ASSERT(r.series[1].p99_ns > 0);
 	run_result_free(&r);
 	pc_topology_free(t);
 }
