@@ -52,6 +52,13 @@ static bool ids_are_integers(const json_t *arr, size_t n)
 	return true;
 }
 
+/* A timestamp whose distance from any other, in nanoseconds, fits the run's clock:
+ * one past it would wrap an arrival to an earlier time. */
+static bool timestamp_in_range(long long ms)
+{
+	return ms >= 0 && (unsigned long long)ms <= TRACE_MAX_MS;
+}
+
 int trace_parse_line(const char *line, size_t len, struct trace_req *r, uint64_t **ids,
 		     size_t *cap)
 {
@@ -69,7 +76,8 @@ int trace_parse_line(const char *line, size_t len, struct trace_req *r, uint64_t
 	/* jansson reads what is not an integer as 0: a timestamp that is not one
 	 * would arrive at the trace's start, a hash id that is not one would name
 	 * block 0 and hit as another request's prefix. */
-	if (!n || r->input_length <= 0 || !json_is_integer(ts) || !ids_are_integers(arr, n)) {
+	if (!n || r->input_length <= 0 || !json_is_integer(ts) || !ids_are_integers(arr, n) ||
+	    !timestamp_in_range(r->timestamp_ms)) {
 		json_decref(o);
 		return 0;
 	}
@@ -124,6 +132,8 @@ static void line_problem(const char *line, size_t len, char *buf, size_t buflen)
 		snprintf(buf, buflen, "hash_ids holds something other than integer block ids");
 	else if (!json_is_integer(json_object_get(o, "timestamp")))
 		snprintf(buf, buflen, "timestamp missing or not a whole number of milliseconds");
+	else if (!timestamp_in_range(json_integer_value(json_object_get(o, "timestamp"))))
+		snprintf(buf, buflen, "timestamp outside 0..%llu ms", (unsigned long long)TRACE_MAX_MS);
 	else
 		snprintf(buf, buflen, "input_length missing or not a positive integer");
 	json_decref(o);

@@ -12,11 +12,13 @@
 #include <stdint.h>
 
 #define TRACE_BLOCK_TOKENS 512	/* a Mooncake hash id covers this many tokens */
+/* The latest timestamp: a run's clock counts nanoseconds in 64 bits. */
+#define TRACE_MAX_MS (UINT64_MAX / 1000000)
 
 struct trace;
 
 struct trace_req {
-	long long timestamp_ms;
+	long long timestamp_ms;		/* 0 to TRACE_MAX_MS */
 	long long input_length;		/* > 0 */
 	size_t nids;			/* > 0 */
 	const uint64_t *ids;		/* the hash ids, valid until the next call */
@@ -27,7 +29,7 @@ int trace_open(const char *path, struct trace **out, char *err, size_t errlen);
 void trace_close(struct trace *t);
 /* The next request of the trace. Lines that do not parse, requests without
  * blocks or input tokens, and those whose timestamp or a hash id is not an
- * integer, are skipped. 1, 0 at the end, or -ENOMEM. */
+ * integer, or whose timestamp is outside 0..TRACE_MAX_MS, are skipped. 1, 0 at the end, or -ENOMEM. */
 int trace_next(struct trace *t, struct trace_req *r);
 /* One line of a trace (len bytes, no NUL needed): 1 and *r when it is a request
  * (r->ids points into *ids, grown as needed, *cap entries; the caller frees it),

@@ -622,27 +622,49 @@ static void write_trace(char *path, size_t len, const char *name, const char *te
 	fclose(f);
 }
 
+/* trace_check on a trace of text: its good and bad lines, and why the first three
+ * bad ones are (in why, whylen long). */
+static void check_trace(const char *name, const char *text, uint64_t good, uint64_t bad, char *why,
+			size_t whylen)
+{
+	char path[256], err[PC_ERR_MAX];
+	uint64_t g = 0, b = 0;
+
+	write_trace(path, sizeof(path), name, text);
+	CU_ASSERT_EQUAL_FATAL(trace_check(path, &g, &b, why, whylen, err, sizeof(err)), 0);
+	printf("\n  %s: %llu good, %llu bad: %s", name, (unsigned long long)g, (unsigned long long)b,
+	       why);
+	CU_ASSERT_EQUAL(g, good);
+	CU_ASSERT_EQUAL(b, bad);
+}
+
 /* A trace line whose timestamp is missing or not a whole number of ms, or whose
  * hash_ids hold something other than integers, is not a request: read as 0, it
- * would arrive at the trace's start or name block 0 and hit as another's prefix. */
+ * would arrive at the trace's start or name block 0 and hit as another's prefix.
+ * Nor is one whose timestamp is further from 0 than the run's clock of 2^64 ns
+ * holds, or before it: its arrival would wrap. */
 static void test_trace_bad_fields(void)
 {
-	char path[256], why[600], err[PC_ERR_MAX];
-	uint64_t good = 0, bad = 0;
+	char why[600];
 
-	write_trace(path, sizeof(path), "fields.jsonl",
+	check_trace("fields.jsonl",
 		    "{\"timestamp\": 10, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
 		    "{\"input_length\": 600, \"hash_ids\": [1, 3]}\n"
 		    "{\"timestamp\": \"20\", \"input_length\": 600, \"hash_ids\": [1, 4]}\n"
 		    "{\"timestamp\": 30, \"input_length\": 600, \"hash_ids\": [1, \"x\"]}\n"
 		    "{\"timestamp\": 40, \"input_length\": 600, \"hash_ids\": [1, 2.5]}\n"
-		    "{\"timestamp\": 50, \"input_length\": 600, \"hash_ids\": [7, 8]}\n");
-	CU_ASSERT_EQUAL_FATAL(trace_check(path, &good, &bad, why, sizeof(why), err, sizeof(err)), 0);
-	printf("\n  %llu good, %llu bad: %s\n", (unsigned long long)good, (unsigned long long)bad, why);
-	CU_ASSERT_EQUAL(good, 2);
-	CU_ASSERT_EQUAL(bad, 4);
+		    "{\"timestamp\": 50, \"input_length\": 600, \"hash_ids\": [7, 8]}\n",
+		    2, 4, why, sizeof(why));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "line 2: timestamp"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "line 4: hash_ids"));
+	check_trace("range.jsonl",
+		    "{\"timestamp\": 0, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
+		    "{\"timestamp\": 18446744073710, \"input_length\": 600, \"hash_ids\": [1, 3]}\n"
+		    "{\"timestamp\": -1, \"input_length\": 600, \"hash_ids\": [1, 4]}\n"
+		    "{\"timestamp\": 18446744073709, \"input_length\": 600, \"hash_ids\": [1, 5]}\n",
+		    2, 2, why, sizeof(why));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "line 2: timestamp outside 0..18446744073709 ms"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "line 3: timestamp outside"));
 }
 
 /* A parameter of another kind of workload is refused, not ignored: zipf has no
