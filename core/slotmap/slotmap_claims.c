@@ -78,7 +78,10 @@ bool sm_claim_expired(struct slotmap *sm, uint32_t node, int cls, uint64_t bucke
 	uint64_t taken;
 
 	pthread_mutex_lock(&c->lock);
-	for (uint32_t i = 0; i < CLAIM_WAYS && !(slot && slot->where == where); i++) {
+	/* A stale watch of the same way in another bucket is only a place to reuse: look
+	 * on past it for this bucket's own watch. */
+	for (uint32_t i = 0; i < CLAIM_WAYS && !(slot && slot->where == where && slot->bucket == bucket);
+	     i++) {
 		struct claim_seen *x = &set[i];
 
 		if (x->where == where && x->bucket == bucket)

@@ -14,6 +14,7 @@
 
 #include <peercache/peercache.h>
 #include "fault.h"
+#include "slotmap/slotmap_int.h"
 #include "slotmap_fixture.h"
 #include "store.h"
 #include "testutil.h"
@@ -321,6 +322,43 @@ static void test_dead_claim(void)
 	down(C);
 }
 
+/* The watch set of node's class 0, way 0, bucket b, as slotmap_claims.c hashes it. */
+static uint64_t watch_set(uint32_t node, uint64_t b)
+{
+	uint64_t where = (uint64_t)node << 32 | 1;
+
+	return (((b * 0x9E3779B97F4A7C15ULL) ^ (where * 0xC2B2AE3D27D4EB4FULL)) >> 40) % 256;
+}
+
+/* A claim watched for the timeout is taken over, even when the watch list's set holds,
+ * before it, a stale watch of the same node, class and way in another bucket. */
+static void test_claim_beside_stale_watch(void)
+{
+	static struct pc_env_ops ops;
+	const uint64_t timeout = 100000000ULL;	/* slot_claim_timeout_ms in ns */
+	struct fake_env clock = { .now = 1 };
+	struct cluster *C = up(2, "slot_size_classes: [8KiB], slot_cas_claim: true, "
+			       "slot_claim_timeout_ms: 100, global_segment_size: 1MiB");
+	uint64_t word = slot_claim_word(0, 1, 0), b2 = 1;
+	struct slotmap *sm;
+
+	ops = *pc_env_posix()->ops;
+	ops.now_ns = fake_now;
+	clock.base.ops = &ops;
+	pc_store_close(C->s[0]);
+	C->s[0] = open_node(C, "n0", &clock.base);
+	sm = sm_of(C->s[0]->mode);
+	while (watch_set(1, b2) != watch_set(1, 0))
+		b2++;
+	CU_ASSERT(!sm_claim_expired(sm, 1, 0, 0, 0, word));	/* bucket 0: watched, left */
+	clock.now += timeout * 3 / 2;
+	CU_ASSERT(!sm_claim_expired(sm, 1, 0, b2, 0, word));	/* b2's watch starts */
+	clock.now += timeout;	/* bucket 0's watch is stale now, b2's due */
+	CU_ASSERT(sm_claim_expired(sm, 1, 0, b2, 0, word));
+	CU_ASSERT_EQUAL(metrics(C->s[0]).claims_taken_over, 1);
+	down(C);
+}
+
 /* (a) two nodes writing the same bucket at once, and readers racing them: no reader
  * ever gets another key's page or a torn page. */
 static void test_concurrent_writers(void)
@@ -430,6 +468,8 @@ static CU_TestInfo tests[] = {
 	{ "(c) stamps are monotonic across writers' envs", test_monotonic_stamps },
 	{ "CAS claim", test_cas_claim },
 	{ "a dead writer's claim: clean misses, taken over after the timeout", test_dead_claim },
+	{ "a claim beside a stale watch of its way is taken over in time",
+	  test_claim_beside_stale_watch },
 	{ "(a) concurrent writers of one bucket", test_concurrent_writers },
 	{ "a hinted set reads its way's header alone; a stale hint, the bucket", test_hinted_sets },
 	CU_TEST_INFO_NULL,
