@@ -304,8 +304,9 @@ int pc_tier_node_metrics(struct pc_store *s, const char *name, struct pc_tier_me
 	ret = call1(st, node, PC_RPC_TIER_STATS, NULL, 0, &r);
 	if (ret)
 		return ret == -EOPNOTSUPP ? -ENOENT : ret;
-	if (r.resp.len == sizeof(*out))
-		ret = sized_fill(out, r.resp.data, sizeof(*out));
+	/* a node of another build answers with its own struct: what both know is read */
+	if (r.resp.len >= SIZED_HEAD)
+		ret = sized_fill(out, r.resp.data, r.resp.len);
 	else
 		ret = -EPROTO;
 	pc_msg_free(&r.resp);

@@ -361,7 +361,9 @@ struct pc_tier_metrics {
 
 /* -ENOENT when this store serves no tiered pool. */
 PC_API int pc_tier_metrics(struct pc_store *s, struct pc_tier_metrics *out);
-/* The same, of another node, asked over the network. */
+/* The same, of another node, asked over the network. A node of another build
+ * answers with its own struct: the counters both builds know are filled, the
+ * others are 0. */
 PC_API int pc_tier_node_metrics(struct pc_store *s, const char *node, struct pc_tier_metrics *out);
 
 #ifdef __cplusplus

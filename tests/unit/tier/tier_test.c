@@ -463,6 +463,56 @@ static void test_bad_requests(void)
 	down(C);
 }
 
+/* The size of struct pc_tier_metrics in the build n0 answers TIER_STATS as. */
+static size_t peer_metrics_size;
+
+static int other_build(void *arg, uint32_t from, uint16_t opcode, const void *req, size_t len,
+		       struct pc_msg *resp)
+{
+	int ret = store_rpc(arg, from, opcode, req, len, resp);
+
+	if (ret || opcode != PC_RPC_TIER_STATS)
+		return ret;
+	if (peer_metrics_size > resp->len) {	/* counters this build does not know */
+		if (pc_msg_reserve(resp, peer_metrics_size - resp->len))
+			return -ENOMEM;
+		memset((uint8_t *)resp->data + resp->len, 0x5a, peer_metrics_size - resp->len);
+	}
+	resp->len = peer_metrics_size;
+	return 0;
+}
+
+/* A node of a newer build (a bigger struct) or an older one (a smaller struct) is
+ * read up to the size both know; what the older one lacks is zero. */
+static void test_node_metrics_other_build(void)
+{
+	struct cluster *C = up(SEED);
+	const size_t mine = sizeof(struct pc_tier_metrics);
+	struct pc_tier_metrics m;
+	bool wanted;
+	uint64_t h = 7;
+
+	CU_ASSERT_EQUAL(pc_tier_offer(C->client, "n0", &h, 1, &wanted), 1);
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_serve(C->peer->svc.fabric, NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_serve(C->peer->svc.fabric, other_build, C->peer), 0);
+	peer_metrics_size = mine + 16;
+	memset(&m, 0xff, sizeof(m));
+	m.size = sizeof(m);
+	CU_ASSERT_EQUAL(pc_tier_node_metrics(C->client, "n0", &m), 0);
+	CU_ASSERT_EQUAL(m.offers, 1);
+	CU_ASSERT_EQUAL(m.leased_blocks, 0);
+	peer_metrics_size = mine - 8;	/* without free_host_blocks and leased_blocks */
+	memset(&m, 0xff, sizeof(m));
+	m.size = sizeof(m);
+	CU_ASSERT_EQUAL(pc_tier_node_metrics(C->client, "n0", &m), 0);
+	CU_ASSERT_EQUAL(m.offers, 1);
+	CU_ASSERT_EQUAL(m.free_host_blocks, 0);
+	CU_ASSERT_EQUAL(m.leased_blocks, 0);
+	peer_metrics_size = 4;	/* not even its size field */
+	CU_ASSERT_EQUAL(pc_tier_node_metrics(C->client, "n0", &m), -EPROTO);
+	down(C);
+}
+
 static CU_TestInfo tests[] = {
 	{ "the seed's three smoke runs", test_smoke_runs },
 	{ "9x capacity: 72 blocks in 8 host + 64 disk", test_nine_times_capacity },
@@ -477,6 +527,8 @@ static CU_TestInfo tests[] = {
 	{ "a fetch naming blocks twice, host pool full", test_fetch_duplicates },
 	{ "stage_put with a wrong checksum", test_put_bad_checksum },
 	{ "malformed requests and bad callers", test_bad_requests },
+	{ "a node of another build: its metrics up to the common size",
+	  test_node_metrics_other_build },
 	CU_TEST_INFO_NULL,
 };
 
