@@ -107,9 +107,12 @@ static int offer_or_query(struct store_svc *st, const char *name, uint16_t opcod
 int pc_tier_offer(struct pc_store *s, const char *node, const uint64_t *hashes, size_t n, bool *wanted)
 {
 	struct store_svc *st = s ? &s->svc : NULL;
-	uint8_t *w = malloc(n ? n : 1);
+	uint8_t *w;
 	int ret;
 
+	if (!wanted && n)
+		return -EINVAL;
+	w = malloc(n ? n : 1);
 	if (!w)
 		return -ENOMEM;
 	ret = offer_or_query(st, node, PC_RPC_TIER_OFFER, hashes, n, w);
@@ -123,6 +126,8 @@ int pc_tier_query(struct pc_store *s, const char *node, const uint64_t *hashes, 
 {
 	struct store_svc *st = s ? &s->svc : NULL;
 
+	if (!where && n)
+		return -EINVAL;
 	return offer_or_query(st, node, PC_RPC_TIER_QUERY, hashes, n, where);
 }
 

@@ -305,7 +305,8 @@ PC_API uint64_t pc_store_generation(const struct pc_store *s);
  *
  * A block that cannot be had (never stored, dropped, corrupt on disk) is a clean
  * miss (-ENOENT); bytes that fail their checksum are never returned as a hit. node
- * is a node's name; one not in the topology gives -ENXIO.
+ * is a node's name; one not in the topology gives -ENXIO. A NULL store or node, or
+ * a NULL array where n is not 0 (the hashes, blocks or answers), gives -EINVAL.
  */
 enum pc_where { PC_WHERE_NONE = 0, PC_WHERE_HOST = 1, PC_WHERE_DISK = 2 };
 

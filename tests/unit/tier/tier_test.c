@@ -463,6 +463,22 @@ static void test_bad_requests(void)
 	down(C);
 }
 
+/* An offer or a query given no array for its answers is refused, before it asks. */
+static void test_no_answer_array(void)
+{
+	struct cluster *C = up(SEED);
+	uint64_t h = 1;
+
+	CU_ASSERT_EQUAL(pc_tier_query(C->client, "n1", &h, 1, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(pc_tier_offer(C->client, "n1", &h, 1, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(pc_tier_query(C->client, "n0", &h, 1, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(pc_tier_offer(C->client, "n0", &h, 1, NULL), -EINVAL);
+	/* no blocks: no answers to hold */
+	CU_ASSERT_EQUAL(pc_tier_query(C->client, "n0", &h, 0, NULL), 0);
+	CU_ASSERT_EQUAL(pc_tier_offer(C->client, "n0", &h, 0, NULL), 0);
+	down(C);
+}
+
 /* The size of struct pc_tier_metrics in the build n0 answers TIER_STATS as. */
 static size_t peer_metrics_size;
 
@@ -527,6 +543,7 @@ static CU_TestInfo tests[] = {
 	{ "a fetch naming blocks twice, host pool full", test_fetch_duplicates },
 	{ "stage_put with a wrong checksum", test_put_bad_checksum },
 	{ "malformed requests and bad callers", test_bad_requests },
+	{ "offer and query given no array for their answers", test_no_answer_array },
 	{ "a node of another build: its metrics up to the common size",
 	  test_node_metrics_other_build },
 	CU_TEST_INFO_NULL,
