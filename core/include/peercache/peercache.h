@@ -95,6 +95,10 @@ PC_API void pc_store_close(struct pc_store *s);
  * other -errno: the owner could not be asked (down, timed out) and the page counts
  * as a miss. A get never fills data with another key's page, a torn page or a page
  * of another length than status and len say.
+ *
+ * A key names one page (a serving engine's keys are hashes of their content). A set
+ * of a key in one size class leaves a copy in another class as it was: set a key
+ * again with a length of another class and a get may return either page.
  */
 struct pc_page {
 	const void *key;
