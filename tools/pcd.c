@@ -9,9 +9,9 @@
  * store.tier_disk_blocks and nodes.nvme.path: a tiered pool of N host blocks that
  * spills to N disk blocks in an unlinked file in PATH.
  *
- * --metrics-addr serves /metrics, /healthz and /readyz over HTTP on HOST:PORT (port 0:
- * an ephemeral one, logged); without it, store.metrics: true in the topology serves
- * them on the node's address and store.metrics_port. Off otherwise.
+ * --metrics-addr serves /metrics, /healthz and /readyz over HTTP on HOST:PORT or
+ * [IPv6]:PORT (port 0: an ephemeral one, logged); without it, store.metrics: true in
+ * the topology serves them on the node's address and store.metrics_port. Off otherwise.
  *
  * Logs to stderr in the library's line format. --stats N logs the counters every N
  * seconds, SIGUSR1 logs them at once (and pcd keeps serving). SIGTERM or SIGINT
@@ -58,7 +58,7 @@ static const struct tool_opt options[] = {
 	  "Where the disk pool's unlinked file lives: nodes.nvme.path." },
 	{ "--stats SECONDS", "off", "Log the node's counters every SECONDS seconds." },
 	{ "--metrics-addr HOST:PORT", "store.metrics / store.metrics_port, else off",
-	  "Serve /metrics, /healthz and /readyz over HTTP on HOST:PORT; port 0 picks a free one and logs it." },
+	  "Serve /metrics, /healthz and /readyz over HTTP on HOST:PORT (an IPv6 address in brackets: [::1]:9100); port 0 picks a free one and logs it." },
 	{ 0 },
 };
 
@@ -158,23 +158,27 @@ static void log_metrics(struct pc_store *s)
 			 (unsigned long long)tm.spill_failures, (unsigned long long)tm.lease_expired);
 }
 
-/* HOST:PORT (the last colon splits, so "[::1]:0" and "::1:0" both work). */
+/* HOST:PORT or [IPv6]:PORT. An IPv6 address without brackets is refused: in "::1"
+ * or "fd00::1:80" no colon tells the port from the address. */
 static void parse_addr(const char *v, char *host, size_t hostlen, uint16_t *port)
 {
-	const char *colon = strrchr(v, ':');
+	const char *h = v + (v[0] == '['), *end, *colon;
 	size_t n;
 
-	if (!colon || colon == v)
-		tool_die("pcd", "--metrics-addr %s: expected HOST:PORT (PORT 0: any free port)", v);
-	*port = (uint16_t)tool_port("pcd", "--metrics-addr", colon + 1);
-	n = (size_t)(colon - v);
-	if (v[0] == '[' && colon[-1] == ']') {
-		v++;
-		n -= 2;
+	if (v[0] == '[') {
+		end = strchr(v, ']');
+		colon = end && end[1] == ':' ? end + 1 : NULL;
+	} else {
+		end = colon = strrchr(v, ':');
 	}
+	if (!colon || end == h || (v[0] != '[' && memchr(v, ':', (size_t)(end - v))))
+		tool_die("pcd", "--metrics-addr %s: expected HOST:PORT or [IPv6]:PORT, e.g. 0.0.0.0:9100 or [::1]:9100 (PORT 0: any free port)",
+			 v);
+	*port = (uint16_t)tool_port("pcd", "--metrics-addr", colon + 1);
+	n = (size_t)(end - h);
 	if (n >= hostlen)
 		tool_die("pcd", "--metrics-addr %s: host longer than %zu characters", v, hostlen - 1);
-	memcpy(host, v, n);
+	memcpy(host, h, n);
 	host[n] = 0;
 }
 

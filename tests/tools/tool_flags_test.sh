@@ -1,7 +1,8 @@
 #!/bin/sh
 # tool_flags_test.sh PCD PCCTL - a number flag out of its range is a bad command line:
 # exit 2 and one line naming the flag, never a value wrapped or cut to fit (a
-# --timeout-ms of 2^32 that became 0, a --stats of 2^64 - 1 that became -1 s).
+# --timeout-ms of 2^32 that became 0, a --stats of 2^64 - 1 that became -1 s); so is
+# a --metrics-addr whose port cannot be told from an IPv6 address.
 set -u
 PCD=$1
 PCCTL=$2
@@ -33,5 +34,12 @@ expect "pcctl --timeout-ms ' -1'" --timeout-ms \
 expect "pcd --stats 2^64 - 1" --stats "$PCD" --node n0 --stats 18446744073709551615
 expect "pcd --stats past 2^64" --stats "$PCD" --node n0 --stats 18446744073709551616
 expect "pcd --host-blocks ' -1'" --host-blocks "$PCD" --node n0 --host-blocks " -1"
+# an IPv6 address without brackets: "::1" is no host "::" on port 1
+expect "pcd --metrics-addr ::1" "--metrics-addr ::1: .*\[::1\]:9100" \
+	"$PCD" --node n0 --metrics-addr ::1
+expect "pcd --metrics-addr fd00::1:80" "--metrics-addr fd00::1:80: .*\[::1\]:9100" \
+	"$PCD" --node n0 --metrics-addr fd00::1:80
+expect "pcd --metrics-addr [::1]" "--metrics-addr \[::1\]: .*\[::1\]:9100" \
+	"$PCD" --node n0 --metrics-addr "[::1]"
 echo "tool_flags: $fails failed"
 [ "$fails" -eq 0 ]
