@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -159,11 +160,15 @@ static void log_metrics(struct pc_store *s)
 }
 
 /* HOST:PORT or [IPv6]:PORT. An IPv6 address without brackets is refused: in "::1"
- * or "fd00::1:80" no colon tells the port from the address. */
+ * or "fd00::1:80" no colon tells the port from the address. A host that does not
+ * resolve is a bad flag (exit 2), as a node's address is, not a node that cannot
+ * start. */
 static void parse_addr(const char *v, char *host, size_t hostlen, uint16_t *port)
 {
 	const char *h = v + (v[0] == '['), *end, *colon;
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *res;
 	size_t n;
+	int ret;
 
 	if (v[0] == '[') {
 		end = strchr(v, ']');
@@ -180,6 +185,11 @@ static void parse_addr(const char *v, char *host, size_t hostlen, uint16_t *port
 		tool_die("pcd", "--metrics-addr %s: host longer than %zu characters", v, hostlen - 1);
 	memcpy(host, h, n);
 	host[n] = 0;
+	ret = getaddrinfo(host, NULL, &hints, &res);
+	if (ret)
+		tool_die("pcd", "--metrics-addr %s: '%s' does not resolve: %s; use a numeric address or a name in DNS or /etc/hosts",
+			 v, host, gai_strerror(ret));
+	freeaddrinfo(res);
 }
 
 int main(int argc, char **argv)

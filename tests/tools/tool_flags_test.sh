@@ -2,10 +2,13 @@
 # tool_flags_test.sh PCD PCCTL - a number flag out of its range is a bad command line:
 # exit 2 and one line naming the flag, never a value wrapped or cut to fit (a
 # --timeout-ms of 2^32 that became 0, a --stats of 2^64 - 1 that became -1 s); so is
-# a --metrics-addr whose port cannot be told from an IPv6 address.
+# a --metrics-addr whose port cannot be told from an IPv6 address or whose host does
+# not resolve.
 set -u
 PCD=$1
 PCCTL=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
 fails=0
 
 # expect WHAT FLAG COMMAND...: exit 2 and stderr naming FLAG
@@ -41,5 +44,10 @@ expect "pcd --metrics-addr fd00::1:80" "--metrics-addr fd00::1:80: .*\[::1\]:910
 	"$PCD" --node n0 --metrics-addr fd00::1:80
 expect "pcd --metrics-addr [::1]" "--metrics-addr \[::1\]: .*\[::1\]:9100" \
 	"$PCD" --node n0 --metrics-addr "[::1]"
+# a host that does not resolve is a bad flag too, like a node address that does not
+# (pcd stops before it serves anything, so no port is taken)
+printf 'nodes:\n  - {name: n0, address: 127.0.0.1, port: 1}\n' >"$T/one.yaml"
+expect "pcd --metrics-addr no.such.host.invalid:0" "--metrics-addr no.such.host.invalid:0: .* resolve" \
+	timeout 10 "$PCD" --topology "$T/one.yaml" --node n0 --metrics-addr no.such.host.invalid:0
 echo "tool_flags: $fails failed"
 [ "$fails" -eq 0 ]
