@@ -203,7 +203,9 @@ int pc_metrics_serve(struct pc_store *s, const char *host, uint16_t port,
 	}
 	info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
 	m->port = info ? info->port : port;
-	pc_info("metrics endpoint on http://%s:%u/metrics (also /healthz, /readyz)", host, m->port);
+	/* an IPv6 address goes in brackets in a URL (RFC 3986 3.2.2) */
+	pc_info("metrics endpoint on http://%s%s%s:%u/metrics (also /healthz, /readyz)",
+		strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", m->port);
 	*out = m;
 	return 0;
 }

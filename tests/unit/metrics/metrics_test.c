@@ -422,6 +422,36 @@ static void test_port_taken(void)
 	pc_metrics_server_close(a);
 }
 
+static char url_line[PC_ERR_MAX];
+
+static void capture_url(void *arg, enum pc_log_level level, const char *line)
+{
+	(void)arg;
+	(void)level;
+	if (strstr(line, "metrics endpoint on "))
+		snprintf(url_line, sizeof(url_line), "%s", line);
+}
+
+/* The URL logged for an IPv6 host has it in brackets, or no client can use it
+ * (http://::1:PORT/ is no URL). */
+static void test_ipv6_url(void)
+{
+	struct pc_metrics_server *ms;
+	char want[64];
+
+	url_line[0] = 0;
+	pc_log_set_sink(capture_url, NULL);
+	pc_log_set_level(PC_LOG_INFO);
+	CU_ASSERT_EQUAL_FATAL(pc_metrics_serve(NULL, "::1", 0, &ms), 0);
+	pc_log_set_level(PC_LOG_WARN);
+	pc_log_set_sink(NULL, NULL);
+	snprintf(want, sizeof(want), "metrics endpoint on http://[::1]:%u/metrics",
+		 pc_metrics_server_port(ms));
+	CU_ASSERT_NSTRING_EQUAL(url_line, want, strlen(want));
+	printf("\n  %s\n", url_line);
+	pc_metrics_server_close(ms);
+}
+
 static CU_TestInfo histogram_tests[] = {
 	{ "log-scale buckets", test_latency_buckets },
 	{ "histograms count the batches; promtool takes the text", test_histogram_text },
@@ -440,6 +470,7 @@ static CU_TestInfo http_tests[] = {
 	{ "readyz flips with the store's state", test_readyz_flips },
 	{ "a taken port or bad host fails", test_port_taken },
 	{ "other methods: 405 with Allow", test_method_not_allowed },
+	{ "an IPv6 host's URL is in brackets", test_ipv6_url },
 	CU_TEST_INFO_NULL,
 };
 
