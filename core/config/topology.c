@@ -404,12 +404,12 @@ struct pc_topology *pc_topology_dup(const struct pc_topology *t)
 	return d;
 }
 
-/* A node name, a host name or an address: no space, quote, backslash or control
- * byte. */
+/* A node name, a host name or an address: ASCII, no space, quote, backslash or
+ * control byte (as validate_nodes takes from a file, whether char is signed or not). */
 static bool plain_word(const char *s)
 {
 	for (; *s; s++)
-		if (*s <= ' ' || *s == '"' || *s == '\\' || *s == 0x7f)
+		if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f || *s == '"' || *s == '\\')
 			return false;
 	return true;
 }

@@ -936,11 +936,18 @@ static int validate_nodes(struct pc_topology *t, char *err, size_t errlen)
 		listed = i + 1;
 		if (!n->name[0])
 			FAIL_AT(n->mark, "nodes[%u].name: expected a node name, got none; add 'name: ...'", i);
-		for (const char *c = n->name; *c; c++)
+		/* ASCII only: a name is also a host name (pcd --node $(hostname)), and
+		 * topology_fill_node takes no other from a peer */
+		for (const unsigned char *c = (const unsigned char *)n->name; *c; c++) {
+			if (*c > 0x7f)
+				FAIL_AT(n->mark,
+					"nodes[%u].name: '%s' has a non-ASCII character; use letters, digits, '-', '_' or '.'",
+					i, n->name);
 			if (*c <= ' ' || *c == '"' || *c == '\\' || *c == 0x7f)
 				FAIL_AT(n->mark,
 					"nodes[%u].name: '%s' has a space, quote or control character; use letters, digits, '-', '_' or '.'",
 					i, n->name);
+		}
 		if (!n->address[0])
 			FAIL_AT(n->mark, "nodes[%u].address: expected an address, got none; add 'address: 127.0.0.1' or the node's IP", i);
 		if (address_problem(n->address))

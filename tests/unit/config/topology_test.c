@@ -229,6 +229,9 @@ static void test_errors(void)
 	expect_error("nodes:\n  - {name: a, address: x, wake_us: 100, nap_us: 10, nap_idle_us: 200}\n",
 		     "t.yaml:2:5: ", "nodes[0].nap_idle_us: 200 us is not shorter than idle_us (200 us)");
 	expect_error("nodes:\n  - {name: a b, address: x}\n", "t.yaml:2:5: ", "nodes[0].name");
+	/* a node name goes into addresses, etcd and metrics labels: ASCII only, said so */
+	expect_error("nodes:\n  - {name: nœud, address: x}\n", "t.yaml:2:5: ",
+		     "nodes[0].name: 'nœud' has a non-ASCII character");
 	expect_error("nodes:\n  - {name: a, address: 999.1.1.1}\n", "t.yaml:2:5: ",
 		     "nodes[0].address: '999.1.1.1': not an IPv4 address");
 	expect_error("nodes:\n  - {name: a, address: 'no_such host'}\n", "t.yaml:2:5: ",
