@@ -426,11 +426,13 @@ int pc_parse_size(const char *s, uint64_t *out)
 	char *end;
 	double v;
 
-	if (!s || !*s || *s == '-' || *s == '+')
+	if (!s)
 		return -EINVAL;
+	/* digits and a decimal point before the unit: strtod alone would also take
+	 * leading spaces, a sign, an exponent (1e6), hex (0x1p20), inf and nan */
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
+	if (errno || end == s || end != s + strspn(s, "0123456789."))
 		return -EINVAL;
 	while (*end == ' ')
 		end++;

@@ -68,7 +68,8 @@ PC_API struct pc_topology *pc_topology_dup(const struct pc_topology *t);
 
 PC_API void pc_topology_free(struct pc_topology *t);
 
-/* Parse "256KiB", "1GiB", "12288", "1.5TB" into bytes. 0 or -EINVAL. */
+/* Parse "256KiB", "1GiB", "12288", "1.5TB" into bytes: digits, an optional decimal
+ * point and a unit; no sign, exponent or hex. 0 or -EINVAL. */
 PC_API int pc_parse_size(const char *s, uint64_t *out);
 
 #ifdef __cplusplus

@@ -411,6 +411,14 @@ static void test_parse_size(void)
 	CU_ASSERT_EQUAL(pc_parse_size("-1", &v), -EINVAL);
 	CU_ASSERT_EQUAL(pc_parse_size("1.3B", &v), -EINVAL);
 	CU_ASSERT_EQUAL(pc_parse_size("10 parsecs", &v), -EINVAL);
+	/* digits and a decimal point only: strtod's other forms are no size */
+	CU_ASSERT_EQUAL(pc_parse_size("1e6", &v), -EINVAL);
+	CU_ASSERT_EQUAL(pc_parse_size("1E3KiB", &v), -EINVAL);
+	CU_ASSERT_EQUAL(pc_parse_size("0x1p20", &v), -EINVAL);
+	CU_ASSERT_EQUAL(pc_parse_size("0x100", &v), -EINVAL);
+	CU_ASSERT_EQUAL(pc_parse_size(" 12", &v), -EINVAL);
+	expect_error("store:\n  global_segment_size: 0x1p30\n" NODE, "t.yaml:2:24: ",
+		     "store.global_segment_size: expected a size");
 }
 
 /* The placement settings of laptop.yaml as text, and their hash: fixed values, so a
