@@ -388,11 +388,16 @@ static size_t edit_distance(const char *a, const char *b)
 	return prev[lb];
 }
 
+/* The known keys listed in an unknown key's message, at most: store has more than
+ * fit in PC_ERR_MAX, and the caller puts the file, line and column or the --set
+ * assignment in front. */
+#define KNOWN_ROOM 240
+
 void field_unknown(const struct section *s, const char *where, const char *key, char *buf,
 		   size_t len)
 {
 	const char *best = NULL;
-	size_t bestd = 4, n;
+	size_t bestd = 4, n, list;
 
 	for (size_t i = 0; i < s->nr_fields; i++) {
 		size_t d = edit_distance(key, s->fields[i].name);
@@ -407,9 +412,16 @@ void field_unknown(const struct section *s, const char *where, const char *key, 
 		n += (size_t)snprintf(buf + n, len - n, "did you mean '%s'? ", best);
 	if (n < len)
 		n += (size_t)snprintf(buf + n, len - n, "(known:");
-	for (size_t i = 0; i < s->nr_fields && n < len; i++)
-		if (s->fields[i].type != FT_REMOVED)
-			n += (size_t)snprintf(buf + n, len - n, " %s", s->fields[i].name);
+	list = n;
+	for (size_t i = 0; i < s->nr_fields && n < len; i++) {
+		if (s->fields[i].type == FT_REMOVED)
+			continue;
+		if (n - list + 1 + strlen(s->fields[i].name) > KNOWN_ROOM) {
+			snprintf(buf + n, len - n, " ...; docs/configuration.md lists them all)");
+			return;
+		}
+		n += (size_t)snprintf(buf + n, len - n, " %s", s->fields[i].name);
+	}
 	if (n < len)
 		snprintf(buf + n, len - n, ")");
 }

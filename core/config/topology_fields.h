@@ -59,7 +59,8 @@ extern const struct section store_section, model_section, node_section, rail_sec
 
 const struct field *field_find(const struct section *s, const char *name);
 
-/* Format "unknown key 'x' in <where>; did you mean 'y'? (known: a, b, c)". */
+/* Format "unknown key 'x' in <where>; did you mean 'y'? (known: a b c)", the list cut
+ * short with " ...; docs/configuration.md lists them all)". */
 void field_unknown(const struct section *s, const char *where, const char *key, char *buf,
 		   size_t len);
 
