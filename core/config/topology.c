@@ -481,20 +481,60 @@ static int set_node_count(struct pc_topology *t, const char *value, char *why, s
 	return 0;
 }
 
+/* A node named by index or by name, as pc_topology_get and pc_topology_set take it:
+ * its index, or -1. */
+static int node_by_ref(const struct pc_topology *t, const char *ref)
+{
+	char *end;
+	unsigned long i = strtoul(ref, &end, 10);
+
+	return *end || !*ref ? pc_topology_find_node(t, ref) : i < t->nr_nodes ? (int)i : -1;
+}
+
+/* nodes.<field>, nodes.rails.<field>, nodes.nvme.<field>: every node (every rail);
+ * nodes.<index or name>.<field>, .nvme.<field>, .rails.<index>.<field>: one node
+ * (one rail), the names pc_topology_get reads. "rails" and "nvme" are taken as the
+ * sections, never as node names. */
 static int set_in_nodes(struct pc_topology *t, const char *key, const char *value, char *why,
 			size_t whylen)
 {
 	const struct section *s = &node_section;
 	const struct field *f;
 	const char *sub = strchr(key, '.');
+	uint32_t lo = 0, hi = t->nr_nodes, rail = UINT32_MAX;
 	char head[64];
 
 	if (!strcmp(key, "count"))
 		return set_node_count(t, value, why, whylen);
 	snprintf(head, sizeof(head), "%.*s", sub ? (int)(sub - key) : (int)strlen(key), key);
+	if (sub && strcmp(head, "rails") && strcmp(head, "nvme")) {
+		int idx = node_by_ref(t, head);
+
+		if (idx < 0 || t->nodes[idx].vacant) {
+			snprintf(why, whylen, "no node '%s' (%u nodes); name one by index or name (nodes.0.port), or set every node's (nodes.port)",
+				 head, t->nr_nodes);
+			return -EINVAL;
+		}
+		lo = (uint32_t)idx;
+		hi = lo + 1;
+		key = sub + 1;
+		sub = strchr(key, '.');
+		snprintf(head, sizeof(head), "%.*s", sub ? (int)(sub - key) : (int)strlen(key), key);
+	}
 	if (sub && (!strcmp(head, "rails") || !strcmp(head, "nvme"))) {
 		s = !strcmp(head, "rails") ? &rail_section : &nvme_section;
 		key = sub + 1;
+		if (s == &rail_section && hi == lo + 1 && *key >= '0' && *key <= '9') {
+			char *end;
+
+			rail = (uint32_t)strtoul(key, &end, 10);
+			if (*end != '.' || rail >= t->nodes[lo].nr_rails) {
+				snprintf(why, whylen, "rails.%s: name a rail by index (0 to %u), then a field",
+					 key, t->nodes[lo].nr_rails - 1);
+				return -EINVAL;
+			}
+			key = end + 1;
+		}
 	} else if (sub) {
 		snprintf(why, whylen, "'%s' has no sub-fields (only rails.* and nvme.* do)", head);
 		return -EINVAL;
@@ -504,7 +544,7 @@ static int set_in_nodes(struct pc_topology *t, const char *key, const char *valu
 		field_unknown(s, s == &node_section ? "nodes" : s->name, key, why, whylen);
 		return -EINVAL;
 	}
-	for (uint32_t i = 0; i < t->nr_nodes; i++) {
+	for (uint32_t i = lo; i < hi; i++) {
 		struct pc_node *n = &t->nodes[i];
 
 		if (n->vacant)
@@ -515,7 +555,8 @@ static int set_in_nodes(struct pc_topology *t, const char *key, const char *valu
 				return -EINVAL;
 		} else if (s == &rail_section) {
 			for (uint32_t r = 0; r < n->nr_rails; r++)
-				if (field_parse(f, &n->rails[r], value, false, why, whylen))
+				if ((rail == UINT32_MAX || r == rail) &&
+				    field_parse(f, &n->rails[r], value, false, why, whylen))
 					return -EINVAL;
 		} else if (field_parse(f, n, value, false, why, whylen)) {
 			return -EINVAL;
@@ -564,7 +605,7 @@ static int apply_set(struct pc_topology *t, const char *key, const char *value, 
 			       -EINVAL : 0;
 	}
 	snprintf(why, whylen,
-		 "unknown key; use store.<field>, model.<field>, nodes.<field>, nodes.rails.<field>, nodes.nvme.<field> or nodes.count");
+		 "unknown key; use store.<field>, model.<field>, nodes.<field>, nodes.rails.<field>, nodes.nvme.<field>, nodes.<node>.<field> or nodes.count");
 	return -EINVAL;
 }
 
@@ -660,8 +701,7 @@ static int get_in_node(const struct pc_topology *t, const char *key, char *buf, 
 		return -ENOENT;
 	}
 	snprintf(head, sizeof(head), "%.*s", (int)(dot - key), key);
-	i = strtoul(head, &end, 10);
-	idx = *end || !*head ? pc_topology_find_node(t, head) : i < t->nr_nodes ? (int)i : -1;
+	idx = node_by_ref(t, head);
 	if (idx < 0) {
 		snprintf(err, errlen, "nodes.%s: no such node (%u nodes)", head, t->nr_nodes);
 		return -ENOENT;

@@ -39,8 +39,10 @@ PC_API int pc_topology_parse(const char *text, size_t len, const char *name,
 
 /* Override one field, as flags and sweeps do: "store.slot_ways=8",
  * "nodes.nvme.path=/mnt/nvme" (every node), "nodes.rails.gbps=100" (every rail),
- * "nodes.count=32" (keep the first N nodes or add more like the last one). The whole
- * topology is validated again. 0 or -EINVAL with err set; on error t is unchanged. */
+ * "nodes.n1.port=7000" or "nodes.2.rails.0.gbps=25" (one node's, as
+ * pc_topology_get names them), "nodes.count=32" (keep the first N nodes or add more
+ * like the last one). The whole topology is validated again. 0 or -EINVAL with err
+ * set; on error t is unchanged. */
 PC_API int pc_topology_set(struct pc_topology *t, const char *assignment, char *err, size_t errlen);
 
 /* Read one setting as text, by the name pc_topology_set() takes: "store.slot_ways",

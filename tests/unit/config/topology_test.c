@@ -275,7 +275,7 @@ static void test_missing_file(void)
 
 static void test_set(void)
 {
-	char err[PC_ERR_MAX];
+	char err[PC_ERR_MAX], buf[64];
 	struct pc_topology *t = load_shipped("laptop.yaml");
 
 	CU_ASSERT_EQUAL(pc_topology_set(t, "store.slot_ways=8", err, sizeof(err)), 0);
@@ -291,6 +291,22 @@ static void test_set(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "store.global_segment_size"));
 	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.rails.gbps=100", err, sizeof(err)), 0);
 	CU_ASSERT_DOUBLE_EQUAL(t->nodes[1].rails[0].gbps, 100, 1e-9);
+	/* one node's (one rail's) setting, by the names pc_topology_get reads */
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.n1.port=7000", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(t->nodes[1].port, 7000);
+	CU_ASSERT_EQUAL(t->nodes[0].port, 31998);
+	CU_ASSERT_EQUAL(pc_topology_get(t, "nodes.n1.port", buf, sizeof(buf), err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "7000");
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.2.rails.0.gbps=25", err, sizeof(err)), 0);
+	CU_ASSERT_DOUBLE_EQUAL(t->nodes[2].rails[0].gbps, 25, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(t->nodes[1].rails[0].gbps, 100, 1e-9);
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.n2.nvme.path=/mnt/x", err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(t->nodes[2].nvme.path, "/mnt/x");
+	CU_ASSERT_STRING_EQUAL(t->nodes[0].nvme.path, "/var/tmp");
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.n7.port=7001", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no node 'n7'"));
+	CU_ASSERT_EQUAL(pc_topology_set(t, "nodes.n2.rails.1.gbps=1", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "name a rail by index (0 to 0)"));
 	CU_ASSERT_EQUAL(pc_topology_set(t, "store.slot_size_classes=[16KiB,1MiB]", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(t->store.nr_classes, 2);
 	CU_ASSERT_EQUAL(t->store.slot_max_page_bytes, 1 << 20);
