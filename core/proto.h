@@ -24,7 +24,8 @@ enum pc_rpc_opcode {
 	/* Spill under slotmap (slotmap_spill.c). */
 	PC_RPC_SLOT_PROMOTE = 8,	/* proto_promote + key[n] -> answer[n] + payloads */
 	/* p2p mode's directory (p2p.c). */
-	PC_RPC_DIR_UPDATE = 9,		/* proto_dir_update + put[nput] + del[ndel] -> () */
+	PC_RPC_DIR_UPDATE = 9,		/* proto_dir_update + put[nput] + del[ndel] ->
+					 * i32 status[nput] (0, or -ENOSPC: refused) */
 	PC_RPC_DIR_GET = 10,		/* proto_dir_get + key[n] -> proto_dir_ans[n] */
 	PC_RPC_MEMBER = 11,		/* proto_member -> () */
 	PC_RPC_P2P_TOUCH = 12,		/* proto_touch_hdr + proto_touch[n] -> () */

@@ -446,7 +446,7 @@ static int p2p_rpc(struct store_mode *m, uint32_t from, uint16_t opcode, const v
 
 	switch (opcode) {
 	case PC_RPC_DIR_UPDATE:
-		ret = p2p_shard_update(p, req, len, &strays);
+		ret = p2p_shard_update(p, req, len, &strays, resp);
 		if (strays)
 			p2p_handoff_soon(p);
 		return ret;

@@ -131,9 +131,11 @@ void p2p_unpublish(struct p2p *p, struct pc_keyhash key);
 
 /* Put an entry into this node's shard (see p2p_shard.c). 0 or -ENOMEM. */
 int p2p_shard_put(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l);
-/* PC_RPC_DIR_UPDATE; *strays is set when an entry arrived that this shard does not
- * own (its sender's ring is older or newer): hand it on. */
-int p2p_shard_update(struct p2p *p, const void *req, size_t len, bool *strays);
+/* PC_RPC_DIR_UPDATE; resp gets each put's outcome (0 or -ENOSPC); *strays is set
+ * when an entry arrived that this shard does not own (its sender's ring is older or
+ * newer): hand it on. */
+int p2p_shard_update(struct p2p *p, const void *req, size_t len, bool *strays,
+		     struct pc_msg *resp);
 /* PC_RPC_DIR_GET. */
 int p2p_shard_get(struct p2p *p, const void *req, size_t len, struct pc_msg *resp);
 /* A get's phase 1: each key's entry from its shard (state 1 found, 2 absent; err

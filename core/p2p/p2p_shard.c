@@ -62,10 +62,12 @@ int p2p_shard_put(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
 	return 0;
 }
 
-int p2p_shard_update(struct p2p *p, const void *req, size_t len, bool *strays)
+int p2p_shard_update(struct p2p *p, const void *req, size_t len, bool *strays,
+		     struct pc_msg *resp)
 {
 	struct proto_dir_update h;
 	const uint8_t *at = (const uint8_t *)req + sizeof(h);
+	int32_t *taken;
 	size_t n;
 
 	if (len < sizeof(h))
@@ -87,6 +89,10 @@ int p2p_shard_update(struct p2p *p, const void *req, size_t len, bool *strays)
 		if (from_proto(p->st, &e.loc, &l))
 			return -EPROTO;
 	}
+	/* each put is answered: a refused one's publisher frees its block and says so */
+	if (h.nput && pc_msg_reserve(resp, h.nput * sizeof(*taken)))
+		return -ENOMEM;
+	taken = resp->data;
 	for (size_t i = 0; i < n; i++) {
 		struct proto_dir_put e;
 		struct pc_keyhash key;
@@ -101,6 +107,7 @@ int p2p_shard_update(struct p2p *p, const void *req, size_t len, bool *strays)
 			continue;
 		}
 		ret = p2p_shard_put(p, key, &l);
+		taken[i] = ret;
 		if (ret == -ENOSPC)
 			continue;	/* counted; the rest of the update stands */
 		if (ret)
@@ -108,6 +115,7 @@ int p2p_shard_update(struct p2p *p, const void *req, size_t len, bool *strays)
 		if (ring_owner_of(store_ring(p->st), key) != p->st->self)
 			*strays = true;	/* sent by a node whose ring is older or newer */
 	}
+	resp->len = h.nput * sizeof(*taken);
 	return 0;
 }
 
@@ -202,10 +210,22 @@ static bool send_chunk(struct p2p *p, const struct upd *u, size_t n, int *status
 	}
 	if (f.nr)
 		store_call(st, f.rpcs, f.nr);
-	for (uint32_t r = 0; r < f.nr; r++)
-		for (size_t i = 0; i < n; i++)
-			if (owner[i] == f.rpcs[r].peer && !status[i])
-				status[i] = f.rpcs[r].status;
+	/* a shard answers each put, in the order sent: 0, or -ENOSPC when it refused */
+	for (uint32_t r = 0; r < f.nr; r++) {
+		uint32_t o = f.rpcs[r].peer, j = 0;
+		const int32_t *taken = f.rpcs[r].resp.data;
+		int ret = f.rpcs[r].status;
+
+		if (!ret && f.rpcs[r].resp.len != nput[o] * sizeof(*taken))
+			ret = -EPROTO;
+		for (size_t i = 0; i < n; i++) {
+			if (owner[i] != o)
+				continue;
+			if (!status[i])
+				status[i] = ret ? ret : u[i].del ? 0 : taken[j];
+			j += !u[i].del;
+		}
+	}
 out:
 	store_fanout_fini(&f);
 	free(nput);

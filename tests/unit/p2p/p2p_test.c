@@ -502,6 +502,33 @@ static uint32_t page_on(struct cluster *C, uint32_t from, uint32_t node, bool wa
 	}
 }
 
+/* Forge entries naming node pub (sent by node via) into shard until it holds bound:
+ * pub's bound there, when the shard held nothing before. */
+static void fill_shard(struct cluster *C, uint32_t shard, uint32_t pub, uint32_t via, uint32_t bound)
+{
+	uint32_t at = 0, forged = 0;
+
+	while (metrics(C->s[shard]).dir_entries < bound) {
+		struct pc_keyhash f = keyhash_of(&at, sizeof(at));
+
+		at++;
+		struct {
+			struct proto_dir_update h;
+			struct proto_dir_put p;
+		} put = { { .nput = 1 }, { .lo = f.lo, .hi = f.hi,
+					   .loc = { .node = pub, .len = PAGE, .gen = 1 } } };
+		struct pc_rpc r = { .peer = shard, .opcode = PC_RPC_DIR_UPDATE, .req = &put,
+				    .req_len = sizeof(put) };
+
+		if (ring_owner_of(C->s[0]->svc.ring, f) != shard)
+			continue;
+		CU_ASSERT_EQUAL(pc_fabric_call(C->s[via]->svc.fabric, &r, 1), 0);
+		CU_ASSERT_EQUAL_FATAL(r.status, 0);
+		pc_msg_free(&r.resp);
+		CU_ASSERT_FATAL(++forged <= bound);
+	}
+}
+
 /* A set batch publishes K, then X (which evicts the LRU tail W), then K again: the
  * first put of K is refused by n0's own shard (n0 is at its bound there), W's
  * removal makes room, and the second put of K is taken. Freeing the refused
@@ -512,8 +539,8 @@ static void test_refused_put_keeps_later_publication(void)
 	struct cluster *C = up("p2p", "1MiB, dir_entries_per_block: 1");
 	const uint32_t blocks = (1u << 20) / (64 + 16384);	/* 63, n0's bound per shard */
 	uint32_t w = page_on(C, 0, 0, true), k = page_on(C, w + 1, 0, true);
-	uint32_t x = page_on(C, 0, 0, false), y = page_on(C, x + 1, 0, false), at = 0;
-	uint32_t filled = 1, forged = 0;
+	uint32_t x = page_on(C, 0, 0, false), y = page_on(C, x + 1, 0, false);
+	uint32_t filled = 1;
 	static uint8_t buf[3][PAGE];
 	char key[3][32];
 	struct pc_page pg[3];
@@ -528,25 +555,7 @@ static void test_refused_put_keeps_later_publication(void)
 		filled++;
 	}
 	/* n0's shard: entries naming n0 up to its bound */
-	while (metrics(C->s[0]).dir_entries < blocks) {
-		struct pc_keyhash f = keyhash_of(&at, sizeof(at));
-
-		at++;
-		struct {
-			struct proto_dir_update h;
-			struct proto_dir_put p;
-		} put = { { .nput = 1 }, { .lo = f.lo, .hi = f.hi,
-					   .loc = { .node = 0, .len = PAGE, .gen = 1 } } };
-		struct pc_rpc r = { .peer = 0, .opcode = PC_RPC_DIR_UPDATE, .req = &put,
-				    .req_len = sizeof(put) };
-
-		if (ring_owner_of(C->s[0]->svc.ring, f) != 0)
-			continue;
-		CU_ASSERT_EQUAL(pc_fabric_call(C->s[1]->svc.fabric, &r, 1), 0);
-		CU_ASSERT_EQUAL_FATAL(r.status, 0);
-		pc_msg_free(&r.resp);
-		CU_ASSERT_FATAL(++forged <= blocks);
-	}
+	fill_shard(C, 0, 0, 1, blocks);
 	for (int i = 0; i < 3; i++) {
 		snprintf(key[i], sizeof(key[i]), "page-%u", i == 1 ? x : k);
 		pc_test_fill(buf[i], PAGE, key[i], 1);
@@ -566,6 +575,28 @@ static void test_refused_put_keeps_later_publication(void)
 	down(C);
 }
 
+/* Another node's shard refuses n0's put (n0 is at its bound there): the batch says
+ * so for that page, and n0 keeps no block that no shard knows. */
+static void test_remote_refusal_is_said(void)
+{
+	struct cluster *C = up("p2p", "1MiB, dir_entries_per_block: 1");
+	const uint32_t blocks = (1u << 20) / (64 + 16384);	/* 63, n0's bound per shard */
+	uint32_t k = page_on(C, 0, 1, true);
+	static uint8_t buf[PAGE];
+	char key[32];
+	struct pc_page pg = { .key = key, .data = buf, .len = PAGE };
+
+	fill_shard(C, 1, 0, 2, blocks);
+	pg.key_len = (size_t)snprintf(key, sizeof(key), "page-%u", k);
+	pc_test_fill(buf, PAGE, key, 1);
+	CU_ASSERT_EQUAL(pc_batch_set(C->s[0], &pg, 1), 0);
+	CU_ASSERT_EQUAL(pg.status, -ENOSPC);
+	CU_ASSERT_EQUAL(metrics(C->s[1]).dir_refused, 1);
+	CU_ASSERT_EQUAL(metrics(C->s[0]).pool_keys, 0);
+	CU_ASSERT_EQUAL(metrics(C->s[0]).write_failures, 1);
+	down(C);
+}
+
 static CU_TestInfo tests[] = {
 	{ "round trip across nodes, two round trips per get", test_roundtrip },
 	{ "exists from the directory; length miss; clients", test_exists_and_misses },
@@ -577,6 +608,7 @@ static CU_TestInfo tests[] = {
 	{ "an entry crossing a leave is not kept", test_entry_crossing_a_leave },
 	{ "a departed node's put keeps a member's entry", test_departed_put_keeps_member_entry },
 	{ "a refused put frees its own publication only", test_refused_put_keeps_later_publication },
+	{ "a remote shard's refusal is the page's status", test_remote_refusal_is_said },
 	{ "other nodes' reads move pages up the publisher's LRU", test_remote_reads_refresh_lru },
 	{ "a key published twice keeps one copy", test_double_publish_frees_orphan },
 	CU_TEST_INFO_NULL,
