@@ -106,6 +106,8 @@ struct proto_touch_hdr {
 struct proto_touch {
 	uint64_t addr;			/* the block, as in its directory entry */
 	uint64_t gen;			/* the publication */
+	uint64_t inc;			/* the receiver's incarnation that published it: gen
+					 * starts again at a restart */
 	uint64_t lo, hi;		/* its key */
 	uint32_t cls;
 	uint32_t flags;			/* PROTO_TOUCH_DROP or 0 */

@@ -44,8 +44,8 @@ int p2p_on_notes(struct p2p *p, uint32_t from, const void *req, size_t len)
 			memcpy(&t, at + (size_t)i * sizeof(t), sizeof(t));
 			if (t.cls != c)
 				continue;
-			l = (struct dir_loc){ .addr = t.addr, .inc = p->st->fabric->incarnation,
-					      .gen = t.gen, .node = p->st->self, .cls = t.cls };
+			l = (struct dir_loc){ .addr = t.addr, .inc = t.inc, .gen = t.gen,
+					      .node = p->st->self, .cls = t.cls };
 			if (t.flags & PROTO_TOUCH_DROP)
 				p2p_free_orphan(p, (struct pc_keyhash){ t.lo, t.hi }, &l);
 			else if (p2p_own_publication(p, &l, &blocks[nb]))
@@ -125,8 +125,8 @@ static void send_touches(struct p2p_job *j)
 static struct touch_note note_for(struct pc_keyhash key, const struct dir_loc *l, uint32_t flags)
 {
 	return (struct touch_note){ .node = l->node,
-				    .t = { .addr = l->addr, .gen = l->gen, .lo = key.lo, .hi = key.hi,
-					   .cls = l->cls, .flags = flags } };
+				    .t = { .addr = l->addr, .gen = l->gen, .inc = l->inc, .lo = key.lo,
+					   .hi = key.hi, .cls = l->cls, .flags = flags } };
 }
 
 /* Under touch_lock, after adding notes: whether a sender must start (none runs);
