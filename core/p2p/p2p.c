@@ -117,11 +117,8 @@ int p2p_set(struct store_mode *m, struct pc_page *pages, size_t n)
 			/* no shard knows it: nobody could find it, so free the block if it
 			 * still holds this publication (a later page of the batch, or
 			 * another thread, may have published the key into it since) */
-			uint32_t b;
-
 			pg->status = status[j];
-			if (p2p_own_publication(p, &u[j].loc, &b))
-				pool_remove_at(p->cls[u[j].loc.cls].pool, u[j].key, b);
+			p2p_free_publication(p, u[j].key, &u[j].loc);
 			METRIC_ADD(st, write_failures, 1);
 			continue;
 		}

@@ -118,6 +118,8 @@ struct dir_loc p2p_own_loc(const struct p2p *p, uint32_t c, uint32_t b, uint32_t
 uint8_t *p2p_own_block(struct p2p *p, const struct dir_loc *l, uint32_t *b);
 /* Whether l names a block of ours that still holds publication l->gen. */
 bool p2p_own_publication(struct p2p *p, const struct dir_loc *l, uint32_t *b);
+/* Free our block of publication l of key, if it still holds that one. */
+bool p2p_free_publication(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l);
 /* A shard now points key at another node's publication: free ours, if it is still
  * the one the shard replaced. */
 void p2p_free_orphan(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l);

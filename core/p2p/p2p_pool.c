@@ -46,13 +46,22 @@ bool p2p_own_publication(struct p2p *p, const struct dir_loc *l, uint32_t *b)
 	       __atomic_load_n(&p->cls[l->cls].gen[*b], __ATOMIC_RELAXED) == l->gen;
 }
 
+/* Free our block of publication l of key, if it still holds that one. The number is
+ * checked with the removal, under the pool's lock: checked before it, a publication
+ * of key that took the block in between would be freed in its place. */
+bool p2p_free_publication(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
+{
+	uint32_t b;
+
+	return p2p_own_block(p, l, &b) &&
+	       pool_remove_at(p->cls[l->cls].pool, key, b, &p->cls[l->cls].gen[b], l->gen);
+}
+
 /* A shard now points key at another node's publication: free ours, if it is still
  * the one the shard replaced. */
 void p2p_free_orphan(struct p2p *p, struct pc_keyhash key, const struct dir_loc *l)
 {
-	uint32_t b;
-
-	if (p2p_own_publication(p, l, &b) && pool_remove_at(p->cls[l->cls].pool, key, b))
+	if (p2p_free_publication(p, key, l))
 		__atomic_add_fetch(&p->orphans, 1, __ATOMIC_RELAXED);
 }
 

@@ -239,14 +239,16 @@ bool pool_remove(struct host_pool *p, struct pc_keyhash key)
 	return removed;
 }
 
-bool pool_remove_at(struct host_pool *p, struct pc_keyhash key, uint32_t i)
+bool pool_remove_at(struct host_pool *p, struct pc_keyhash key, uint32_t i, const uint64_t *tag,
+		    uint64_t want)
 {
 	uint32_t at;
 	bool removed = false;
 
 	pthread_mutex_lock(&p->lock);
+	/* a VALID block's tag was set before its commit, under this lock */
 	if (keymap_get(&p->map, key, &at) && at == i && p->meta[i].state == POOL_VALID &&
-	    !p->meta[i].leases) {
+	    !p->meta[i].leases && *tag == want) {
 		block_drop(p, i);
 		removed = true;
 	}

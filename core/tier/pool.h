@@ -112,8 +112,11 @@ void pool_demoted(struct host_pool *p, uint32_t i, bool on_disk);
 
 /* Forget key if it is VALID and unleased (invalidation). true when removed. */
 bool pool_remove(struct host_pool *p, struct pc_keyhash key);
-/* The same, only if key's block is block i (not a later one). */
-bool pool_remove_at(struct host_pool *p, struct pc_keyhash key, uint32_t i);
+/* The same, only if key's block is block i (not a later one) and *tag, the caller's
+ * number for that use of the block, is want: read under the pool's lock, so that a
+ * later use of the block (the same key stored again) is never the one removed. */
+bool pool_remove_at(struct host_pool *p, struct pc_keyhash key, uint32_t i, const uint64_t *tag,
+		    uint64_t want);
 
 /* Find key (VALID or DEMOTING) and pin it as a lease would: from here it is never
  * reused until pool_unpin() or the lease it joins ends. The block, or POOL_NONE. */

@@ -621,20 +621,32 @@ static struct proto_dir_loc entry_of(struct cluster *C, struct pc_keyhash key)
 	return a.loc;
 }
 
+/* n1 tells n0 that its publication l of key, in the block at addr, is an orphan. */
+static void send_drop(struct cluster *C, struct pc_keyhash key, uint64_t addr,
+		      const struct proto_dir_loc *l)
+{
+	struct {
+		struct proto_touch_hdr h;
+		struct proto_touch t;
+	} note = { { .n = 1 }, { .addr = addr, .gen = l->gen, .inc = l->inc, .lo = key.lo,
+				 .hi = key.hi, .cls = l->cls, .flags = PROTO_TOUCH_DROP } };
+	struct pc_rpc r = { .peer = 0, .opcode = PC_RPC_P2P_TOUCH, .req = &note,
+			    .req_len = sizeof(note) };
+
+	CU_ASSERT_EQUAL(pc_fabric_call(C->s[1]->svc.fabric, &r, 1), 0);
+	CU_ASSERT_EQUAL(r.status, 0);
+	pc_msg_free(&r.resp);
+}
+
 /* n0 restarts and publishes K again: its publication numbers start again, so the new
- * entry has the number the old one had, in the same block. A drop note a shard sent
- * about the old publication, arriving late, must leave the new one alone. */
+ * entry has the number the old one had, in the same block of the new pool. A drop
+ * note a shard sent about the old publication, arriving late, must leave the new one
+ * alone. */
 static void test_note_from_before_restart(void)
 {
 	struct cluster *C = up("p2p", "8MiB");
 	struct pc_keyhash key = keyhash_of("page-0", 6);
 	struct proto_dir_loc old, now;
-	struct {
-		struct proto_touch_hdr h;
-		struct proto_touch t;
-	} note = { .h = { .n = 1 } };
-	struct pc_rpc r = { .peer = 0, .opcode = PC_RPC_P2P_TOUCH, .req = &note,
-			    .req_len = sizeof(note) };
 	int wrong = 0, bad = 0;
 
 	CU_ASSERT_EQUAL(pc_test_write_pages(C->s[0], 0, 1, PAGE), 1);
@@ -645,17 +657,58 @@ static void test_note_from_before_restart(void)
 	now = entry_of(C, key);
 	CU_ASSERT_EQUAL(now.gen, old.gen);
 	CU_ASSERT_NOT_EQUAL(now.inc, old.inc);
-	/* the old note, on the block the new publication took (a store reopened in one
-	 * process tends to map its pool where the old one was) */
-	note.t = (struct proto_touch){ .addr = now.addr, .gen = old.gen, .inc = old.inc,
-				       .lo = key.lo, .hi = key.hi, .cls = old.cls,
-				       .flags = PROTO_TOUCH_DROP };
-	CU_ASSERT_EQUAL(pc_fabric_call(C->s[1]->svc.fabric, &r, 1), 0);
-	CU_ASSERT_EQUAL(r.status, 0);
-	pc_msg_free(&r.resp);
+	/* the old note, as if the new pool were mapped where the old one was: then
+	 * nothing else tells the two publications apart */
+	send_drop(C, key, now.addr, &old);
 	CU_ASSERT_EQUAL(metrics(C->s[0]).orphans_freed, 0);
 	CU_ASSERT_EQUAL(metrics(C->s[0]).pool_keys, 1);
 	CU_ASSERT_EQUAL(pc_test_read_range(C->s[2], 0, 1, PAGE, &wrong, &bad), 1);
+	down(C);
+}
+
+/* Armed by a test: the next removal from a pool (linked with --wrap) first publishes
+ * page publish_page again on n0, as another thread of n0 could at that moment. */
+static struct cluster *publish_first;
+static uint32_t publish_page;
+
+struct host_pool;
+bool __real_pool_remove_at(struct host_pool *p, struct pc_keyhash key, uint32_t i,
+			   const uint64_t *tag, uint64_t want);
+bool __wrap_pool_remove_at(struct host_pool *p, struct pc_keyhash key, uint32_t i,
+			   const uint64_t *tag, uint64_t want);
+
+bool __wrap_pool_remove_at(struct host_pool *p, struct pc_keyhash key, uint32_t i,
+			   const uint64_t *tag, uint64_t want)
+{
+	struct cluster *C = publish_first;
+
+	if (C) {
+		publish_first = NULL;
+		CU_ASSERT_EQUAL(pc_test_write_pages(C->s[0], publish_page, 1, PAGE), 1);
+	}
+	return __real_pool_remove_at(p, key, i, tag, want);
+}
+
+/* A drop note for n0's publication of page-0 is being applied when n0 publishes
+ * page-0 again, into the block the note names (the one just freed): the note frees
+ * the publication it names, never the new one. */
+static void test_drop_note_spares_newer_publication(void)
+{
+	struct cluster *C = up("p2p", "8MiB");
+	struct pc_keyhash key = keyhash_of("page-0", 6);
+	struct proto_dir_loc old, now;
+
+	CU_ASSERT_EQUAL(pc_test_write_pages(C->s[0], 0, 1, PAGE), 1);
+	old = entry_of(C, key);
+	publish_page = 0;
+	publish_first = C;
+	send_drop(C, key, old.addr, &old);
+	CU_ASSERT_PTR_NULL(publish_first);	/* it stepped in */
+	now = entry_of(C, key);
+	CU_ASSERT_EQUAL(now.addr, old.addr);
+	CU_ASSERT(now.gen > old.gen);
+	CU_ASSERT_EQUAL(metrics(C->s[0]).orphans_freed, 0);
+	CU_ASSERT_EQUAL(metrics(C->s[0]).pool_keys, 1);
 	down(C);
 }
 
@@ -674,6 +727,7 @@ static CU_TestInfo tests[] = {
 	{ "other nodes' reads move pages up the publisher's LRU", test_remote_reads_refresh_lru },
 	{ "a key published twice keeps one copy", test_double_publish_frees_orphan },
 	{ "a note from before a restart leaves the new publication", test_note_from_before_restart },
+	{ "a drop note spares a newer publication in its block", test_drop_note_spares_newer_publication },
 	CU_TEST_INFO_NULL,
 };
 
