@@ -10,6 +10,12 @@
 
 #include <stdint.h>
 
+/* The version of these bodies. A node of another version would misread them, so it
+ * is in the placement settings every handshake compares (fingerprint.c): raise it
+ * with any change of a body's layout. 2: a TOUCH note carries the publisher's
+ * incarnation, DIR_UPDATE answers a status per put. */
+#define PROTO_WIRE_VERSION 2
+
 enum pc_rpc_opcode {
 	PC_RPC_LAYOUT = 1,		/* () -> struct proto_layout + classes */
 	/* The tiered pool (tier.c); keys are 64-bit block hashes. */

@@ -390,7 +390,7 @@ static int etcd_open(const struct pc_topology *t, const char *placement, void **
 				       strerror(-ret));
 	} else if (topology_placement_diff(placement, strlen(placement), theirs, strlen(theirs), diff,
 					   sizeof(diff))) {
-		snprintf(err, errlen, "%s: the cluster in etcd (%s%s) has other placement settings: %s; use the cluster's settings",
+		snprintf(err, errlen, "%s: the cluster in etcd (%s%s) has other placement settings: %s; use the cluster's settings and peercache version, or another store.etcd_prefix",
 			 t->source, t->store.etcd_endpoints, e->prefix, diff);
 		ret = -ESTALE;
 	}

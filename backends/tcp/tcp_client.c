@@ -479,7 +479,7 @@ static int hs_check_ack(struct flight *fl)
 			snprintf(diff, sizeof(diff), "config fingerprint %016llx here, %016llx there",
 				 (unsigned long long)tf->fingerprint,
 				 (unsigned long long)ack.fingerprint);
-		return hs_refused(fl, -EBADE, "refused this process: its placement settings differ: %s; use the cluster's store settings",
+		return hs_refused(fl, -EBADE, "refused this process: its placement settings differ: %s; use the cluster's store settings and one peercache version",
 				  diff);
 	}
 	if (h.status)

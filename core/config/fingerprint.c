@@ -1,10 +1,11 @@
 /*
  * fingerprint.c - the config fingerprint: the settings every peer of a cluster must
  * share because they decide where a key lives and how a node's slots are laid out
- * (the schema marks them: field.placement), written as text and hashed. Two peers
- * whose hashes differ would place or address pages differently and read each other's
- * slots as misses; the handshake refuses them, and the text lets both sides name the
- * first setting that differs.
+ * (the schema marks them: field.placement), and the version of the messages they
+ * exchange (proto.h), written as text and hashed. Two peers whose hashes differ
+ * would place or address pages differently and read each other's slots as misses,
+ * or misread each other's messages; the handshake refuses them, and the text lets
+ * both sides name the first setting that differs.
  *
  * Not for: exchanging it (each fabric backend's handshake) or settings that stay
  * local to one process (timeouts, polling, read policy).
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "proto.h"
 #include "topology_fields.h"
 
 /* A static node list decides the ring: its size and names, the names as one hash so
@@ -40,6 +42,8 @@ int topology_placement_text(const struct pc_topology *t, char *buf, size_t len)
 
 	if (!f)
 		return -ENOMEM;
+	/* first: the version of the messages (a build before it has none) */
+	fprintf(f, "peercache.wire_version=%u\n", PROTO_WIRE_VERSION);
 	for (size_t i = 0; i < store_section.nr_fields; i++) {
 		const struct field *fd = &store_section.fields[i];
 

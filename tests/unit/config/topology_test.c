@@ -442,11 +442,13 @@ static void test_parse_size(void)
 }
 
 /* The placement settings of laptop.yaml as text, and their hash: fixed values, so a
- * change to what peers must agree on is a change this test sees. Settings that stay
- * local do not move the fingerprint; one that is not local is named by the diff. */
+ * change to what peers must agree on (the messages' version among it) is a change
+ * this test sees. Settings that stay local do not move the fingerprint; one that is
+ * not local is named by the diff, and so is a build of another wire version. */
 static void test_fingerprint(void)
 {
 	static const char want[] =
+		"peercache.wire_version=2\n"
 		"store.mode=slotmap\n"
 		"store.max_nodes=0\n"
 		"store.slot_max_page_bytes=262144\n"
@@ -465,7 +467,7 @@ static void test_fingerprint(void)
 
 	CU_ASSERT_EQUAL(topology_placement_text(t, a, sizeof(a)), 0);
 	CU_ASSERT_STRING_EQUAL(a, want);
-	CU_ASSERT_EQUAL(topology_fingerprint(t), 0x555ff1aa1e1184b2ULL);
+	CU_ASSERT_EQUAL(topology_fingerprint(t), 0xfe4688c62afe23d0ULL);
 	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
 		CU_ASSERT_EQUAL_FATAL(pc_topology_set(u, local[i], err, sizeof(err)), 0);
 		CU_ASSERT_EQUAL(topology_fingerprint(u), topology_fingerprint(t));
@@ -481,7 +483,11 @@ static void test_fingerprint(void)
 	CU_ASSERT_TRUE(topology_placement_diff(b, strlen(b), a, strlen(a), diff, sizeof(diff)));
 	CU_ASSERT_STRING_EQUAL(diff, "store.vnodes is 64 here, 128 there");
 	CU_ASSERT_TRUE(topology_placement_diff(b, strlen(b), "", 0, diff, sizeof(diff)));
-	CU_ASSERT_STRING_EQUAL(diff, "store.mode is slotmap here, not set there");
+	CU_ASSERT_STRING_EQUAL(diff, "peercache.wire_version is 2 here, not set there");
+	/* a build from before the version: the rest the same */
+	CU_ASSERT_TRUE(topology_placement_diff(a, strlen(a), strchr(a, '\n') + 1,
+					       strlen(strchr(a, '\n') + 1), diff, sizeof(diff)));
+	CU_ASSERT_STRING_EQUAL(diff, "peercache.wire_version is 2 here, not set there");
 	pc_topology_free(u);
 	pc_topology_free(t);
 }
