@@ -94,7 +94,11 @@ void rail_set_defaults(struct pc_rail *r);
 /* The bytes of one element of a model dtype name, or 0. */
 uint32_t model_dtype_bytes(const char *dtype);
 
-/* Cross-field checks and derived values (page bytes, classes); one line into err. */
+/* store.global_segment_size's largest (bytes): a node's slot memory. */
+#define TOPOLOGY_SEGMENT_MAX (64.0 * 1024 * 1024 * 1024 * 1024)
+
+/* Cross-field checks and derived values (page bytes, classes); one line into err
+ * (topology_check.c). */
 int topology_validate(struct pc_topology *t, char *err, size_t errlen);
 
 #endif
