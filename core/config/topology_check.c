@@ -15,10 +15,13 @@
 #include "placement/slot.h"
 #include "topology_fields.h"
 
+/* The error at mark m of the file, or at the file when the key was not in it (a
+ * default, or given by --set): no line and column then, rather than 0:0. */
 #define FAIL_AT(m, ...)                                                            \
 	do {                                                                       \
-		int _n = snprintf(err, errlen, "%s:%d:%d: ", t->source, (m).line,  \
-				  (m).col);                                        \
+		int _n = (m).line ? snprintf(err, errlen, "%s:%d:%d: ", t->source, \
+					     (m).line, (m).col) :                  \
+				    snprintf(err, errlen, "%s: ", t->source);      \
 		if (_n >= 0 && (size_t)_n < errlen)                                \
 			snprintf(err + _n, errlen - (size_t)_n, __VA_ARGS__);      \
 		return -EINVAL;                                                    \
@@ -52,8 +55,8 @@ static int validate_store(struct pc_topology *t, char *err, size_t errlen)
 
 		if (slot_class_geometry(&g, s, i))
 			FAIL_AT(s->classes_mark,
-				"store.global_segment_size: %llu bytes split over %u classes leaves no bucket of %u ways for the %llu-byte class; raise global_segment_size or set slot_num_buckets",
-				(unsigned long long)s->global_segment_size, s->nr_classes,
+				"store.global_segment_size: %llu bytes split over %u class%s leaves no bucket of %u ways for the %llu-byte class; raise global_segment_size or set slot_num_buckets",
+				(unsigned long long)s->global_segment_size, s->nr_classes, s->nr_classes == 1 ? "" : "es",
 				s->slot_ways, (unsigned long long)s->size_classes[i]);
 	}
 	/* Buckets given outright are not bounded by the segment: a class's region

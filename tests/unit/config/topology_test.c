@@ -193,6 +193,9 @@ static void test_errors(void)
 	expect_error("store:\n  slot_wayz: 4\n" NODE, "t.yaml:2:3: ",
 		     "unknown key 'slot_wayz' in store; did you mean 'slot_ways'?");
 	expect_error("stor:\n  slot_ways: 4\n" NODE, "t.yaml:1:1: ", "did you mean 'store'?");
+	/* the class is the default one, in no line of the file: the file, not 0:0 */
+	expect_error("store:\n  global_segment_size: 8KiB\n" NODE, "t.yaml: store.global_segment_size",
+		     "leaves no bucket");
 	expect_error("store:\n  slot_ways: four\n" NODE, "t.yaml:2:14: ",
 		     "store.slot_ways: expected an integer from 1 to 64, got 'four'");
 	expect_error("store:\n  slot_ways: \"4\"\n" NODE, "t.yaml:2:14: ", "drop the quotes");
