@@ -165,7 +165,7 @@ def parse(extra: Optional[dict], ranks: dict[str, int], sizes: dict[str, int]) -
                         "give the name of a node under nodes: in the topology, or drop the key")
         try:
             formatted = node.format(**{k: ranks.get(k, 0) for k in _NODE_FIELDS})
-        except (KeyError, IndexError, ValueError) as e:
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as e:
             raise _fail("node", "bad placeholder in %r (%s)" % (node, e),
                         "use only {tp_rank}, {pp_rank}, {dp_rank} or {attn_cp_rank}") from None
         # Ranks that differ only in a field whose placeholder the name lacks would

@@ -73,6 +73,9 @@ class ExtraConfig(unittest.TestCase):
         self.refused("node", {"node": "n9"}, "no node named")
         self.refused("node", {"node": "n0"}, "{tp_rank}", tp_size=2, tp_rank=1)
         self.refused("node", {"node": "n{rank}"}, "placeholder")
+        # a field or index of a rank is a placeholder the name cannot have
+        self.refused("node", {"node": "n{tp_rank.real.x}"}, "placeholder")
+        self.refused("node", {"node": "n{tp_rank[0]}"}, "placeholder")
         # every parallel dimension with more than one rank needs its placeholder
         self.refused("node", {"node": "n{tp_rank}"}, "{pp_rank}", tp_size=2, pp_size=2,
                      pp_rank=1)
