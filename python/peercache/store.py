@@ -714,7 +714,10 @@ class PeerCacheStore(_Base):
                 sz = sizes[i] if isinstance(sizes, (list, tuple)) else sizes
                 addr = it if sz in (None, page) else 0
             elif it is not None:
-                mv = memoryview(it).cast("B")
+                mv = memoryview(it)
+                if not mv.c_contiguous:  # as for tensors above (cast refuses it)
+                    mv = memoryview(b"" if writable else mv.tobytes())
+                mv = mv.cast("B")
                 if mv.nbytes == page and (not writable or not mv.readonly):
                     if mv.readonly:
                         b = bytes(mv)

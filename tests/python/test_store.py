@@ -270,6 +270,24 @@ class Copying(Live):
         raw = s.batch_get(k[:1])  # no targets: bytearrays
         self.assertEqual(bytes(raw[0]), pool.page(0).numpy().tobytes())
 
+    def test_numpy_buffers_not_contiguous(self):
+        # as for tensors: a value is copied to be contiguous; a target that is not
+        # the memory itself is that page's miss, not every page's
+        import numpy as np
+        pool = MHAPool()
+        pool.fill(14)
+        s = self.store(pool, extra={"interface_v1": 0})
+        k = common.keys("numpy-strided", 1)
+        page = pool.page(0).numpy()
+        strided = np.zeros(2 * page.size, np.uint8)[::2]
+        strided[:] = page
+        self.assertTrue(s.batch_set(k, [strided]))
+        targets = [np.zeros(page.size, np.uint8), np.zeros(2 * page.size, np.uint8)[::2]]
+        got = s.batch_get(k + k, targets)
+        self.assertIs(got[0], targets[0])
+        self.assertIsNone(got[1])
+        self.assertEqual(targets[0].tobytes(), page.tobytes())
+
     def test_paths_share_pages(self):
         pool = MHAPool()
         pool.fill(10)
