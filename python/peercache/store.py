@@ -631,7 +631,7 @@ class PeerCacheStore(_Base):
             hits = sum(out)
             self._count(get_calls=1, get_pages=n, get_hits=hits)
             if self._metrics_on:
-                self._record(self._prefetch_pgs, self._prefetch_bw, hits, lay, t0)
+                self._record(False, hits, lay, t0)
             return out
         except Exception:
             self._fail_all("batch_get_v1", n)
@@ -657,7 +657,7 @@ class PeerCacheStore(_Base):
             ok = sum(out)
             self._count(set_calls=1, set_pages=n, set_ok=ok)
             if self._metrics_on:
-                self._record(self._backup_pgs, self._backup_bw, ok, lay, t0)
+                self._record(True, ok, lay, t0)
             return out
         except Exception:
             self._fail_all("batch_set_v1", n)
@@ -850,9 +850,12 @@ class PeerCacheStore(_Base):
         m.peercache = d
         return m
 
-    def _record(self, pgs: list, bw: list, pages: int, lay: _Layout, t0: float) -> None:
+    def _record(self, backup: bool, pages: int, lay: _Layout, t0: float) -> None:
         dt = time.perf_counter() - t0
         with self._lock:
+            # the lists get_stats has not handed out yet, taken under its lock
+            pgs, bw = ((self._backup_pgs, self._backup_bw) if backup else
+                       (self._prefetch_pgs, self._prefetch_bw))
             pgs.append(pages)
             bw.append(pages * lay.page_bytes() / dt / 1e9 if dt > 0 else 0.0)
 

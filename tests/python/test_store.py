@@ -2,6 +2,7 @@
 paths, TP ranks, MLA, namespaces, partial pages, the factory, two threads."""
 import importlib
 import threading
+import time
 import unittest
 
 import torch
@@ -11,6 +12,7 @@ from cluster import Cluster
 from live import Live, same
 from pools import MHAPool, MLAPool
 from peercache import _lib
+from peercache import store as pcstore
 
 
 class ZeroCopy(Live):
@@ -189,6 +191,38 @@ class ZeroCopy(Live):
         self.assertIn("round_trips", st["store"])
         self.assertEqual(st["adapter"]["exists_pages"], 3)
         self.assertTrue(st["namespace"].startswith("org-model-a@"))
+
+    def test_storage_metrics_of_a_batch_across_get_stats(self):
+        # SGLang's collector calls get_stats on its own thread while a backup runs:
+        # a batch that ends across that call is in the next StorageMetrics, not
+        # appended to the one already handed out
+        from dataclasses import dataclass
+        from unittest import mock
+
+        @dataclass
+        class Metrics:
+            prefetch_pgs: list
+            backup_pgs: list
+            prefetch_bandwidth: list
+            backup_bandwidth: list
+
+        patch = mock.patch.object(pcstore, "StorageMetrics", Metrics)
+        patch.start()
+        self.addCleanup(patch.stop)
+        pool = MHAPool()
+        pool.fill(15)
+        s = self.store(pool, enable_storage_metrics=True)
+        clock, reads, handed_out = time.perf_counter, [], []
+
+        def clock_read():
+            reads.append(None)
+            if len(reads) == 2:  # the batch's second read: it is done, not yet counted
+                handed_out.extend(s.get_stats().backup_pgs)
+            return clock()
+        with mock.patch.object(pcstore.time, "perf_counter", clock_read):
+            self.assertEqual(s.batch_set_v1(common.keys("metrics-race", 3),
+                                            pool.indices(range(3))), [True] * 3)
+        self.assertEqual(handed_out + s.get_stats().backup_pgs, [3])
 
     def test_metrics_endpoint(self):
         # a serving engine's client store exports its own counters over HTTP
