@@ -575,7 +575,7 @@ class PeerCacheStore(_Base):
         ret = self.store.batch_exists(t)
         parts = lay.parts
         if ret < 0:
-            st = [-1] * len(pkeys)
+            st = [-1] * t.n  # pkeys may be (blob, key_len): its len is not the count
         else:
             st = t.statuses()
         if ret == n * parts:

@@ -1,5 +1,6 @@
 """PeerCacheStore against a live 3-node pcd cluster: SGLang's zero-copy and copying
 paths, TP ranks, MLA, namespaces, partial pages, the factory, two threads."""
+import errno
 import importlib
 import threading
 import time
@@ -140,6 +141,18 @@ class ZeroCopy(Live):
         self.assertTrue(all(s.batch_set_v1(k, pool.indices(range(4)))))
         self.assertEqual(s.store.metrics()["write_requests"], w)
         self.assertEqual(s.stats()["adapter"]["set_present"], 4)
+
+    def test_set_when_exists_fails(self):
+        # the exists that finds present objects fails as a call: every object is
+        # written, and the answer is still one bool per page
+        from unittest import mock
+        pool = MHAPool()
+        pool.fill(16)
+        s = self.store(pool)
+        k = common.keys("exists-failed", 4)
+        with mock.patch.object(s.store, "batch_exists", return_value=-errno.EIO):
+            self.assertEqual(s.batch_set_v1(k, pool.indices(range(4))), [True] * 4)
+        self.assertEqual(s.batch_exists(k), 4)
 
     def test_other_model_or_layout_sees_nothing(self):
         pool = MHAPool()
