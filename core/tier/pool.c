@@ -206,12 +206,14 @@ uint32_t pool_pick_victims(struct host_pool *p, uint32_t *out, uint32_t n)
 	return k;
 }
 
-void pool_demoted(struct host_pool *p, uint32_t i, bool on_disk)
+bool pool_demoted(struct host_pool *p, uint32_t i, bool on_disk)
 {
 	struct pool_meta *m = &p->meta[i];
+	bool left;
 
 	pthread_mutex_lock(&p->lock);
-	if (m->leases) {	/* fetched while on its way down: it stays */
+	left = !m->leases;
+	if (!left) {	/* fetched while on its way down: it stays */
 		m->state = POOL_VALID;
 		m->on_disk = on_disk;
 		p->nr_demoting--;
@@ -223,6 +225,7 @@ void pool_demoted(struct host_pool *p, uint32_t i, bool on_disk)
 		block_drop(p, i);
 	}
 	pthread_mutex_unlock(&p->lock);
+	return left;
 }
 
 bool pool_remove(struct host_pool *p, struct pc_keyhash key)

@@ -107,8 +107,9 @@ void pool_unstage(struct host_pool *p, uint32_t i);
 uint32_t pool_pick_victims(struct host_pool *p, uint32_t *out, uint32_t n);
 
 /* A DEMOTING block's demotion finished: on_disk says whether a copy is on disk now.
- * Unless it was leased meanwhile (then it stays VALID), the block is freed. */
-void pool_demoted(struct host_pool *p, uint32_t i, bool on_disk);
+ * Unless it was leased meanwhile (then it stays VALID), the block is freed. true when
+ * it was (the block left host memory). */
+bool pool_demoted(struct host_pool *p, uint32_t i, bool on_disk);
 
 /* Forget key if it is VALID and unleased (invalidation). true when removed. */
 bool pool_remove(struct host_pool *p, struct pc_keyhash key);

@@ -61,7 +61,8 @@ static struct pc_keyhash key_of(uint64_t hash)
 /*
  * Take up to n unleased blocks off the LRU tail and out of host memory: one batched
  * disk write for those without a current disk copy, none for inclusive copies still
- * on disk. A block leased while on its way down stays (pool_demoted).
+ * on disk. A block leased while on its way down stays (pool_demoted) and is counted
+ * neither evicted nor dropped. Returns how many left host memory.
  */
 static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *demoted_out)
 {
@@ -105,7 +106,8 @@ static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *de
 			}
 			w++;
 		}
-		pool_demoted(t->pool, v[i], on_disk);
+		if (!pool_demoted(t->pool, v[i], on_disk))
+			continue;	/* leased meanwhile: still in host memory */
 		if (on_disk)
 			demoted++;
 		else
@@ -113,7 +115,7 @@ static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *de
 	}
 	el = pc_env_now(t->env) - t0;
 	if (k) {
-		TSTAT(t, evicted_blocks, k);
+		TSTAT(t, evicted_blocks, demoted + dropped);
 		TSTAT(t, demoted_blocks, demoted);
 		TSTAT(t, dropped_blocks, dropped);
 		TSTAT(t, demote_batches, 1);
@@ -130,7 +132,7 @@ static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *de
 	free(b);
 	free(wi);
 	*demoted_out = demoted;
-	return k;
+	return demoted + dropped;
 }
 
 uint32_t tier_demote(struct tier *t, uint32_t n, bool background)

@@ -252,6 +252,61 @@ static void test_injected_faults(void)
 	down(C);
 }
 
+/* A storage whose next write lets a fetch of one block in first: the block is
+ * leased on its way down to disk. */
+static struct midway {
+	struct cluster *C;
+	uint64_t hash, lease;
+	const struct pc_storage_ops *inner;
+	struct pc_storage_ops ops;
+} midway;
+
+static int write_after_fetch(struct pc_storage *s, struct pc_io *ios, size_t n,
+			     pc_io_prepare_fn prepare, void *arg)
+{
+	if (!midway.lease)
+		midway.lease = raw_fetch(midway.C, midway.hash, 60000);
+	return midway.inner->write_prepared(s, ios, n, prepare, arg);
+}
+
+/* A block fetched while it is being demoted stays in host memory: it is counted
+ * neither evicted nor dropped, whether its disk write works or fails. */
+static void demoted_while_fetched(bool fail)
+{
+	struct cluster *C = up(SEED);
+	struct tier *t = C->peer->tier;
+	struct pc_storage *s = tier_disk(t)->stg;
+	struct fault *ft = fault_new();
+	struct pc_tier_metrics m;
+
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'Q', 0, 8), 8);	/* Q0 is the LRU tail */
+	CU_ASSERT_EQUAL_FATAL(fault_wrap_storage(ft, s), 0);
+	if (fail)
+		fault_add(ft, (struct fault_rule){ .site = FAULT_IO_WRITE, .err = -ENOSPC });
+	midway = (struct midway){ .C = C, .hash = smoke_hash('Q', 0), .inner = s->ops, .ops = *s->ops };
+	midway.ops.write_prepared = write_after_fetch;
+	s->ops = &midway.ops;
+	CU_ASSERT_EQUAL(tier_demote(t, 1, false), 0);	/* none left host memory */
+	s->ops = midway.inner;
+	CU_ASSERT_NOT_EQUAL(midway.lease, 0);
+	CU_ASSERT_EQUAL(where1(C, 'Q', 0), PC_WHERE_HOST);
+	m = metrics(C);
+	CU_ASSERT_EQUAL(m.evicted_blocks, 0);
+	CU_ASSERT_EQUAL(m.dropped_blocks, 0);
+	CU_ASSERT_EQUAL(m.demoted_blocks, 0);
+	CU_ASSERT_EQUAL(m.spill_failures, fail ? 1 : 0);
+	CU_ASSERT_EQUAL(m.resident_committed_blocks, 8);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'Q', 0, 8), 8);
+	fault_free(ft);
+	down(C);
+}
+
+static void test_demoted_while_fetched(void)
+{
+	demoted_while_fetched(false);
+	demoted_while_fetched(true);
+}
+
 /* A promotion that finds every host block leased puts the block back on disk; a
  * put-back that fails has lost the block: counted as a failed spill is. */
 static void test_put_back_failure_counted(void)
@@ -537,6 +592,8 @@ static CU_TestInfo tests[] = {
 	{ "a full disk pool drops its LRU tail", test_disk_pool_full },
 	{ "injected ENOSPC and EIO: delete-and-miss", test_injected_faults },
 	{ "a failed put-back after a promotion is counted", test_put_back_failure_counted },
+	{ "a block fetched while being demoted stays, not counted evicted",
+	  test_demoted_while_fetched },
 	{ "leases survive pressure; expired leases free", test_leases },
 	{ "inclusive promotion keeps the disk copy", test_inclusive },
 	{ "background demotion keeps the watermark", test_background_demotion },
