@@ -409,6 +409,14 @@ out:
 	return ret ? ret : got;
 }
 
+/* The VALID block that holds key, or NONE. Locked. */
+static uint32_t valid_block(struct disk_pool *d, struct pc_keyhash key)
+{
+	uint32_t i;
+
+	return keymap_get(&d->map, key, &i) && d->meta[i].state == DISK_VALID ? i : NONE;
+}
+
 bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_t *sum,
 	      uint64_t *aux)
 {
@@ -427,6 +435,20 @@ bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_
 	}
 	pthread_mutex_unlock(&d->lock);
 	return found;
+}
+
+bool disk_keep(struct disk_pool *d, struct pc_keyhash key, uint64_t sum)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&d->lock);
+	i = valid_block(d, key);
+	if (i != NONE && d->meta[i].sum == sum)
+		lru_touch(&d->lru, i);
+	else
+		i = NONE;
+	pthread_mutex_unlock(&d->lock);
+	return i != NONE;
 }
 
 bool disk_remove_if(struct disk_pool *d, struct pc_keyhash key, uint64_t aux)

@@ -110,6 +110,10 @@ int disk_get(struct disk_pool *d, struct disk_blk *b, size_t n, bool take);
 bool disk_has(struct disk_pool *d, struct pc_keyhash key, uint32_t *len, uint64_t *sum,
 	      uint64_t *aux);
 
+/* Whether key is stored with checksum sum; if so it becomes the most recently used
+ * (a copy that stands for a block just demoted again, unwritten). */
+bool disk_keep(struct disk_pool *d, struct pc_keyhash key, uint64_t sum);
+
 /* Forget key. true when it was stored. */
 bool disk_remove(struct disk_pool *d, struct pc_keyhash key);
 

@@ -82,10 +82,11 @@ static uint32_t demote(struct tier *t, uint32_t n, bool background, uint32_t *de
 	k = pool_pick_victims(t->pool, v, n);
 	for (uint32_t i = 0; i < k && t->disk; i++) {
 		const struct pool_meta *m = &t->pool->meta[v[i]];	/* stable while DEMOTING */
-		uint64_t sum;
 
-		if (m->on_disk && disk_has(t->disk, m->key, NULL, &sum, NULL) && sum == m->sum)
-			continue;	/* an inclusive copy is still there */
+		/* an inclusive copy is still there: as recent as the block, so that the
+		 * writes below do not drop it first */
+		if (m->on_disk && disk_keep(t->disk, m->key, m->sum))
+			continue;
 		wi[nw] = i;
 		/* the sum the block was put with and checked against: a block that changed
 		 * in host memory since is caught when promoted, not summed afresh */

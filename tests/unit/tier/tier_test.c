@@ -394,6 +394,26 @@ static void test_inclusive(void)
 	down(C);
 }
 
+/* Inclusive: a block demoted again onto its disk copy is the disk's most recent, so
+ * the disk drops blocks that left host memory before it, not that copy. */
+static void test_inclusive_demoted_again_is_recent(void)
+{
+	struct cluster *C = up("store.tier_host_blocks=2 store.tier_disk_blocks=3 "
+			       "store.tier_free_percent=0 store.tier_inclusive=true");
+
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'R', 0, 2), 2);
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'R', 2, 1), 1);	/* R0 to disk */
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'R', 0, 1), 1);	/* R1 to disk */
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'R', 3, 1), 1);	/* R2 to disk: full */
+	CU_ASSERT_EQUAL(where1(C, 'R', 0), PC_WHERE_HOST);
+	/* R0 goes down onto its copy, R3 is written: one of R0, R1, R2 is dropped */
+	CU_ASSERT_EQUAL(smoke_put(C->client, "n0", 'R', 4, 2), 2);
+	CU_ASSERT_EQUAL(where1(C, 'R', 0), PC_WHERE_DISK);
+	CU_ASSERT_EQUAL(where1(C, 'R', 1), PC_WHERE_NONE);
+	CU_ASSERT_EQUAL(smoke_fetch(C->client, "n0", 'R', 0, 1), 1);
+	down(C);
+}
+
 /* The watermark: the background task keeps free blocks so staging does not wait. */
 static void test_background_demotion(void)
 {
@@ -596,6 +616,8 @@ static CU_TestInfo tests[] = {
 	  test_demoted_while_fetched },
 	{ "leases survive pressure; expired leases free", test_leases },
 	{ "inclusive promotion keeps the disk copy", test_inclusive },
+	{ "inclusive: a block demoted again is the disk's most recent",
+	  test_inclusive_demoted_again_is_recent },
 	{ "background demotion keeps the watermark", test_background_demotion },
 	{ "a fetch naming blocks twice, host pool full", test_fetch_duplicates },
 	{ "stage_put with a wrong checksum", test_put_bad_checksum },
