@@ -70,7 +70,11 @@ static int tcp_reg(struct pc_fabric *f, struct pc_region *r)
 
 static void tcp_dereg(struct pc_fabric *f, struct pc_region *r)
 {
-	region_table_del(&to_tcp(f)->regions, r->key);
+	struct tcp_fabric *tf = to_tcp(f);
+
+	region_table_del(&tf->regions, r->key);
+	if (tf->server)
+		tcp_server_forget(tf->server, r->addr, r->len);
 }
 
 static int tcp_serve(struct pc_fabric *f, pc_rpc_handler *h, void *arg)

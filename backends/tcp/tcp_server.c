@@ -117,6 +117,14 @@ struct tcp_server {
 	/* A connection whose RPC is with a worker is parked: out of epoll until the
 	 * loop takes the job back from the done list and answers it. */
 	struct tcp_rpc_pool rpc;
+	/* A region going away (tcp_server_forget), asked of this thread through wakefd;
+	 * stopping is set under forget_lock before the stop's wake. */
+	pthread_mutex_t forget_one;	/* one request at a time */
+	pthread_mutex_t forget_lock;
+	pthread_cond_t forget_cond;
+	uintptr_t forget_addr;
+	size_t forget_len;
+	bool forget_asked, stopping;
 	uint8_t discard[DISCARD_BYTES];
 };
 
@@ -784,6 +792,71 @@ static void say_pacing(int lfd, const char *node)
 			node, cc);
 }
 
+/* Close the connections with ops in flight on [addr, addr + len): a WRITE payload
+ * still arriving, READs and CASes still to answer, or a response still going out
+ * straight from the region. Those ops passed the region table before the region
+ * left it, and would touch memory its owner has taken back. */
+static void forget_now(struct tcp_server *s, uintptr_t addr, size_t len)
+{
+	for (struct sconn *c = s->conns; c; c = c->next) {
+		if (c->doomed || (c->rx != RX_PAYLOAD && !c->sending))
+			continue;
+		for (uint32_t i = 0; i < c->fr.nops; i++) {
+			uintptr_t at = (uintptr_t)c->ops.where[i];
+
+			if (!c->ops.status[i] && at >= addr && at - addr < len) {
+				pc_dbg("tcp server: %s: a region its ops were on went away; connection closed",
+				       c->addr);
+				conn_doom(s, c);
+				break;
+			}
+		}
+	}
+}
+
+/* The wake eventfd: a stop (true), or a region going away. */
+static bool on_wake(struct tcp_server *s)
+{
+	uint64_t v;
+	bool stop;
+
+	if (read(s->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		pc_err("tcp server: eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&s->forget_lock);
+	stop = s->stopping;
+	if (s->forget_asked) {
+		if (!stop)	/* stopping: nothing is served any more */
+			forget_now(s, s->forget_addr, s->forget_len);
+		s->forget_asked = false;
+		pthread_cond_broadcast(&s->forget_cond);
+	}
+	pthread_mutex_unlock(&s->forget_lock);
+	return stop;
+}
+
+void tcp_server_forget(struct tcp_server *s, const void *addr, size_t len)
+{
+	uint64_t one = 1;
+
+	if (pthread_equal(pthread_self(), s->thread)) {	/* a quick RPC's handler */
+		forget_now(s, (uintptr_t)addr, len);
+		return;
+	}
+	pthread_mutex_lock(&s->forget_one);
+	pthread_mutex_lock(&s->forget_lock);
+	if (!s->stopping) {
+		s->forget_addr = (uintptr_t)addr;
+		s->forget_len = len;
+		s->forget_asked = true;
+		if (write(s->wakefd, &one, sizeof(one)) != sizeof(one))
+			pc_err("tcp server: cannot wake the server thread: %s", strerror(errno));
+		while (s->forget_asked)
+			pthread_cond_wait(&s->forget_cond, &s->forget_lock);
+	}
+	pthread_mutex_unlock(&s->forget_lock);
+	pthread_mutex_unlock(&s->forget_one);
+}
+
 /* Free the connections this pass doomed. */
 static void conn_reap(struct tcp_server *s)
 {
@@ -810,8 +883,11 @@ static void *server_main(void *arg)
 			struct sconn *c = evs[i].data.ptr;
 			int ret = 0;
 
-			if (evs[i].data.ptr == s)
-				return NULL;	/* woken to stop */
+			if (evs[i].data.ptr == s) {
+				if (on_wake(s))
+					return NULL;	/* woken to stop */
+				continue;
+			}
 			if (evs[i].data.ptr == &s->rpc) {
 				rpc_answer_done(s);
 				continue;
@@ -847,14 +923,18 @@ static void *server_main(void *arg)
 	}
 }
 
-static void close_fds(struct tcp_server *s)
+static void server_free(struct tcp_server *s)
 {
+	pthread_cond_destroy(&s->forget_cond);
+	pthread_mutex_destroy(&s->forget_lock);
+	pthread_mutex_destroy(&s->forget_one);
 	if (s->wakefd >= 0)
 		close(s->wakefd);
 	if (s->epfd >= 0)
 		close(s->epfd);
 	if (s->lfd >= 0)
 		close(s->lfd);
+	free(s);
 }
 
 int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
@@ -869,6 +949,9 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 		return -ENOMEM;
 	s->tf = tf;
 	s->lfd = s->epfd = s->wakefd = -1;
+	pthread_mutex_init(&s->forget_one, NULL);
+	pthread_mutex_init(&s->forget_lock, NULL);
+	pthread_cond_init(&s->forget_cond, NULL);
 	s->max_conns = tf->base.topo->store.max_connections;
 	s->max_buffered = tf->base.topo->store.max_buffered_bytes;
 	ret = tcp_listen(bind, node->port, tf->base.topo->store.tcp_congestion, &s->lfd);
@@ -905,8 +988,7 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 err_rpc:
 	tcp_rpc_stop(&s->rpc);
 err_close:
-	close_fds(s);
-	free(s);
+	server_free(s);
 	return ret;
 }
 
@@ -914,12 +996,14 @@ void tcp_server_stop(struct tcp_server *s)
 {
 	uint64_t one = 1;
 
+	pthread_mutex_lock(&s->forget_lock);
+	s->stopping = true;
+	pthread_mutex_unlock(&s->forget_lock);
 	if (write(s->wakefd, &one, sizeof(one)) != sizeof(one))
 		pc_err("tcp server: cannot wake the server thread: %s", strerror(errno));
 	pthread_join(s->thread, NULL);
 	tcp_rpc_stop(&s->rpc);	/* handlers running now finish; queued requests are dropped */
 	while (s->conns)
 		conn_close(s, s->conns);
-	close_fds(s);
-	free(s);
+	server_free(s);
 }

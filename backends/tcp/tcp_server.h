@@ -13,5 +13,10 @@ int tcp_server_start(struct tcp_fabric *tf, pc_rpc_handler *h, void *arg,
 		     struct tcp_server **out);
 /* Stop serving: after it returns no handler runs and every connection is closed. */
 void tcp_server_stop(struct tcp_server *s);
+/* [addr, addr + len) left the region table: close the connections whose ops passed
+ * the table's check on it and are still in flight (a WRITE payload arriving, a
+ * response going out), so that after it returns the server touches none of it.
+ * Any thread; waits for the server thread. */
+void tcp_server_forget(struct tcp_server *s, const void *addr, size_t len);
 
 #endif

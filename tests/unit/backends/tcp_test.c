@@ -602,6 +602,41 @@ static void test_truncated(void)
 	net_down(N);
 }
 
+/* A region deregistered while a WRITE's payload is still arriving: the rest of the
+ * payload lands nowhere (the connection closes), not in memory its owner has
+ * taken back. */
+static void test_dereg_mid_write(void)
+{
+	struct net *N = net_up(0);
+	uint8_t *mem = aligned_alloc(4096, 65536), pay[4096];
+	struct pc_region r = { .addr = mem, .len = 65536, .access = PC_ACCESS_REMOTE_WRITE };
+	struct tcp_hdr h = { .magic = TCP_MAGIC, .version = TCP_VERSION, .type = TCP_OPS,
+			     .count = 1, .body_len = 40 + 65536 };
+	struct tcp_opdesc d = { .kind = PC_OP_WRITE, .raddr = (uint64_t)(uintptr_t)mem, .len = 65536 };
+	int fd = pc_test_connect(N->port0 + 1), landed = 0;
+
+	memset(mem, 0x11, 65536);
+	memset(pay, 0x66, sizeof(pay));
+	CU_ASSERT_EQUAL_FATAL(pc_fabric_reg(N->f[1], &r), 0);
+	d.rkey = r.key;
+	raw_hello(fd, 1);
+	send(fd, &h, sizeof(h), MSG_NOSIGNAL);
+	send(fd, &d, sizeof(d), MSG_NOSIGNAL);
+	send(fd, pay, sizeof(pay), MSG_NOSIGNAL);
+	for (int i = 0; i < 100 && !landed; i++, usleep(10000))
+		landed = __atomic_load_n(&mem[4095], __ATOMIC_ACQUIRE) == 0x66;
+	CU_ASSERT_TRUE_FATAL(landed);	/* the server is inside the payload */
+	pc_fabric_dereg(N->f[1], &r);
+	for (int i = 1; i < 16; i++)
+		send(fd, pay, sizeof(pay), MSG_NOSIGNAL);
+	CU_ASSERT_TRUE(closed_by_server(fd));
+	close(fd);
+	CU_ASSERT_EQUAL(mem[4096], 0x11);
+	CU_ASSERT_EQUAL(mem[65535], 0x11);
+	free(mem);
+	net_down(N);
+}
+
 static void test_dead_and_stalled(void)
 {
 	struct net *N = net_up(0);
@@ -1650,6 +1685,7 @@ static CU_TestInfo auth_tests[] = {
 static CU_TestInfo wire_tests[] = {
 	{ "every malformed frame closes its connection only", test_bad_frames },
 	{ "a truncated frame", test_truncated },
+	{ "a region deregistered in the middle of a WRITE", test_dereg_mid_write },
 	{ "bind_address 0.0.0.0, address 127.0.0.1", test_bind_address },
 	{ "accepted connections take the fixed receive buffer", test_accepted_rcvbuf },
 	{ "every HELLO carries a fresh nonce", test_hello_nonce_fresh },
