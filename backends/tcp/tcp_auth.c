@@ -41,6 +41,8 @@ static ssize_t read_secret(const char *path, const char *what, uint8_t *buf, siz
 	struct stat sb;
 	ssize_t n;
 	size_t b = 0, e;
+	bool more;
+	uint8_t extra;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
@@ -54,6 +56,9 @@ static ssize_t read_secret(const char *path, const char *what, uint8_t *buf, siz
 		pc_warn("%s %s: readable by its group or others (mode %03o); chmod 600 it",
 			what, path, (unsigned)(sb.st_mode & 0777));
 	n = read(fd, buf, cap);
+	/* a full buffer is too long a file only if more follows: the limit is the
+	 * secret's, whitespace around it aside */
+	more = n == (ssize_t)cap && read(fd, &extra, 1) > 0;
 	close(fd);
 	if (n < 0) {
 		snprintf(err, errlen, "%s %s: cannot read: %s", what, path, strerror(errno));
@@ -65,7 +70,7 @@ static ssize_t read_secret(const char *path, const char *what, uint8_t *buf, siz
 	while (e > b && (buf[e - 1] == ' ' || buf[e - 1] == '\t' || buf[e - 1] == '\n' ||
 			 buf[e - 1] == '\r'))
 		e--;
-	if ((size_t)n == cap || e - b < TCP_SECRET_MIN) {
+	if (more || e - b < TCP_SECRET_MIN || e - b >= TCP_SECRET_MAX) {
 		snprintf(err, errlen,
 			 "%s %s: %zu bytes; a secret has %d to %d (make one with: head -c 32 /dev/urandom | base64 > %s)",
 			 what, path, e - b, TCP_SECRET_MIN, TCP_SECRET_MAX - 1, path);

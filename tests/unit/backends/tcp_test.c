@@ -1364,6 +1364,34 @@ static void test_auth_macs(void)
 	net_down(N);
 }
 
+/* A secret of the longest length the message names, written with a newline as echo
+ * and base64 write it, is taken; one a byte longer is refused. */
+static void test_auth_longest_secret(void)
+{
+	static char text[TCP_SECRET_MAX + 1];
+	struct pc_topology *t;
+	struct tcp_auth a;
+	char set[700], err[PC_ERR_MAX];
+	const char *yaml = "nodes:\n  - {name: x, address: 127.0.0.1}\n";
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(yaml, strlen(yaml), "secret", &t, err, sizeof(err)), 0);
+	memset(text, 'k', TCP_SECRET_MAX - 1);
+	snprintf(set, sizeof(set), "store.auth_secret_file=%s", secret_file("other", text));
+	CU_ASSERT_EQUAL_FATAL(pc_topology_set(t, set, err, sizeof(err)), 0);
+	err[0] = 0;
+	CU_ASSERT_EQUAL(tcp_auth_load(t, &a, err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(a.on);
+	if (err[0])
+		printf("\n  %s", err);
+	tcp_auth_clear(&a);
+	text[TCP_SECRET_MAX - 1] = 'k';
+	secret_file("other", text);
+	CU_ASSERT_EQUAL(tcp_auth_load(t, &a, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, ": 4096 bytes;"));
+	printf("\n  %s\n", err);
+	pc_topology_free(t);
+}
+
 /* AUTH is taken only right after HELLO on a server that waits for it, and then
  * nothing else is; an RPC larger than its opcode takes is refused on its header. */
 static size_t op7_max(void *arg, uint16_t op)
@@ -1679,6 +1707,7 @@ static CU_TestInfo auth_tests[] = {
 	{ "every node with the secret: batches, RPCs, pulls, restarts", test_auth_net },
 	{ "no secret, another secret: refused", test_auth_refused },
 	{ "the handshake MACs bind every field", test_auth_macs },
+	{ "a secret of 4095 bytes and a newline", test_auth_longest_secret },
 	CU_TEST_INFO_NULL,
 };
 
