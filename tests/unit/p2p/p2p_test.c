@@ -31,7 +31,7 @@ struct cluster {
 /* Open node i's store (again, after a close: a restart, a new incarnation). */
 static void open_node(struct cluster *C, int i)
 {
-	char name[8], err[PC_ERR_MAX] = "";
+	char name[16], err[PC_ERR_MAX] = "";
 	struct pc_store_opts o = { .size = sizeof(o), .topo = C->topo, .fabric = "inproc",
 				   .node = name, .err = err, .errlen = sizeof(err) };
 	struct store_deps x = { .backend_arg = C->w };
