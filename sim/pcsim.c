@@ -675,8 +675,10 @@ int main(int argc, char **argv)
 			prog.shown = false;
 			snprintf(p99s, sizeof(p99s), cfg.timing ? "p99 %.1f us" : "no timing",
 				 us(hist_quantile(&r.lat, 0.99)));
-			snprintf(evs, sizeof(evs), cfg.timing ? ", %.1f events per page" : "",
-				 r.pages ? (double)r.events / (double)r.pages : 0.0);
+			evs[0] = 0;
+			if (cfg.timing)
+				snprintf(evs, sizeof(evs), ", %.1f events per page",
+					 r.pages ? (double)r.events / (double)r.pages : 0.0);
 			fprintf(stderr, "pcsim: %s: %llu requests, page hit %.4f, token hit %.4f, %s (%.1f s simulated in %.1f s, %.2f M page lookups/s%s)\n",
 				prog.label, (unsigned long long)r.requests,
 				ratio(r.page_hits, r.pages), ratio(r.token_hits, r.tokens), p99s,
