@@ -622,6 +622,24 @@ static void write_trace(char *path, size_t len, const char *name, const char *te
 	fclose(f);
 }
 
+/* A run of workload wl (a spec or a trace's path) on the topology in text (len bytes),
+ * with cfg's other settings: run_sim's result, err its line. The topology lives for
+ * the run only. */
+static int run_text(struct run_cfg *cfg, const char *text, size_t len, const char *wl,
+		    struct run_result *r, char *err, size_t errlen)
+{
+	struct pc_topology *t = NULL;
+	int ret;
+
+	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, len, "t", &t, err, errlen), 0);
+	CU_ASSERT_EQUAL_FATAL(wl_parse(wl, &cfg->wl, err, errlen), 0);
+	cfg->topo = t;
+	ret = run_sim(cfg, r, err, errlen);
+	cfg->topo = NULL;
+	pc_topology_free(t);
+	return ret;
+}
+
 /* trace_check on a trace of text: its good and bad lines, and why the first three
  * bad ones are (in why, whylen long). */
 static void check_trace(const char *name, const char *text, uint64_t good, uint64_t bad, char *why,
@@ -754,7 +772,6 @@ static void test_lru_che(void)
 static void test_prefix_exact(void)
 {
 	char path[256], text[512], err[PC_ERR_MAX];
-	struct pc_topology *t = NULL;
 	struct run_cfg cfg = { .timing = false, .payload_free = true };
 	struct run_result r;
 	uint64_t *seen = calloc(1 << 16, sizeof(uint64_t)), tokens = 0, hit = 0;
@@ -798,11 +815,8 @@ static void test_prefix_exact(void)
 		 "store: {slot_size_classes: [8KiB], slot_ways: 16, slot_num_buckets: 65536}\n"
 		 "model: {layers: 1, kv_heads: 1, head_dim: 8, dtype: int8, tokens_per_page: 512}\n"
 		 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n");
-	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(wl_parse(path, &cfg.wl, err, sizeof(err)), 0);
-	cfg.topo = t;
 	cfg.seed = 1;
-	if (run_sim(&cfg, &r, err, sizeof(err)))
+	if (run_text(&cfg, text, strlen(text), path, &r, err, sizeof(err)))
 		printf("\n  %s\n", err);
 	printf("\n  %u requests: simulated token hits %llu of %llu, exact count %llu of %llu (evictions %.0f)\n",
 	       nreq, (unsigned long long)r.token_hits, (unsigned long long)r.tokens,
@@ -811,7 +825,6 @@ static void test_prefix_exact(void)
 	CU_ASSERT_EQUAL(r.token_hits, hit);
 	CU_ASSERT_EQUAL(r.evictions, 0);
 	run_result_free(&r);
-	pc_topology_free(t);
 	sim_destroy(rng);
 	free(seen);
 }
@@ -853,17 +866,13 @@ static void test_trace_far_apart(void)
 			   "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n";
 	struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 1,
 			       .interval_ns = 1000000000ULL };
-	struct pc_topology *t = NULL;
 	struct run_result r;
 	char path[256], err[PC_ERR_MAX];
 
 	write_trace(path, sizeof(path), "far.jsonl",
 		    "{\"timestamp\": 0, \"input_length\": 600, \"hash_ids\": [1, 2]}\n"
 		    "{\"timestamp\": 2147483653000, \"input_length\": 600, \"hash_ids\": [1, 3]}\n");
-	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(wl_parse(path, &cfg.wl, err, sizeof(err)), 0);
-	cfg.topo = t;
-	CU_ASSERT_EQUAL(run_sim(&cfg, &r, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(run_text(&cfg, text, strlen(text), path, &r, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(r.requests, 2);
 	CU_ASSERT(r.sim_s >= 2147483653.0);
 	CU_ASSERT_EQUAL_FATAL(r.nr_points, 2);
@@ -871,7 +880,6 @@ static void test_trace_far_apart(void)
 	CU_ASSERT(r.series[1].k == 2147483653ULL && r.series[1].requests == 1);
 	CU_ASSERT(r.series[1].p99_ns > 0);
 	run_result_free(&r);
-	pc_topology_free(t);
 }
 
 /* ---------------------------------------------------------------- spill */
@@ -885,22 +893,18 @@ static void test_spill_adds_hits(void)
 
 	for (int spill = 0; spill < 2; spill++) {
 		struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 3 };
-		struct pc_topology *t = NULL;
-		char text[768];
+			char text[768];
 
 		snprintf(text, sizeof(text),
 			 "store: {slot_size_classes: [16KiB], slot_ways: 4, global_segment_size: 4MiB, slot_spill_ways: %d}\n"
 			 "node_defaults: {nvme: {path: /unused, capacity: 128MiB, read_mbps: 2000, write_mbps: 1000, latency_us: 80, queue_depth: 32}}\n"
 			 "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n",
 			 spill);
-		CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
-		CU_ASSERT_EQUAL_FATAL(wl_parse(pc_test_under_valgrind() ? "zipf:keys=4000,s=0.8,pages=4,requests=300,rate=500" :
-						       "zipf:keys=4000,s=0.8,pages=4,requests=4000,rate=500",
-					       &cfg.wl, err, sizeof(err)), 0);
-		cfg.topo = t;
-		if (run_sim(&cfg, &r[spill], err, sizeof(err)))
+		if (run_text(&cfg, text, strlen(text),
+			     pc_test_under_valgrind() ? "zipf:keys=4000,s=0.8,pages=4,requests=300,rate=500" :
+							"zipf:keys=4000,s=0.8,pages=4,requests=4000,rate=500",
+			     &r[spill], err, sizeof(err)))
 			printf("\n  %s\n", err);
-		pc_topology_free(t);
 	}
 	printf("\n  504 slots for 4000 keys: page hits %.3f without a disk; %.3f with one (%.3f from disk; %.0f demoted, %.0f promoted; NVMe busy %.1f%%)",
 	       (double)r[0].page_hits / (double)r[0].pages, (double)r[1].page_hits / (double)r[1].pages,
@@ -929,20 +933,16 @@ static void test_nvme_util_per_drive(void)
 		"nodes:\n  - {name: a, address: 127.0.0.1}\n  - {name: b, address: 127.0.0.1, port: 31999}\n"
 		"  - {name: c, address: 10.0.0.3, nvme: {path: /fast, capacity: 128MiB, read_mbps: 1000000, write_mbps: 1000000, latency_us: 0, queue_depth: 32}}\n";
 	struct run_cfg cfg = { .timing = true, .payload_free = true, .seed = 3 };
-	struct pc_topology *t = NULL;
 	struct run_result r;
 	char err[PC_ERR_MAX];
 
-	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(wl_parse("zipf:keys=4000,s=0.8,pages=4,requests=300,rate=500", &cfg.wl,
-				       err, sizeof(err)), 0);
-	cfg.topo = t;
-	CU_ASSERT_EQUAL_FATAL(run_sim(&cfg, &r, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(run_text(&cfg, text, strlen(text),
+				       "zipf:keys=4000,s=0.8,pages=4,requests=300,rate=500", &r, err,
+				       sizeof(err)), 0);
 	printf("\n  NVMe busy: mean %.4f, max %.4f\n", r.nvme_util_mean, r.nvme_util_max);
 	CU_ASSERT(r.nvme_util_max > 0);
 	CU_ASSERT(fabs(r.nvme_util_mean / r.nvme_util_max - 0.5) < 0.05);
 	run_result_free(&r);
-	pc_topology_free(t);
 }
 
 /* ---------------------------------------------------------------- a crash */
@@ -976,7 +976,6 @@ static void test_kill_detected(void)
 	struct windows w = { .kill_ns = 5000000000ULL, .failure_ns = 1000000000ULL };
 	struct run_cfg cfg = { .payload_free = true, .seed = 7, .on_request = count_window,
 			       .on_request_arg = &w };
-	struct pc_topology *t = NULL;
 	struct run_result r;
 	char err[PC_ERR_MAX];
 	double h[3];
@@ -985,13 +984,11 @@ static void test_kill_detected(void)
 		"nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n"
 		"  - {name: c, address: 10.0.0.3}\n  - {name: d, address: 10.0.0.4}\n";
 
-	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(wl_parse("zipf:keys=2000,s=0.9,pages=4,requests=10000,rate=1000", &cfg.wl,
-				       err, sizeof(err)), 0);
-	cfg.topo = t;
 	cfg.events[cfg.nr_events++] = (struct run_event){ .t_ns = w.kill_ns, .node = 2, .kill = true };
 	pc_log_set_level(PC_LOG_ERROR);	/* every node says what its heartbeats found */
-	CU_ASSERT_EQUAL(run_sim(&cfg, &r, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(run_text(&cfg, text, strlen(text),
+				 "zipf:keys=2000,s=0.9,pages=4,requests=10000,rate=1000", &r, err,
+				 sizeof(err)), 0);
 	pc_log_set_level(PC_LOG_WARN);
 	for (int k = 0; k < 3; k++)
 		h[k] = w.pages[k] ? (double)w.hits[k] / (double)w.pages[k] : 0;
@@ -1001,7 +998,6 @@ static void test_kill_detected(void)
 	CU_ASSERT(h[1] < h[0] - 0.1);	/* a quarter of the pages live on the dead node */
 	CU_ASSERT(h[2] > h[1] + 0.1);
 	run_result_free(&r);
-	pc_topology_free(t);
 }
 
 /* The end of a run with heartbeats: every node stops at once, so none sees another
@@ -1010,7 +1006,6 @@ static void test_kill_detected(void)
 static void test_close_no_flaps(void)
 {
 	struct run_cfg cfg = { .payload_free = true, .seed = 3, .heartbeats = true };
-	struct pc_topology *t = NULL;
 	struct run_result r;
 	char err[PC_ERR_MAX], line[512];
 	size_t len = 0, flaps = 0;
@@ -1024,13 +1019,10 @@ static void test_close_no_flaps(void)
 	for (int i = 0; i < 64; i++)
 		len += (size_t)sprintf(text + len, "  - {name: n%02d, address: 10.0.%d.%d}\n", i, i / 200,
 				       i % 200 + 1);
-	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, len, "t", &t, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(wl_parse("zipf:keys=2000,pages=4,requests=2000,rate=1000", &cfg.wl,
-				       err, sizeof(err)), 0);
-	cfg.topo = t;
 	fflush(stderr);
 	dup2(fileno(log), 2);
-	CU_ASSERT_EQUAL(run_sim(&cfg, &r, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(run_text(&cfg, text, len, "zipf:keys=2000,pages=4,requests=2000,rate=1000", &r,
+				 err, sizeof(err)), 0);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -1041,7 +1033,6 @@ static void test_close_no_flaps(void)
 	CU_ASSERT_EQUAL(flaps, 0);
 	CU_ASSERT(r.member_rpcs > 0);
 	run_result_free(&r);
-	pc_topology_free(t);
 	fclose(log);
 	free(text);
 }
@@ -1575,20 +1566,16 @@ static void test_overload_stops(void)
 	const char *text = "store: {slot_size_classes: [1MiB], global_segment_size: 64MiB}\n"
 			   "node_defaults: {rails: [{device: d, gbps: 1, latency_us: 5}]}\n"
 			   "nodes:\n  - {name: a, address: 10.0.0.1}\n  - {name: b, address: 10.0.0.2}\n";
-	struct pc_topology *t = NULL;
 	struct run_result r;
 	char err[PC_ERR_MAX];
 
-	CU_ASSERT_EQUAL_FATAL(pc_topology_parse(text, strlen(text), "t", &t, err, sizeof(err)), 0);
 	/* 100K requests/s of 4 MiB over 1 Gb/s rails: thousands of times too many */
-	CU_ASSERT_EQUAL_FATAL(wl_parse("zipf:keys=1000,s=0.8,pages=4,requests=2000,rate=100000", &cfg.wl,
-				       err, sizeof(err)), 0);
-	cfg.topo = t;
-	CU_ASSERT_EQUAL(run_sim(&cfg, &r, err, sizeof(err)), -EOVERFLOW);
+	CU_ASSERT_EQUAL(run_text(&cfg, text, strlen(text),
+				 "zipf:keys=1000,s=0.8,pages=4,requests=2000,rate=100000", &r, err,
+				 sizeof(err)), -EOVERFLOW);
 	printf("\n  %s", err);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "64 requests in flight"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "rate="));
-	pc_topology_free(t);
 }
 
 /* Page lookups per owner, counted by the test from the keys on its own ring. */
